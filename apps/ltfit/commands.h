@@ -1,0 +1,19 @@
+// The ltfit command-line front end: one registration function per command.
+//
+// Each `add_*_command` adds a CLI11 subcommand whose callback does the work through the
+// library and stores its exit code in `*exit_code`. Errors propagate as ltfit::Error to main's
+// single catch, which prints the message and hint and returns the documented exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI { class App; }
+
+namespace ltfit::cli {
+
+void add_train_command(CLI::App& app, int* exit_code);
+void add_evaluate_command(CLI::App& app, int* exit_code);
+void add_synth_command(CLI::App& app, int* exit_code);
+
+}  // namespace ltfit::cli

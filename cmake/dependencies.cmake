@@ -1,0 +1,53 @@
+# Third-party dependencies. LibTorch comes from CMAKE_PREFIX_PATH (the PyPI torch wheel's
+# torch.utils.cmake_prefix_path, or an official LibTorch zip); the rest from the system.
+# Every third-party include directory is SYSTEM so their warnings stay out of ours.
+
+# A CUDA build of LibTorch needs the toolkit to configure; the binary still runs without a GPU.
+if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+# Name the GPU architectures up front: Torch's CMake otherwise tries to run a probe program on
+# the build machine's GPU, which fails on a machine without one.
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "8.0;9.0" CACHE STRING "CUDA architectures (only for CUDA LibTorch)")
+endif()
+find_package(Torch REQUIRED)
+add_library(ltfit_torch INTERFACE)
+target_link_libraries(ltfit_torch INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(ltfit_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+# The PyPI wheel keeps its CUDA libraries in site-packages/nvidia/*/lib, found at run time through
+# libtorch_cuda's $ORIGIN rpath; the linker needs them named, or it resolves an older system copy
+# (e.g. the toolkit's libnccl) and fails on missing symbols.
+file(GLOB LTFIT_WHEEL_CUDA_LIBS LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
+  target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
+endforeach()
+add_library(ltfit::torch ALIAS ltfit_torch)
+
+find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+add_library(ltfit_opencv INTERFACE)
+target_link_libraries(ltfit_opencv INTERFACE ${OpenCV_LIBS})
+target_include_directories(ltfit_opencv SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
+add_library(ltfit::opencv ALIAS ltfit_opencv)
+
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 REQUIRED)
+
+# LibTorch ships its own fmt headers (a newer major version) in its include directory, which
+# would shadow the fmt that spdlog was built against. A directory holding only a link to the
+# system fmt, searched first, keeps spdlog on its own fmt; LibTorch's headers do not use fmt.
+find_package(fmt REQUIRED)
+get_target_property(LTFIT_FMT_INCLUDE fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+list(GET LTFIT_FMT_INCLUDE 0 LTFIT_FMT_INCLUDE)
+set(LTFIT_FMT_SHIM ${CMAKE_BINARY_DIR}/fmt-shim)
+file(MAKE_DIRECTORY ${LTFIT_FMT_SHIM})
+file(CREATE_LINK ${LTFIT_FMT_INCLUDE}/fmt ${LTFIT_FMT_SHIM}/fmt SYMBOLIC)
+add_library(ltfit_spdlog INTERFACE)
+target_include_directories(ltfit_spdlog SYSTEM BEFORE INTERFACE ${LTFIT_FMT_SHIM})
+target_link_libraries(ltfit_spdlog INTERFACE spdlog::spdlog)
+add_library(ltfit::spdlog ALIAS ltfit_spdlog)

@@ -1,0 +1,84 @@
+// A batching image loader: decode -> crop/flip -> batch on worker threads, one batch ahead.
+//
+// Threads, not processes: no shared-memory files, so no /dev/shm limits (REFERENCE.md §3).
+// Each epoch's order and each sample's crop/flip derive from (seed, epoch, sample index) only,
+// so batches are identical whatever the worker count. Unreadable images are skipped, counted
+// once and named in the log; an exception in a worker is re-raised on the caller's thread.
+// A Loader is used from one thread; its destructor joins its workers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "ltfit/config/config.h"
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/image_io.h"
+
+namespace ltfit {
+
+struct LoaderOptions {
+  int image_size = 224;       // output side, pixels
+  int batch_size = 16;        // images per batch
+  bool train = false;         // shuffle, random crop + flip, drop the last partial batch
+  AugmentConfig augment;      // used when train
+  std::uint64_t seed = 0;     // base of every random choice
+  int workers = 0;            // decode threads; 0 = one per available core
+};
+
+struct Batch {
+  torch::Tensor images;                 // uint8 [N,H,W,3] RGB
+  torch::Tensor labels;                 // int64 [N]
+  std::vector<std::int64_t> indices;    // positions in the sample list, for predictions
+};
+
+// Images that could not be decoded, each counted once per loader.
+struct SkippedImages {
+  std::int64_t count = 0;                // number of distinct unreadable files
+  std::vector<std::string> examples;     // "path: reason", first few
+};
+
+class Loader {
+ public:
+  Loader(std::vector<Sample> samples, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts an epoch (0-based); any batches of a previous epoch still in flight are discarded.
+  void start_epoch(int epoch);
+  // The next batch of the current epoch, or nullopt at its end. Throws what a worker threw.
+  std::optional<Batch> next();
+
+  std::int64_t batches_per_epoch() const;
+  std::int64_t size() const { return static_cast<std::int64_t>(samples_.size()); }
+  const std::vector<Sample>& samples() const { return samples_; }
+  SkippedImages skipped() const;
+  int workers() const;
+
+ private:
+  struct State;
+  void worker_loop();
+  // Decodes the samples at `positions` for `epoch`; nullopt when every one was unreadable.
+  std::optional<Batch> build_batch(const std::vector<std::int64_t>& positions, int epoch);
+  CropFlip draw_crop(std::int64_t position, int epoch) const;
+  std::vector<Sample> samples_;
+  LoaderOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+// uint8 [N,H,W,3] RGB -> float [N,3,H,W] ImageNet-normalised, on `device`, in one fused pass.
+torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
+                               bool channels_last);
+
+// Stable 64-bit mixing (splitmix64), used to derive per-sample seeds portably.
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
+
+// Deterministic permutation of 0..n-1 for (seed, epoch), identical on every platform.
+std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, int epoch);
+
+}  // namespace ltfit

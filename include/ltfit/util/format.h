@@ -1,0 +1,14 @@
+// Small formatting helpers shared by reports and logs. Pure functions, thread-safe.
+#pragma once
+
+#include <string>
+
+namespace ltfit {
+
+// 83.4 -> "01:23" (fastai's mm:ss); at or above an hour "1:02:03".
+std::string format_mm_ss(double seconds);
+
+// Writes `text` to `path` atomically (temp file + rename); throws RuntimeError on failure.
+void write_text_atomic(const std::string& path, const std::string& text);
+
+}  // namespace ltfit

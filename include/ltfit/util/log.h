@@ -1,0 +1,26 @@
+// Logging set-up (spdlog): console on stderr, plus an optional file sink for a run's train.log.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace spdlog::sinks { class sink; }
+
+namespace ltfit {
+
+// Installs the default logger: stderr, "[time] level: message". Call once in main.
+void setup_logging(bool verbose);
+
+// Adds `path` as a second sink for as long as this object lives (the run's train.log).
+class ScopedLogFile {
+ public:
+  explicit ScopedLogFile(const std::string& path);
+  ~ScopedLogFile();
+  ScopedLogFile(const ScopedLogFile&) = delete;
+  ScopedLogFile& operator=(const ScopedLogFile&) = delete;
+
+ private:
+  std::shared_ptr<spdlog::sinks::sink> sink_;
+};
+
+}  // namespace ltfit

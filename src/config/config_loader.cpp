@@ -1,0 +1,827 @@
+// Loading, overriding, validating and writing the YAML configuration (config_loader.h).
+//
+// Pipeline: text -> YAML tree -> `--set` overrides spliced into the tree -> structs (the
+// convert_* functions, the only code that reads the tree) -> range and enumeration rules
+// (validate_*, written once against the structs). Errors name the file, the line of the
+// offending node (yaml-cpp marks are 0-based; messages are 1-based) or the `--set` that
+// supplied it. This is the only file that includes yaml-cpp. Thread-safe: no shared state.
+#include "ltfit/config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+namespace {
+
+const char* const kDurationExpected =
+    "a duration like 5h50m, 90m, 45s, a number of seconds, or null";
+
+// Where values come from: the file (or "<defaults>") and the --set overrides, for messages.
+struct Context {
+  std::string source;
+  std::vector<Override> overrides;
+};
+
+// A node of the tree and its dotted key path ("data.batch_size"); "" is the root.
+struct Located {
+  YAML::Node node;
+  std::string path;
+};
+
+// ---- text helpers -------------------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string text;
+  for (std::size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
+  return text;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, separator)) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.emplace_back();
+  return parts;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The choice closest to `word`, or "" when none is close enough to be a likely typo.
+std::string closest(const std::string& word, const std::vector<std::string>& choices) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& choice : choices) {
+    const std::size_t distance = edit_distance(word, choice);
+    if (distance < best_distance) {
+      best = choice;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+// Shortest text that parses back to exactly `value` ("0.001", "1e-05", "25").
+std::string format_number(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string format_list(const std::vector<double>& values) {
+  std::vector<std::string> texts;
+  for (double v : values) texts.push_back(format_number(v));
+  std::string text = "[";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "[" + s + "]"
+  text += join(texts);
+  text += "]";
+  return text;
+}
+
+std::optional<long long> parse_integer(const std::string& text) {
+  const char* begin = text.data() + (!text.empty() && text[0] == '+');
+  const char* end = text.data() + text.size();
+  long long value = 0;
+  const auto result = std::from_chars(begin, end, value);
+  if (begin == end || result.ec != std::errc() || result.ptr != end) return std::nullopt;
+  return value;
+}
+
+// A finite number ("3", "0.5", "1e-5", "+2"); nullopt for anything else, "inf" and "nan".
+std::optional<double> parse_real(const std::string& text) {
+  const char* begin = text.data() + (!text.empty() && text[0] == '+');
+  const char* end = text.data() + text.size();
+  double value = 0;
+  const auto result = std::from_chars(begin, end, value);
+  if (begin == end || result.ec != std::errc() || result.ptr != end) return std::nullopt;
+  if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// "5h50m", "90m", "45s", "1.5h" (units in h, m, s order, each at most once) or plain seconds.
+std::optional<double> duration_seconds(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (auto plain = parse_real(text)) return plain;
+  const std::string units = "hms";
+  const double unit_seconds[] = {3600.0, 60.0, 1.0};
+  double total = 0;
+  std::size_t position = 0;
+  std::size_t next_unit = 0;
+  while (position < text.size()) {
+    const std::size_t end = text.find_first_of(units, position);
+    if (end == std::string::npos || end == position) return std::nullopt;
+    const auto number = parse_real(text.substr(position, end - position));
+    const std::size_t unit = units.find(text[end]);
+    if (!number || *number < 0 || unit < next_unit) return std::nullopt;
+    total += *number * unit_seconds[unit];
+    next_unit = unit + 1;
+    position = end + 1;
+  }
+  return total;
+}
+
+// "5h50m" for whole seconds (parses back exactly), else the plain number of seconds.
+std::string format_duration(double seconds) {
+  if (seconds <= 0 || seconds != std::floor(seconds) || seconds > 1e15) {
+    return format_number(seconds);
+  }
+  const auto total = static_cast<long long>(seconds);
+  std::string text;
+  if (total / 3600) text += std::to_string(total / 3600) + "h";
+  if (total % 3600 / 60) text += std::to_string(total % 3600 / 60) + "m";
+  if (total % 60) text += std::to_string(total % 60) + "s";
+  return text;
+}
+
+// ---- tree helpers and located errors -------------------------------------------------------
+
+bool is_plain_scalar(const YAML::Node& node) {
+  return node.IsDefined() && node.IsScalar() && node.Tag() != "!";  // "!": quoted in the text
+}
+
+// The value as a user wrote it, for "got ..." ("-4", "'16'" when quoted, "a list [1, 2]").
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return node.Tag() == "!" ? "'" + node.Scalar() + "'" : node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  std::string text = out.c_str();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return (node.IsMap() ? "a map " : "a list ") + text;
+}
+
+// The --set that supplied `path`: the last one whose key is `path` or a parent of it.
+const Override* override_for(const Context& context, const std::string& path) {
+  for (auto it = context.overrides.rbegin(); it != context.overrides.rend(); ++it) {
+    if (path == it->key || path.rfind(it->key + ".", 0) == 0) return &*it;
+  }
+  return nullptr;
+}
+
+// Throws "<file>:<line>: <path>: <what>", or "<file>: <path>: <what> (from --set k=v)".
+[[noreturn]] void fail_at(const Context& context, const YAML::Node& node, const std::string& path,
+                          const std::string& what, const std::string& hint = "") {
+  std::string where = context.source;
+  std::string suffix;
+  if (const Override* from = override_for(context, path)) {
+    suffix = " (from --set " + from->key + "=" + from->value + ")";
+  } else if (node.IsDefined() && !node.Mark().is_null()) {
+    where += ":" + std::to_string(node.Mark().line + 1);
+  }
+  throw ConfigError(where + ": " + (path.empty() ? "" : path + ": ") + what + suffix, hint);
+}
+
+[[noreturn]] void fail_type(const Context& context, const Located& at, const std::string& expected) {
+  fail_at(context, at.node, at.path, "expected " + expected + ", got " + describe(at.node));
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+// The child `key` of a map node; an undefined node when absent (or the parent is no map).
+Located child(const Located& parent, const std::string& key) {
+  Located result{YAML::Node(YAML::NodeType::Undefined), child_path(parent.path, key)};
+  if (!parent.node.IsDefined() || !parent.node.IsMap()) return result;
+  const YAML::Node& map = parent.node;  // const lookup: never inserts
+  const YAML::Node value = map[key];
+  if (value.IsDefined()) result.node.reset(value);
+  return result;
+}
+
+// The node at a dotted path, or an undefined node. Walks with reset(): Node's operator=
+// would overwrite the node it refers to, not rebind the handle.
+YAML::Node find_node(const YAML::Node& root, const std::string& path) {
+  YAML::Node node(YAML::NodeType::Undefined);
+  node.reset(root);
+  for (const auto& key : split(path, '.')) node.reset(child(Located{node, ""}, key).node);
+  return node;
+}
+
+[[noreturn]] void fail_unknown_key(const Context& context, const YAML::Node& key_node,
+                                   const Located& map, const std::string& key,
+                                   const std::vector<std::string>& keys) {
+  const std::string suggestion = closest(key, keys);
+  const std::string under = map.path.empty() ? "at the top level" : "under '" + map.path + "'";
+  const std::string valid = "valid keys " + under + ": " + join(keys);
+  fail_at(context, key_node, child_path(map.path, key),
+          suggestion.empty() ? "unknown key (" + valid + ")"
+                             : "unknown key; did you mean '" + suggestion + "'?",
+          valid);
+}
+
+// Checks that `at` is absent, null (all defaults) or a map whose keys are all in `keys`.
+void expect_map(const Context& context, const Located& at, const std::vector<std::string>& keys) {
+  if (!at.node.IsDefined() || at.node.IsNull()) return;
+  if (!at.node.IsMap()) fail_type(context, at, "a map with keys " + join(keys));
+  std::vector<std::string> seen;
+  for (const auto& entry : at.node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : describe(entry.first);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      fail_unknown_key(context, entry.first, at, key, keys);
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      fail_at(context, entry.first, child_path(at.path, key), "duplicate key");
+    }
+    seen.push_back(key);
+  }
+}
+
+// ---- scalar readers (type checks; ranges are validate_*'s job) ------------------------------
+
+void read_value(const Context& context, const Located& at, int& out) {
+  const auto value = is_plain_scalar(at.node) ? parse_integer(at.node.Scalar()) : std::nullopt;
+  if (!value || *value < INT_MIN || *value > INT_MAX) fail_type(context, at, "an integer");
+  out = static_cast<int>(*value);
+}
+
+void read_value(const Context& context, const Located& at, std::uint64_t& out) {
+  const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+  const char* end = text.data() + text.size();
+  const auto result = std::from_chars(text.data(), end, out);
+  if (text.empty() || result.ec != std::errc() || result.ptr != end) {
+    fail_type(context, at, "a non-negative integer");
+  }
+}
+
+void read_value(const Context& context, const Located& at, double& out) {
+  const auto value = is_plain_scalar(at.node) ? parse_real(at.node.Scalar()) : std::nullopt;
+  if (!value) fail_type(context, at, "a number");
+  out = *value;
+}
+
+// Only YAML 1.2 booleans: yes/no/on/off are rejected rather than guessed.
+void read_value(const Context& context, const Located& at, bool& out) {
+  const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+  if (text == "true" || text == "True" || text == "TRUE") {
+    out = true;
+  } else if (text == "false" || text == "False" || text == "FALSE") {
+    out = false;
+  } else {
+    fail_type(context, at, "true or false");
+  }
+}
+
+void read_value(const Context& context, const Located& at, std::string& out) {
+  if (!at.node.IsScalar()) fail_type(context, at, "a string");
+  out = at.node.Scalar();
+}
+
+void read_value(const Context& context, const Located& at, std::vector<double>& out) {
+  if (!at.node.IsSequence()) fail_type(context, at, "a list of numbers");
+  std::vector<double> values;
+  for (const auto& item : at.node) {
+    const auto value = is_plain_scalar(item) ? parse_real(item.Scalar()) : std::nullopt;
+    if (!value) fail_type(context, at, "a list of numbers");
+    values.push_back(*value);
+  }
+  out = std::move(values);
+}
+
+// `train.time_limit`: null (no limit), a duration string or a number of seconds.
+void read_value(const Context& context, const Located& at, std::optional<double>& out) {
+  if (at.node.IsNull()) {
+    out.reset();
+    return;
+  }
+  const auto seconds = at.node.IsScalar() ? duration_seconds(at.node.Scalar()) : std::nullopt;
+  if (!seconds) fail_type(context, at, kDurationExpected);
+  out = seconds;
+}
+
+// Reads `at` into `out` when the key is present; absent keys keep the struct's default.
+template <typename T>
+void read(const Context& context, const Located& at, T& out) {
+  if (at.node.IsDefined()) read_value(context, at, out);
+}
+
+// `data.workers`: `auto` (stored as 0) or an integer.
+void read_workers(const Context& context, const Located& at, int& out) {
+  if (is_plain_scalar(at.node) && at.node.Scalar() == "auto") {
+    out = 0;
+  } else if (at.node.IsDefined()) {
+    const auto value = is_plain_scalar(at.node) ? parse_integer(at.node.Scalar()) : std::nullopt;
+    if (!value || *value < INT_MIN || *value > INT_MAX) {
+      fail_type(context, at, "auto or an integer >= 0");
+    }
+    out = static_cast<int>(*value);
+  }
+}
+
+// `train.lr`: one number, or a list [low, high].
+void read_lr(const Context& context, const Located& at, std::vector<double>& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsSequence()) return read_value(context, at, out);
+  const auto value = is_plain_scalar(at.node) ? parse_real(at.node.Scalar()) : std::nullopt;
+  if (!value) fail_type(context, at, "a number or a list [low, high]");
+  out = {*value};
+}
+
+// ---- tree -> structs: the one place that reads the tree --------------------------------------
+
+void convert_run(const Context& context, const Located& at, RunConfig& run) {
+  expect_map(context, at, {"name", "out_dir", "seed", "deterministic"});
+  read(context, child(at, "name"), run.name);
+  read(context, child(at, "out_dir"), run.out_dir);
+  read(context, child(at, "seed"), run.seed);
+  read(context, child(at, "deterministic"), run.deterministic);
+}
+
+void convert_augment(const Context& context, const Located& at, AugmentConfig& augment) {
+  expect_map(context, at,
+             {"flip", "max_rotate", "max_zoom", "max_lighting", "max_warp", "p_affine",
+              "p_lighting"});
+  read(context, child(at, "flip"), augment.flip);
+  read(context, child(at, "max_rotate"), augment.max_rotate);
+  read(context, child(at, "max_zoom"), augment.max_zoom);
+  read(context, child(at, "max_lighting"), augment.max_lighting);
+  read(context, child(at, "max_warp"), augment.max_warp);
+  read(context, child(at, "p_affine"), augment.p_affine);
+  read(context, child(at, "p_lighting"), augment.p_lighting);
+}
+
+void convert_data(const Context& context, const Located& at, DataConfig& data) {
+  expect_map(context, at,
+             {"root", "layout", "valid_count", "image_size", "batch_size", "workers", "augment"});
+  read(context, child(at, "root"), data.root);
+  read(context, child(at, "layout"), data.layout);
+  read(context, child(at, "valid_count"), data.valid_count);
+  read(context, child(at, "image_size"), data.image_size);
+  read(context, child(at, "batch_size"), data.batch_size);
+  read_workers(context, child(at, "workers"), data.workers);
+  convert_augment(context, child(at, "augment"), data.augment);
+}
+
+void convert_model(const Context& context, const Located& at, ModelConfig& model) {
+  expect_map(context, at, {"arch", "pretrained", "head", "dropout"});
+  read(context, child(at, "arch"), model.arch);
+  read(context, child(at, "pretrained"), model.pretrained);
+  read(context, child(at, "head"), model.head);
+  read(context, child(at, "dropout"), model.dropout);
+}
+
+void convert_optimizer(const Context& context, const Located& at, OptimizerConfig& optimizer) {
+  expect_map(context, at, {"name", "betas", "eps", "weight_decay"});
+  read(context, child(at, "name"), optimizer.name);
+  read(context, child(at, "betas"), optimizer.betas);
+  read(context, child(at, "eps"), optimizer.eps);
+  read(context, child(at, "weight_decay"), optimizer.weight_decay);
+}
+
+void convert_one_cycle(const Context& context, const Located& at, OneCycleConfig& one_cycle) {
+  expect_map(context, at, {"pct_start", "div", "div_final", "moms"});
+  read(context, child(at, "pct_start"), one_cycle.pct_start);
+  read(context, child(at, "div"), one_cycle.div);
+  read(context, child(at, "div_final"), one_cycle.div_final);
+  read(context, child(at, "moms"), one_cycle.moms);
+}
+
+void convert_checkpoint(const Context& context, const Located& at, CheckpointConfig& checkpoint) {
+  expect_map(context, at, {"every_minutes", "keep"});
+  read(context, child(at, "every_minutes"), checkpoint.every_minutes);
+  read(context, child(at, "keep"), checkpoint.keep);
+}
+
+void convert_train(const Context& context, const Located& at, TrainConfig& train) {
+  expect_map(context, at,
+             {"recipe", "epochs", "freeze_epochs", "lr", "optimizer", "one_cycle", "precision",
+              "channels_last", "device", "checkpoint", "time_limit"});
+  read(context, child(at, "recipe"), train.recipe);
+  read(context, child(at, "epochs"), train.epochs);
+  read(context, child(at, "freeze_epochs"), train.freeze_epochs);
+  read_lr(context, child(at, "lr"), train.lr);
+  convert_optimizer(context, child(at, "optimizer"), train.optimizer);
+  convert_one_cycle(context, child(at, "one_cycle"), train.one_cycle);
+  read(context, child(at, "precision"), train.precision);
+  read(context, child(at, "channels_last"), train.channels_last);
+  read(context, child(at, "device"), train.device);
+  convert_checkpoint(context, child(at, "checkpoint"), train.checkpoint);
+  read(context, child(at, "time_limit"), train.time_limit_seconds);
+}
+
+void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
+  expect_map(context, at, {"tta", "tta_beta", "tta_scale"});
+  read(context, child(at, "tta"), eval.tta);
+  read(context, child(at, "tta_beta"), eval.tta_beta);
+  read(context, child(at, "tta_scale"), eval.tta_scale);
+}
+
+Config convert(const Context& context, const YAML::Node& root) {
+  const Located top{root, ""};
+  expect_map(context, top, {"run", "data", "model", "train", "eval"});
+  Config config;
+  config.source = context.source;
+  convert_run(context, child(top, "run"), config.run);
+  convert_data(context, child(top, "data"), config.data);
+  convert_model(context, child(top, "model"), config.model);
+  convert_train(context, child(top, "train"), config.train);
+  convert_eval(context, child(top, "eval"), config.eval);
+  return config;
+}
+
+// ---- rules: ranges and enumerations, once, against the structs --------------------------------
+
+// A broken rule: the key, what was expected, the value found (as formatted from the struct).
+struct Problem {
+  std::string path;
+  std::string expected;
+  std::string found;
+  std::string hint;
+};
+using Fail = std::function<void(const Problem&)>;  // throws
+
+std::string show(int value) { return std::to_string(value); }
+std::string show(double value) { return format_number(value); }
+std::string show(const std::string& value) { return "'" + value + "'"; }
+std::string show(const std::vector<double>& value) { return format_list(value); }
+
+template <typename T>
+void require(const Fail& fail, bool ok, const std::string& path, const std::string& expected,
+             const T& value) {
+  if (!ok) fail({path, expected, show(value), ""});
+}
+
+void require_one_of(const Fail& fail, const std::string& path, const std::string& value,
+                    const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  const std::string suggestion = closest(value, choices);
+  fail({path, "one of " + join(choices), show(value),
+        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?"});
+}
+
+bool all_in(const std::vector<double>& values, double low, double high, bool high_included) {
+  return std::all_of(values.begin(), values.end(), [&](double v) {
+    return v >= low && (high_included ? v <= high : v < high);
+  });
+}
+
+bool is_device(const std::string& device) {
+  if (device == "auto" || device == "cpu" || device == "cuda") return true;
+  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "";
+  return !index.empty() && std::all_of(index.begin(), index.end(),
+                                       [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+void validate_run(const RunConfig& run, const Fail& fail) {
+  require(fail, !run.name.empty() && run.name.find('/') == std::string::npos, "run.name",
+          "a non-empty name without '/'", run.name);
+  require(fail, !run.out_dir.empty(), "run.out_dir", "a directory", run.out_dir);
+}
+
+void validate_data(const DataConfig& data, const Fail& fail) {
+  require(fail, !data.root.empty(), "data.root", "a directory", data.root);
+  require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
+  require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
+  require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
+          "an integer from 16 to 4096", data.image_size);
+  require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);
+  require(fail, data.workers >= 0, "data.workers", "auto or an integer >= 0", data.workers);
+  const AugmentConfig& a = data.augment;
+  require(fail, a.max_rotate >= 0 && a.max_rotate <= 180, "data.augment.max_rotate",
+          "degrees from 0 to 180", a.max_rotate);
+  require(fail, a.max_zoom >= 1, "data.augment.max_zoom", "a number >= 1", a.max_zoom);
+  require(fail, all_in({a.max_lighting}, 0, 1, false), "data.augment.max_lighting",
+          "a number in [0, 1)", a.max_lighting);
+  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp",
+          "a number in [0, 1)", a.max_warp);
+  require(fail, all_in({a.p_affine}, 0, 1, true), "data.augment.p_affine",
+          "a probability in [0, 1]", a.p_affine);
+  require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
+          "a probability in [0, 1]", a.p_lighting);
+}
+
+void validate_model(const ModelConfig& model, const Fail& fail) {
+  require_one_of(fail, "model.arch", model.arch,
+                 {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
+  require(fail, !model.pretrained.empty(), "model.pretrained",
+          "imagenet, none or the path of a torchvision .pth file", model.pretrained);
+  require_one_of(fail, "model.head", model.head, {"fastai", "linear"});
+  require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
+          model.dropout);
+}
+
+void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Fail& fail) {
+  require_one_of(fail, "train.optimizer.name", o.name, {"adamw", "sgd"});
+  require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
+          "two numbers in [0, 1)", o.betas);
+  require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
+  require(fail, o.weight_decay >= 0, "train.optimizer.weight_decay", "a number >= 0",
+          o.weight_decay);
+  require(fail, c.pct_start > 0 && c.pct_start < 1, "train.one_cycle.pct_start",
+          "a number in (0, 1)", c.pct_start);
+  require(fail, c.div > 0, "train.one_cycle.div", "a positive number", c.div);
+  require(fail, c.div_final > 0, "train.one_cycle.div_final", "a positive number", c.div_final);
+  require(fail, c.moms.size() == 3 && all_in(c.moms, 0, 1, true), "train.one_cycle.moms",
+          "three momentums in [0, 1] (start, middle, end)", c.moms);
+}
+
+void validate_train(const TrainConfig& train, const Fail& fail) {
+  require_one_of(fail, "train.recipe", train.recipe, {"fine_tune", "one_cycle"});
+  require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
+  require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
+          train.freeze_epochs);
+  const auto& lr = train.lr;
+  const bool lr_ok = (lr.size() == 1 || lr.size() == 2) && all_in(lr, 0, HUGE_VAL, false) &&
+                     lr.front() > 0 && lr.front() <= lr.back();
+  require(fail, lr_ok, "train.lr", "a positive number or [low, high] with 0 < low <= high", lr);
+  validate_optimizer(train.optimizer, train.one_cycle, fail);
+  require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
+  require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
+          train.device);
+  require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
+          "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
+  require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
+          train.checkpoint.keep);
+  const double limit = train.time_limit_seconds.value_or(1.0);
+  require(fail, limit > 0, "train.time_limit", "a positive duration or null", limit);
+}
+
+void validate_eval(const EvalConfig& eval, const Fail& fail) {
+  require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
+          eval.tta_beta);
+  require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
+}
+
+void validate_with(const Config& config, const Fail& fail) {
+  validate_run(config.run, fail);
+  validate_data(config.data, fail);
+  validate_model(config.model, fail);
+  validate_train(config.train, fail);
+  validate_eval(config.eval, fail);
+}
+
+// ---- loading -------------------------------------------------------------------------------
+
+std::string read_text(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    throw ConfigError("config file '" + path + "' does not exist",
+                      "check the path; the shipped configs are in configs/");
+  }
+  if (std::filesystem::is_directory(path, error)) {
+    throw ConfigError("config file '" + path + "' is a directory, not a YAML file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot read config file '" + path + "'", "check its permissions");
+  std::ostringstream text;
+  text << in.rdbuf();  // sets failbit on `text` for an empty file, which is fine: no config
+  return text.str();
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& where) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    const std::string line = e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1) + ":" +
+                                                         std::to_string(e.mark.column + 1);
+    throw ConfigError(where + line + ": invalid YAML: " + e.msg,
+                      "check the indentation, colons and brackets there");
+  }
+}
+
+// Writes `value` at keys[i..] under `node`, creating maps for missing or null parents.
+void set_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+              const YAML::Node& value, const Context& context) {
+  if (i + 1 == keys.size()) {
+    node[keys[i]] = value;
+    return;
+  }
+  const YAML::Node existing = std::as_const(node)[keys[i]];
+  if (!existing.IsDefined() || existing.IsNull()) {
+    node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+  } else if (!existing.IsMap()) {
+    const std::vector<std::string> parent(keys.begin(), keys.begin() + i + 1);
+    fail_at(context, existing, join(parent, "."), "is " + describe(existing) + ", not a map");
+  }
+  set_path(node[keys[i]], keys, i + 1, value, context);
+}
+
+void apply_override(YAML::Node& root, const Override& entry, const Context& context) {
+  const std::vector<std::string> keys = split(entry.key, '.');
+  if (std::any_of(keys.begin(), keys.end(), [](const auto& k) { return k.empty(); })) {
+    throw ConfigError("--set expects a dotted key like data.batch_size, got '" + entry.key + "'");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(entry.value);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("--set " + entry.key + "=" + entry.value + ": invalid YAML value: " + e.msg,
+                      "quote strings and close brackets: --set train.lr=[1e-5,1e-3]");
+  }
+  set_path(root, keys, 0, value, context);
+}
+
+}  // namespace
+
+Override parse_override(const std::string& text) {
+  const std::size_t equals = text.find('=');
+  const auto is_space = [](unsigned char c) { return std::isspace(c) != 0; };
+  std::string key = equals == std::string::npos ? "" : text.substr(0, equals);
+  key.erase(std::remove_if(key.begin(), key.end(), is_space), key.end());
+  if (key.empty()) {
+    throw ConfigError("--set expects key=value, got '" + text + "'",
+                      "for example --set data.batch_size=64");
+  }
+  return Override{key, text.substr(equals + 1)};
+}
+
+Config load_config(const std::string& path, const std::vector<Override>& overrides) {
+  return load_config_from_string(read_text(path), path, overrides);
+}
+
+Config load_config_from_string(const std::string& yaml, const std::string& source,
+                               const std::vector<Override>& overrides) {
+  const Context context{source, overrides};
+  YAML::Node root = parse_yaml(yaml, source);
+  if (!root.IsNull() && !root.IsMap()) {
+    fail_type(context, Located{root, ""}, "a map with keys run, data, model, train, eval");
+  }
+  for (const auto& entry : overrides) apply_override(root, entry, context);
+  Config config = convert(context, root);
+  validate_with(config, [&](const Problem& problem) {
+    const YAML::Node node = find_node(root, problem.path);
+    const std::string found = node.IsDefined() ? describe(node) : problem.found;
+    fail_at(context, node, problem.path,
+            "expected " + problem.expected + ", got " + found, problem.hint);
+  });
+  return config;
+}
+
+void validate(const Config& config) {
+  validate_with(config, [&](const Problem& problem) {
+    const std::string where = config.source.empty() ? "" : config.source + ": ";
+    throw ConfigError(
+        where + problem.path + ": expected " + problem.expected + ", got " + problem.found,
+        problem.hint);
+  });
+}
+
+double parse_duration(const std::string& text, const std::string& key) {
+  const auto seconds = duration_seconds(text);
+  if (!seconds) {
+    throw ConfigError(key + ": expected " + std::string(kDurationExpected) + ", got '" + text +
+                      "'");
+  }
+  return *seconds;
+}
+
+// ---- writing ---------------------------------------------------------------------------------
+
+namespace {
+
+void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
+  out << YAML::Key << key << YAML::Value << text;
+}
+
+// Strings that YAML would read as null are quoted so they come back as strings.
+void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
+  const bool null_like = value.empty() || value == "~" || value == "null" || value == "Null" ||
+                         value == "NULL";
+  out << YAML::Key << key << YAML::Value;
+  if (null_like) out << YAML::DoubleQuoted;
+  out << value;
+}
+
+void put_bool(YAML::Emitter& out, const char* key, bool value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+void put_list(YAML::Emitter& out, const char* key, const std::vector<double>& values) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double v : values) out << format_number(v);
+  out << YAML::EndSeq;
+}
+
+void begin_section(YAML::Emitter& out, const char* key) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+}
+
+void emit_run(YAML::Emitter& out, const RunConfig& run) {
+  begin_section(out, "run");
+  put_string(out, "name", run.name);
+  put_string(out, "out_dir", run.out_dir);
+  put_plain(out, "seed", std::to_string(run.seed));
+  put_bool(out, "deterministic", run.deterministic);
+  out << YAML::EndMap;
+}
+
+void emit_data(YAML::Emitter& out, const DataConfig& data) {
+  begin_section(out, "data");
+  put_string(out, "root", data.root);
+  put_string(out, "layout", data.layout);
+  put_plain(out, "valid_count", std::to_string(data.valid_count));
+  put_plain(out, "image_size", std::to_string(data.image_size));
+  put_plain(out, "batch_size", std::to_string(data.batch_size));
+  put_plain(out, "workers", data.workers == 0 ? "auto" : std::to_string(data.workers));
+  const AugmentConfig& a = data.augment;
+  begin_section(out, "augment");
+  put_bool(out, "flip", a.flip);
+  put_plain(out, "max_rotate", format_number(a.max_rotate));
+  put_plain(out, "max_zoom", format_number(a.max_zoom));
+  put_plain(out, "max_lighting", format_number(a.max_lighting));
+  put_plain(out, "max_warp", format_number(a.max_warp));
+  put_plain(out, "p_affine", format_number(a.p_affine));
+  put_plain(out, "p_lighting", format_number(a.p_lighting));
+  out << YAML::EndMap << YAML::EndMap;
+}
+
+void emit_model(YAML::Emitter& out, const ModelConfig& model) {
+  begin_section(out, "model");
+  put_string(out, "arch", model.arch);
+  put_string(out, "pretrained", model.pretrained);
+  put_string(out, "head", model.head);
+  put_plain(out, "dropout", format_number(model.dropout));
+  out << YAML::EndMap;
+}
+
+void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycleConfig& c) {
+  begin_section(out, "optimizer");
+  put_string(out, "name", o.name);
+  put_list(out, "betas", o.betas);
+  put_plain(out, "eps", format_number(o.eps));
+  put_plain(out, "weight_decay", format_number(o.weight_decay));
+  out << YAML::EndMap;
+  begin_section(out, "one_cycle");
+  put_plain(out, "pct_start", format_number(c.pct_start));
+  put_plain(out, "div", format_number(c.div));
+  put_plain(out, "div_final", format_number(c.div_final));
+  put_list(out, "moms", c.moms);
+  out << YAML::EndMap;
+}
+
+void emit_train(YAML::Emitter& out, const TrainConfig& train) {
+  begin_section(out, "train");
+  put_string(out, "recipe", train.recipe);
+  put_plain(out, "epochs", std::to_string(train.epochs));
+  put_plain(out, "freeze_epochs", std::to_string(train.freeze_epochs));
+  if (train.lr.size() == 1) {
+    put_plain(out, "lr", format_number(train.lr.front()));
+  } else {
+    put_list(out, "lr", train.lr);
+  }
+  emit_optimizer(out, train.optimizer, train.one_cycle);
+  put_string(out, "precision", train.precision);
+  put_bool(out, "channels_last", train.channels_last);
+  put_string(out, "device", train.device);
+  begin_section(out, "checkpoint");
+  put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));
+  put_plain(out, "keep", std::to_string(train.checkpoint.keep));
+  out << YAML::EndMap;
+  const auto& limit = train.time_limit_seconds;
+  out << YAML::Key << "time_limit" << YAML::Value;
+  if (limit) {
+    out << format_duration(*limit);
+  } else {
+    out << YAML::Null;
+  }
+  out << YAML::EndMap;
+}
+
+void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
+  begin_section(out, "eval");
+  put_bool(out, "tta", eval.tta);
+  put_plain(out, "tta_beta", format_number(eval.tta_beta));
+  put_plain(out, "tta_scale", format_number(eval.tta_scale));
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_run(out, config.run);
+  emit_data(out, config.data);
+  emit_model(out, config.model);
+  emit_train(out, config.train);
+  emit_eval(out, config.eval);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ltfit

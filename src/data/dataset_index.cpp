@@ -1,0 +1,311 @@
+// Indexing a dataset's image files: class folders ("folders") or Kaggle's flat cat.N.jpg files.
+//
+// Directory listings are sorted and the Kaggle validation split is drawn with our own
+// SplitMix64-driven Fisher–Yates shuffle, so the index is identical on every machine and
+// standard library. Hidden entries (names starting with '.') and non-image files are skipped.
+// Pure functions, thread-safe.
+#include "ltfit/data/dataset_index.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<const char*, 7> kImageExtensions = {"jpg",  "jpeg", "png", "bmp",
+                                                         "webp", "tif",  "tiff"};
+constexpr const char* kDataHint =
+    "run `ltfit synth --out DIR` for a synthetic set, or see data/README.md to fetch the real "
+    "one (fastai's dogscats archive, 23,000/2,000 split, or Kaggle's dogs-vs-cats)";
+
+// Portable generator: SplitMix64, identical on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+bool is_hidden(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+bool is_image_file(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return !is_hidden(entry.path()) && entry.is_regular_file(ec) &&
+         has_image_extension(entry.path().string());
+}
+
+// Visible subdirectories of `dir`, sorted by name.
+std::vector<std::string> subdirectory_names(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code ignored;
+    if (entry.is_directory(ignored) && !is_hidden(entry.path())) {
+      names.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Image files directly in `dir`, sorted by path.
+std::vector<std::string> image_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (is_image_file(entry)) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool directory_exists(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+void sort_by_path(std::vector<Sample>& samples) {
+  std::sort(samples.begin(), samples.end(),
+            [](const Sample& a, const Sample& b) { return a.path < b.path; });
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// Samples of `dir`/<class>/* for each class; a missing or empty class folder is an error.
+std::vector<Sample> index_split(const fs::path& dir, const std::vector<std::string>& classes) {
+  std::vector<Sample> samples;
+  for (size_t label = 0; label < classes.size(); ++label) {
+    const fs::path class_dir = dir / classes[label];
+    if (!directory_exists(class_dir)) {
+      throw DataError("class folder '" + class_dir.string() + "' is missing (classes from " +
+                          (dir.parent_path() / "train").string() + ": " + joined(classes) + ")",
+                      "every split needs the same class folders; " + std::string(kDataHint));
+    }
+    const auto files = image_files(class_dir);
+    if (files.empty()) {
+      throw DataError("class folder '" + class_dir.string() + "' holds no images (looked for " +
+                          "*.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
+                      "add images or remove the folder; " + std::string(kDataHint));
+    }
+    for (const auto& file : files) samples.push_back({file, static_cast<std::int64_t>(label)});
+  }
+  return samples;
+}
+
+// True when `root`/train has a subdirectory holding an image and `root`/valid exists.
+bool looks_like_folders(const fs::path& root) {
+  if (!directory_exists(root / "valid")) return false;
+  for (const auto& name : subdirectory_names(root / "train")) {
+    if (!image_files(root / "train" / name).empty()) return true;
+  }
+  return false;
+}
+
+// The class of a Kaggle-style file name `<class>.<N>.<ext>`, or "" if it is not one.
+std::string kaggle_class(const fs::path& path) {
+  const std::string name = path.filename().string();
+  const size_t first = name.find('.');
+  const size_t last = name.rfind('.');
+  if (first == std::string::npos || first == 0 || last <= first + 1) return "";
+  const std::string number = name.substr(first + 1, last - first - 1);
+  const bool digits = std::all_of(number.begin(), number.end(),
+                                  [](unsigned char c) { return std::isdigit(c) != 0; });
+  return digits ? name.substr(0, first) : "";
+}
+
+// Kaggle-style image files of `dir`, sorted by path.
+std::vector<std::string> kaggle_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  for (const auto& file : image_files(dir)) {
+    if (!kaggle_class(file).empty()) files.push_back(file);
+  }
+  return files;
+}
+
+// The folder holding the Kaggle files: `root`/train if it has any, else `root`; "" if neither.
+fs::path kaggle_dir(const fs::path& root) {
+  if (!kaggle_files(root / "train").empty()) return root / "train";
+  if (!kaggle_files(root).empty()) return root;
+  return {};
+}
+
+std::string tried_layouts(const fs::path& root) {
+  return "tried layout folders (" + (root / "train" / "<class>" / "*.jpg").string() + " with " +
+         (root / "valid" / "<class>").string() + ") and kaggle (" +
+         (root / "<class>.<N>.jpg").string() + " or " +
+         (root / "train" / "<class>.<N>.jpg").string() + ")";
+}
+
+DatasetIndex index_folders(const fs::path& root) {
+  DatasetIndex index;
+  index.layout = "folders";
+  index.classes = subdirectory_names(root / "train");
+  if (index.classes.empty()) {
+    throw DataError("no class folders in '" + (root / "train").string() + "' (layout folders)",
+                    kDataHint);
+  }
+  const auto valid_classes = subdirectory_names(root / "valid");
+  for (const auto& name : valid_classes) {
+    if (!std::binary_search(index.classes.begin(), index.classes.end(), name)) {
+      throw DataError("class folder '" + (root / "valid" / name).string() +
+                          "' has no counterpart in '" + (root / "train").string() + "'",
+                      "train and valid need the same class folders");
+    }
+  }
+  index.train = index_split(root / "train", index.classes);
+  index.valid = index_split(root / "valid", index.classes);
+  return index;
+}
+
+// Indices 0..n-1 in a Fisher–Yates order driven by SplitMix64(seed).
+std::vector<size_t> shuffled_order(size_t n, std::uint64_t seed) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  SplitMix64 rng(seed);
+  for (size_t i = n; i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng.next() % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+DatasetIndex index_kaggle(const fs::path& root, int valid_count, std::uint64_t seed) {
+  const fs::path dir = kaggle_dir(root);
+  if (dir.empty()) {
+    throw DataError("no Kaggle-style images (<class>.<N>.jpg) in '" + root.string() + "' or '" +
+                        (root / "train").string() + "' (layout kaggle)",
+                    kDataHint);
+  }
+  const auto files = kaggle_files(dir);
+  if (valid_count < 0 || static_cast<size_t>(valid_count) >= files.size()) {
+    throw DataError("data.valid_count is " + std::to_string(valid_count) + " but '" + dir.string() +
+                        "' holds " + std::to_string(files.size()) + " images",
+                    "set data.valid_count between 0 and the number of images minus one");
+  }
+  DatasetIndex index;
+  index.layout = "kaggle";
+  std::map<std::string, std::int64_t> labels;
+  for (const auto& file : files) labels.emplace(kaggle_class(file), 0);
+  for (auto& [name, label] : labels) {
+    label = static_cast<std::int64_t>(index.classes.size());
+    index.classes.push_back(name);
+  }
+  const auto order = shuffled_order(files.size(), seed);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::string& file = files[order[k]];
+    auto& split = k < static_cast<size_t>(valid_count) ? index.valid : index.train;
+    split.push_back({file, labels.at(kaggle_class(file))});
+  }
+  sort_by_path(index.train);
+  sort_by_path(index.valid);
+  return index;
+}
+
+std::string resolve_layout(const fs::path& root, const std::string& layout) {
+  if (layout == "folders" || layout == "kaggle") return layout;
+  if (layout != "auto") {
+    throw ConfigError("data.layout: expected auto, folders or kaggle, got '" + layout + "'");
+  }
+  if (looks_like_folders(root)) return "folders";
+  if (!kaggle_dir(root).empty()) return "kaggle";
+  throw DataError("no images found under data root '" + root.string() + "': " + tried_layouts(root),
+                  kDataHint);
+}
+
+void require_two_classes(const DatasetIndex& index, const fs::path& root) {
+  if (index.classes.size() < 2) {
+    throw DataError("data root '" + root.string() + "' holds only one class ('" +
+                        joined(index.classes) + "'); a classifier needs at least two",
+                    kDataHint);
+  }
+}
+
+}  // namespace
+
+bool has_image_extension(const std::string& path) {
+  const std::string ext = lower(fs::path(path).extension().string());
+  if (ext.size() < 2) return false;
+  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext.substr(1)) !=
+         kImageExtensions.end();
+}
+
+DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
+  const fs::path root(data.root);
+  if (!directory_exists(root)) {
+    throw DataError(
+        "data root '" + data.root + "' does not exist (data.root; " + tried_layouts(root) + ")",
+        kDataHint);
+  }
+  const std::string layout = resolve_layout(root, data.layout);
+  DatasetIndex index =
+      layout == "folders" ? index_folders(root) : index_kaggle(root, data.valid_count, seed);
+  require_two_classes(index, root);
+  sort_by_path(index.train);
+  sort_by_path(index.valid);
+  return index;
+}
+
+std::vector<Sample> index_class_folders(const std::string& dir,
+                                        const std::vector<std::string>& classes) {
+  const fs::path root(dir);
+  if (!directory_exists(root)) {
+    throw DataError("data folder '" + dir + "' does not exist (looked for " +
+                        (root / "<class>" / "*.jpg").string() + " with classes " + joined(classes) +
+                        ")",
+                    kDataHint);
+  }
+  for (const auto& name : subdirectory_names(root)) {
+    if (std::find(classes.begin(), classes.end(), name) == classes.end()) {
+      throw DataError("folder '" + (root / name).string() +
+                          "' is not one of the model's classes (" + joined(classes) + ")",
+                      "name the class folders as in training, or remove the extra folder");
+    }
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : classes) {
+    if (!directory_exists(root / name)) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    throw DataError("class folder(s) missing in '" + dir + "': " + joined(missing),
+                    "evaluation needs one folder per class: " + joined(classes));
+  }
+  std::vector<Sample> samples;
+  for (size_t label = 0; label < classes.size(); ++label) {
+    for (const auto& file : image_files(root / classes[label])) {
+      samples.push_back({file, static_cast<std::int64_t>(label)});
+    }
+  }
+  if (samples.empty()) {
+    throw DataError("no images in the class folders of '" + dir + "'", kDataHint);
+  }
+  sort_by_path(samples);
+  return samples;
+}
+
+}  // namespace ltfit

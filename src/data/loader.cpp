@@ -1,0 +1,232 @@
+// Loader implementation: a fixed pool of worker threads builds whole batches ahead of the
+// consumer, at most `kPrefetchPerWorker` per worker, delivered strictly in order.
+#include "ltfit/data/loader.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "ltfit/data/image_io.h"
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr int kPrefetchPerWorker = 2;
+constexpr std::size_t kSkippedExamples = 20;
+constexpr double kMinCropScale = 0.8;  // random crop keeps at least 80 % of the shorter side
+
+// Uniform double in [0,1) from a 64-bit state, advancing it.
+double next_uniform(std::uint64_t& state) {
+  state = mix_seed(state, 0x9E3779B97F4A7C15ULL);
+  return static_cast<double>(state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+}  // namespace
+
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = a + 0x9E3779B97F4A7C15ULL * (b + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, int epoch) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::uint64_t state = mix_seed(seed, 0x5EED0000ULL + static_cast<std::uint64_t>(epoch));
+  for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    const auto j = static_cast<std::int64_t>(next_uniform(state) * static_cast<double>(i + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+struct Loader::State {
+  std::mutex mutex;
+  std::condition_variable work_ready;   // workers wait for work / room
+  std::condition_variable batch_ready;  // consumer waits for its batch
+  std::vector<std::thread> threads;
+  bool stopping = false;
+  // Current epoch.
+  int epoch = 0;
+  std::uint64_t generation = 0;          // bumped by start_epoch to discard stale work
+  std::vector<std::int64_t> order;       // sample positions in epoch order
+  std::int64_t num_batches = 0;
+  std::int64_t next_to_build = 0;        // next batch a worker claims
+  std::int64_t next_to_deliver = 0;      // next batch the consumer returns
+  std::map<std::int64_t, std::optional<Batch>> done;  // built batches (nullopt: all skipped)
+  std::exception_ptr error;
+  // Skipped images.
+  std::set<std::string> bad_paths;
+  std::vector<std::string> bad_examples;
+};
+
+Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
+    : samples_(std::move(samples)), options_(options), state_(std::make_unique<State>()) {
+  LTFIT_CHECK(options_.batch_size > 0 && options_.image_size > 0, "bad loader options");
+  int n = options_.workers > 0 ? options_.workers
+                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < n; ++i) state_->threads.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->work_ready.notify_all();
+  for (auto& t : state_->threads) t.join();
+}
+
+int Loader::workers() const { return static_cast<int>(state_->threads.size()); }
+
+std::int64_t Loader::batches_per_epoch() const {
+  const auto n = static_cast<std::int64_t>(samples_.size());
+  const std::int64_t b = options_.batch_size;
+  return options_.train ? n / b : (n + b - 1) / b;
+}
+
+void Loader::start_epoch(int epoch) {
+  std::vector<std::int64_t> order;
+  if (options_.train) {
+    order = epoch_permutation(size(), options_.seed, epoch);
+  } else {
+    order.resize(samples_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  }
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->epoch = epoch;
+    ++state_->generation;
+    state_->order = std::move(order);
+    state_->num_batches = batches_per_epoch();
+    state_->next_to_build = 0;
+    state_->next_to_deliver = 0;
+    state_->done.clear();
+    state_->error = nullptr;
+  }
+  state_->work_ready.notify_all();
+}
+
+std::optional<Batch> Loader::next() {
+  std::unique_lock lock(state_->mutex);
+  while (state_->next_to_deliver < state_->num_batches) {
+    const std::int64_t want = state_->next_to_deliver;
+    state_->batch_ready.wait(lock, [&] { return state_->error || state_->done.count(want); });
+    if (state_->error) std::rethrow_exception(state_->error);
+    std::optional<Batch> batch = std::move(state_->done[want]);
+    state_->done.erase(want);
+    ++state_->next_to_deliver;
+    state_->work_ready.notify_all();
+    if (batch) return batch;  // a batch whose every image was unreadable is passed over
+  }
+  return std::nullopt;
+}
+
+SkippedImages Loader::skipped() const {
+  std::lock_guard lock(state_->mutex);
+  return {static_cast<std::int64_t>(state_->bad_paths.size()), state_->bad_examples};
+}
+
+}  // namespace ltfit
+
+namespace ltfit {
+
+CropFlip Loader::draw_crop(std::int64_t position, int epoch) const {
+  CropFlip crop;
+  if (!options_.train) return crop;
+  std::uint64_t state = mix_seed(mix_seed(options_.seed, static_cast<std::uint64_t>(epoch)),
+                                 static_cast<std::uint64_t>(position));
+  crop.scale = kMinCropScale + (1.0 - kMinCropScale) * next_uniform(state);
+  crop.offset_x = next_uniform(state);
+  crop.offset_y = next_uniform(state);
+  crop.flip = options_.augment.flip && next_uniform(state) < 0.5;
+  return crop;
+}
+
+std::optional<Batch> Loader::build_batch(const std::vector<std::int64_t>& positions, int epoch) {
+  const int size = options_.image_size;
+  torch::Tensor images =
+      torch::empty({static_cast<std::int64_t>(positions.size()), size, size, 3}, torch::kUInt8);
+  std::vector<std::int64_t> labels;
+  Batch batch;
+  for (const std::int64_t pos : positions) {
+    const Sample& sample = samples_[static_cast<std::size_t>(pos)];
+    std::string error;
+    std::optional<torch::Tensor> image =
+        load_square_image(sample.path, size, draw_crop(pos, epoch), &error);
+    if (!image) {
+      std::lock_guard lock(state_->mutex);
+      if (state_->bad_paths.insert(sample.path).second) {
+        spdlog::warn("skipping unreadable image {}: {}", sample.path, error);
+        if (state_->bad_examples.size() < kSkippedExamples) {
+          state_->bad_examples.push_back(sample.path + ": " + error);
+        }
+      }
+      continue;
+    }
+    images[static_cast<std::int64_t>(labels.size())].copy_(*image);
+    labels.push_back(sample.label);
+    batch.indices.push_back(pos);
+  }
+  if (labels.empty()) return std::nullopt;
+  batch.images = images.narrow(0, 0, static_cast<std::int64_t>(labels.size()));
+  batch.labels = torch::tensor(labels, torch::kInt64);
+  return batch;
+}
+
+void Loader::worker_loop() {
+  const std::int64_t depth = kPrefetchPerWorker * static_cast<std::int64_t>(workers() + 0);
+  std::unique_lock lock(state_->mutex);
+  for (;;) {
+    state_->work_ready.wait(lock, [&] {
+      return state_->stopping || (!state_->error && state_->next_to_build < state_->num_batches &&
+                                  state_->next_to_build < state_->next_to_deliver + depth);
+    });
+    if (state_->stopping) return;
+    const std::int64_t index = state_->next_to_build++;
+    const std::uint64_t generation = state_->generation;
+    const int epoch = state_->epoch;
+    const std::int64_t b = options_.batch_size;
+    const std::int64_t begin = index * b;
+    const std::int64_t end = std::min<std::int64_t>(begin + b, static_cast<std::int64_t>(state_->order.size()));
+    std::vector<std::int64_t> positions(state_->order.begin() + begin, state_->order.begin() + end);
+    lock.unlock();
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = build_batch(positions, epoch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (generation != state_->generation) continue;  // epoch restarted meanwhile: drop it
+    if (error) state_->error = error;
+    else state_->done[index] = std::move(batch);
+    state_->batch_ready.notify_all();
+  }
+}
+
+torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
+                               bool channels_last) {
+  static const std::vector<float> kMean = {0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f};
+  static const std::vector<float> kInvStd = {1.f / (0.229f * 255.f), 1.f / (0.224f * 255.f),
+                                             1.f / (0.225f * 255.f)};
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const torch::Tensor mean = torch::tensor(kMean, options);
+  const torch::Tensor inv_std = torch::tensor(kInvStd, options);
+  // [N,H,W,3] uint8 -> float, normalised while still NHWC, then viewed as NCHW.
+  torch::Tensor x = images.to(device, /*non_blocking=*/true).to(torch::kFloat32);
+  x = (x - mean).mul_(inv_std).permute({0, 3, 1, 2});  // memory stays NHWC (channels_last)
+  return channels_last ? x : x.contiguous();
+}
+
+}  // namespace ltfit

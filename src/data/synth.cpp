@@ -1,0 +1,429 @@
+// A synthetic "cats vs dogs" JPEG set: shapes drawn with OpenCV over a cluttered background.
+//
+// Every image is a pure function of (seed, split, index in split): its generator is a
+// SplitMix64 seeded from those three, and every random choice comes from it (never from
+// std::*_distribution, whose output differs between standard libraries). Images are therefore
+// independent and are drawn and written in parallel by a few std::threads, each owning a
+// contiguous range of jobs; a worker's exception is re-raised on the caller's thread.
+// Files are encoded in memory, written to a hidden temporary name and renamed.
+#include "ltfit/data/synth.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kMinFaceFraction = 0.35;  // face diameter / shorter side
+constexpr double kMaxFaceFraction = 0.70;
+constexpr double kMaxRotationDegrees = 20.0;
+constexpr int kMinSideLimit = 32;
+constexpr int kMaxSideLimit = 4096;
+constexpr std::array<const char*, 2> kClassNames = {"cat", "dog"};
+
+// Shared by both classes (RGB): fur-like tones and a few background colours.
+constexpr std::array<std::array<int, 3>, 14> kPalette = {{
+    {30, 30, 30},
+    {240, 240, 235},
+    {128, 128, 128},
+    {90, 60, 40},
+    {160, 110, 60},
+    {210, 170, 110},
+    {230, 140, 50},
+    {200, 200, 180},
+    {70, 70, 90},
+    {150, 75, 40},
+    {60, 120, 60},
+    {70, 110, 170},
+    {170, 60, 60},
+    {200, 190, 90},
+}};
+
+// Portable generator: SplitMix64 (Steele, Lea, Flood 2014), identical on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  int uniform_int(int lo, int hi) {  // [lo, hi]; modulo bias is negligible for small ranges
+    return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  bool bernoulli(double p) { return uniform() < p; }
+
+ private:
+  std::uint64_t state_;
+};
+
+std::uint64_t image_seed(std::uint64_t seed, int split, int index) {
+  SplitMix64 mix(seed ^ (0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(split + 1)));
+  const std::uint64_t base = mix.next();
+  return SplitMix64(base + static_cast<std::uint64_t>(index)).next();
+}
+
+// A palette colour with per-channel jitter, as an OpenCV BGR scalar.
+cv::Scalar palette_colour(SplitMix64& rng) {
+  const auto& rgb = kPalette[static_cast<size_t>(rng.uniform_int(0, kPalette.size() - 1))];
+  std::array<double, 3> c{};
+  for (size_t i = 0; i < 3; ++i) c[i] = std::clamp(rgb[i] + rng.uniform(-25, 25), 0.0, 255.0);
+  return cv::Scalar(c[2], c[1], c[0]);
+}
+
+double colour_distance(const cv::Scalar& a, const cv::Scalar& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                   (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+// A palette colour at least `min_distance` from `avoid` (best of a few tries).
+cv::Scalar contrasting_colour(SplitMix64& rng, const cv::Scalar& avoid, double min_distance) {
+  cv::Scalar best = palette_colour(rng);
+  for (int attempt = 0; attempt < 12 && colour_distance(best, avoid) < min_distance; ++attempt) {
+    const cv::Scalar candidate = palette_colour(rng);
+    if (colour_distance(candidate, avoid) > colour_distance(best, avoid)) best = candidate;
+  }
+  return best;
+}
+
+// Linear gradient between two colours plus per-pixel noise. Returns the mean colour.
+cv::Scalar fill_background(cv::Mat& image, SplitMix64& rng) {
+  const cv::Scalar from = palette_colour(rng), to = palette_colour(rng);
+  const double angle = rng.uniform(0, 2 * kPi), noise = rng.uniform(0, 14);
+  const double dx = std::cos(angle), dy = std::sin(angle);
+  const double half_extent = 0.5 * (std::abs(dx) * image.cols + std::abs(dy) * image.rows);
+  for (int y = 0; y < image.rows; ++y) {
+    auto* row = image.ptr<cv::Vec3b>(y);
+    for (int x = 0; x < image.cols; ++x) {
+      const double t = 0.5 + ((x - image.cols / 2.0) * dx + (y - image.rows / 2.0) * dy) /
+                                 (2 * half_extent + 1e-9);
+      const std::uint64_t bits = rng.next();
+      for (int c = 0; c < 3; ++c) {
+        const double jitter = (static_cast<int>((bits >> (8 * c)) & 0xFF) - 127.5) / 127.5;
+        const double v = from[c] + (to[c] - from[c]) * t + noise * jitter;
+        row[x][c] = cv::saturate_cast<uchar>(v);
+      }
+    }
+  }
+  return (from + to) * 0.5;
+}
+
+cv::Point random_point(SplitMix64& rng, const cv::Mat& image) {
+  return {rng.uniform_int(0, image.cols - 1), rng.uniform_int(0, image.rows - 1)};
+}
+
+// Lines and blobs of palette colours, the same for both classes.
+void draw_clutter(cv::Mat& image, SplitMix64& rng, int max_lines, int max_blobs) {
+  const double short_side = std::min(image.rows, image.cols);
+  const int lines = rng.uniform_int(0, max_lines), blobs = rng.uniform_int(0, max_blobs);
+  for (int i = 0; i < lines; ++i) {
+    const int thickness = std::max(1, static_cast<int>(short_side * rng.uniform(0.003, 0.015)));
+    cv::line(image, random_point(rng, image), random_point(rng, image), palette_colour(rng),
+             thickness, cv::LINE_AA);
+  }
+  for (int i = 0; i < blobs; ++i) {
+    const cv::Size axes(std::max(1, static_cast<int>(short_side * rng.uniform(0.02, 0.12))),
+                        std::max(1, static_cast<int>(short_side * rng.uniform(0.02, 0.12))));
+    cv::ellipse(image, random_point(rng, image), axes, rng.uniform(0, 180), 0, 360,
+                palette_colour(rng), cv::FILLED, cv::LINE_AA);
+  }
+}
+
+// Face-local coordinates (units of the face radius, y down) mapped to pixels.
+struct Frame {
+  cv::Point2d centre;
+  double radius = 1;
+  double angle_degrees = 0;  // rotation of the whole figure
+  cv::Point to_pixel(double x, double y) const {
+    const double a = angle_degrees * kPi / 180, c = std::cos(a), s = std::sin(a);
+    return {static_cast<int>(std::lround(centre.x + radius * (c * x - s * y))),
+            static_cast<int>(std::lround(centre.y + radius * (s * x + c * y)))};
+  }
+  cv::Size axes(double ax, double ay) const {
+    return {std::max(1, static_cast<int>(radius * ax)), std::max(1, static_cast<int>(radius * ay))};
+  }
+};
+
+// Colours and stroke of one figure, drawn from the shared palette.
+struct Style {
+  cv::Scalar face, ear, inner, eye, dark, outline;
+  int stroke = 1;
+};
+
+void filled_ellipse(cv::Mat& image, const Frame& f, double x, double y, double ax, double ay,
+                    double angle, const cv::Scalar& fill, const Style& style, bool outline) {
+  const cv::Point centre = f.to_pixel(x, y);
+  const cv::Size axes = f.axes(ax, ay);
+  const double a = f.angle_degrees + angle;
+  cv::ellipse(image, centre, axes, a, 0, 360, fill, cv::FILLED, cv::LINE_AA);
+  if (outline)
+    cv::ellipse(image, centre, axes, a, 0, 360, style.outline, style.stroke, cv::LINE_AA);
+}
+
+void filled_polygon(cv::Mat& image, const std::vector<cv::Point>& points, const cv::Scalar& fill,
+                    const Style& style, bool outline) {
+  cv::fillPoly(image, std::vector<std::vector<cv::Point>>{points}, fill, cv::LINE_AA);
+  if (outline) cv::polylines(image, points, true, style.outline, style.stroke, cv::LINE_AA);
+}
+
+void draw_eyes_and_nose(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s,
+                        double nose_y) {
+  const double eye_x = rng.uniform(0.3, 0.42), eye_y = rng.uniform(-0.2, -0.05);
+  const double eye_size = rng.uniform(0.11, 0.17);
+  for (const double side : {-1.0, 1.0}) {
+    filled_ellipse(image, f, side * eye_x, eye_y, eye_size, eye_size * 1.2, 0, s.eye, s, true);
+    filled_ellipse(image, f, side * eye_x, eye_y, eye_size * 0.45, eye_size * 0.8, 0, s.dark, s,
+                   false);
+  }
+  const double nose = rng.uniform(0.1, 0.15);
+  filled_polygon(
+      image, {f.to_pixel(-nose, nose_y), f.to_pixel(nose, nose_y), f.to_pixel(0, nose_y + nose)},
+      s.dark, s, false);
+}
+
+// Cat: round face, two pointed triangular ears on top, whiskers.
+void draw_cat(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s) {
+  const double ax = rng.uniform(0.95, 1.1), ay = rng.uniform(0.85, 1.0);
+  for (const double side : {-1.0, 1.0}) {
+    const double a_in = rng.uniform(0.2, 0.4), a_out = rng.uniform(0.95, 1.2);
+    const double a_tip = rng.uniform(0.5, 0.75), tip = rng.uniform(1.6, 1.9);
+    const cv::Point2d base_in(side * std::sin(a_in) * ax, -std::cos(a_in) * ay * 0.9);
+    const cv::Point2d base_out(side * std::sin(a_out) * ax, -std::cos(a_out) * ay * 0.9);
+    const cv::Point2d apex(side * std::sin(a_tip) * tip, -std::cos(a_tip) * tip);
+    filled_polygon(image,
+                   {f.to_pixel(base_in.x, base_in.y), f.to_pixel(apex.x, apex.y),
+                    f.to_pixel(base_out.x, base_out.y)},
+                   s.ear, s, true);
+    const cv::Point2d mid = (base_in + base_out + apex) / 3.0;
+    auto inner = [&](const cv::Point2d& p) {
+      const cv::Point2d q = mid + (p - mid) * 0.5;
+      return f.to_pixel(q.x, q.y);
+    };
+    filled_polygon(image, {inner(base_in), inner(apex), inner(base_out)}, s.inner, s, false);
+  }
+  filled_ellipse(image, f, 0, 0, ax, ay, 0, s.face, s, true);
+  draw_eyes_and_nose(image, f, rng, s, 0.15);
+  for (const double side : {-1.0, 1.0}) {
+    for (int k = 0; k < 3; ++k) {
+      cv::line(image, f.to_pixel(side * 0.25, 0.35 + 0.08 * k),
+               f.to_pixel(side * rng.uniform(1.15, 1.4), 0.15 + 0.2 * k + rng.uniform(-0.05, 0.05)),
+               s.outline, std::max(1, s.stroke / 2), cv::LINE_AA);
+    }
+  }
+}
+
+// Dog: face with long rounded ears hanging down at the sides and a muzzle.
+void draw_dog(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s) {
+  const double ax = rng.uniform(0.85, 0.95), ay = rng.uniform(0.95, 1.05);
+  filled_ellipse(image, f, 0, 0, ax, ay, 0, s.face, s, true);
+  const double ear_x = rng.uniform(0.85, 1.0), ear_y = rng.uniform(0.15, 0.35);
+  const double ear_w = rng.uniform(0.25, 0.35), ear_h = rng.uniform(0.65, 0.85);
+  const double ear_tilt = rng.uniform(5, 25);
+  for (const double side : {-1.0, 1.0}) {
+    filled_ellipse(image, f, side * ear_x, ear_y, ear_w, ear_h, -side * ear_tilt, s.ear, s, true);
+  }
+  draw_eyes_and_nose(image, f, rng, s, 0.15);
+  filled_ellipse(image, f, 0, rng.uniform(0.45, 0.55), rng.uniform(0.38, 0.5),
+                 rng.uniform(0.25, 0.32), 0, s.inner, s, true);
+  filled_ellipse(image, f, 0, 0.32, rng.uniform(0.14, 0.2), rng.uniform(0.09, 0.13), 0, s.dark, s,
+                 false);
+}
+
+Style draw_style(SplitMix64& rng, const cv::Scalar& background, double radius) {
+  Style s;
+  s.face = contrasting_colour(rng, background, 110);
+  s.ear = rng.bernoulli(0.6) ? s.face : contrasting_colour(rng, background, 90);
+  s.inner = palette_colour(rng);
+  s.eye = palette_colour(rng);
+  s.dark = cv::Scalar::all(rng.uniform(0, 50));
+  const double luma = 0.114 * s.face[0] + 0.587 * s.face[1] + 0.299 * s.face[2];
+  s.outline = cv::Scalar::all(luma > 110 ? rng.uniform(0, 60) : rng.uniform(190, 255));
+  s.stroke = std::max(2, static_cast<int>(radius * rng.uniform(0.05, 0.09)));
+  return s;
+}
+
+cv::Mat draw_image(std::uint64_t seed, bool is_dog, const SynthOptions& o) {
+  SplitMix64 rng(seed);
+  const int width = rng.uniform_int(o.min_side, o.max_side);
+  const int height = rng.uniform_int(o.min_side, o.max_side);
+  cv::Mat image(height, width, CV_8UC3);
+  const cv::Scalar background = fill_background(image, rng);
+  draw_clutter(image, rng, 8, 8);
+  const double short_side = std::min(width, height);
+  Frame frame;
+  frame.radius = 0.5 * short_side * rng.uniform(kMinFaceFraction, kMaxFaceFraction);
+  frame.centre = {rng.uniform(frame.radius, width - frame.radius),
+                  rng.uniform(std::min(1.5 * frame.radius, height - 1.05 * frame.radius),
+                              height - 1.05 * frame.radius)};
+  frame.angle_degrees = rng.uniform(-kMaxRotationDegrees, kMaxRotationDegrees);
+  const Style style = draw_style(rng, background, frame.radius);
+  if (is_dog) {
+    draw_dog(image, frame, rng, style);
+  } else {
+    draw_cat(image, frame, rng, style);
+  }
+  draw_clutter(image, rng, 2, 0);  // a few strokes in front, as real photos have occlusions
+  return image;
+}
+
+// One image to write: which split and index seed it, which class, where it goes.
+struct Job {
+  int split = 0;  // 0 train, 1 valid
+  int index = 0;  // index within the split
+  bool is_dog = false;
+  fs::path path;
+};
+
+std::string zero_padded(int n) {
+  std::string digits = std::to_string(n);
+  return std::string(digits.size() < 5 ? 5 - digits.size() : 0, '0') + digits;
+}
+
+// Cats first: a split of n images holds (n+1)/2 cats and n/2 dogs.
+std::vector<Job> plan_jobs(const SynthOptions& o) {
+  std::vector<Job> jobs;
+  const bool kaggle = o.layout == "kaggle";
+  std::array<int, 2> kaggle_next = {0, 0};  // kaggle numbers each class from 0 across splits
+  const fs::path root(o.out_dir);
+  for (int split = 0; split < 2; ++split) {
+    const int count = split == 0 ? o.train : o.valid;
+    const int cats = (count + 1) / 2;
+    for (int i = 0; i < count; ++i) {
+      Job job{split, i, i >= cats, {}};
+      const char* name = kClassNames[job.is_dog ? 1 : 0];
+      if (kaggle) {
+        const int n = kaggle_next[job.is_dog ? 1 : 0]++;
+        job.path = root / "train" / (std::string(name) + "." + std::to_string(n) + ".jpg");
+      } else {
+        const int n = job.is_dog ? i - cats : i;
+        job.path = root / (split == 0 ? "train" : "valid") / name / (zero_padded(n) + ".jpg");
+      }
+      jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
+void write_bytes_atomically(const fs::path& path, const std::vector<uchar>& bytes) {
+  std::string temp_name = ".";  // hidden, so a reader never indexes a half-written file
+  temp_name.append(path.filename().string()).append(".tmp");
+  const fs::path temp = path.parent_path() / temp_name;
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    if (!out)
+      throw DataError("cannot write synthetic image '" + temp.string() + "'",
+                      "check that the --out directory is writable and the disk not full");
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec)
+    throw DataError(
+        "cannot rename '" + temp.string() + "' to '" + path.string() + "': " + ec.message(),
+        "check that the --out directory is writable");
+}
+
+void write_job(const Job& job, const SynthOptions& o) {
+  const cv::Mat image = draw_image(image_seed(o.seed, job.split, job.index), job.is_dog, o);
+  std::vector<uchar> bytes;
+  if (!cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, o.jpeg_quality})) {
+    throw DataError("cannot encode synthetic image '" + job.path.string() + "' as JPEG");
+  }
+  write_bytes_atomically(job.path, bytes);
+}
+
+// Runs write_job over contiguous ranges on a few threads; rethrows the first worker error.
+void write_all(const std::vector<Job>& jobs, const SynthOptions& o) {
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  const size_t chunk = (jobs.size() + workers - 1) / workers;
+  std::vector<std::exception_ptr> errors(workers);
+  {
+    std::vector<std::jthread> threads;  // joined on scope exit, even if a later start throws
+    for (size_t w = 0; w < workers; ++w) {
+      threads.emplace_back([&, w] {
+        try {
+          for (size_t i = w * chunk; i < std::min(jobs.size(), (w + 1) * chunk); ++i) {
+            write_job(jobs[i], o);
+          }
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void validate(const SynthOptions& o) {
+  if (o.out_dir.empty()) throw ConfigError("synth: --out: expected a directory, got nothing");
+  if (o.train < 2)
+    throw ConfigError("synth: --train: expected at least 2 images (one per class), got " +
+                      std::to_string(o.train));
+  if (o.valid < 2)
+    throw ConfigError("synth: --valid: expected at least 2 images (one per class), got " +
+                      std::to_string(o.valid));
+  if (o.layout != "folders" && o.layout != "kaggle") {
+    throw ConfigError("synth: --layout: expected folders or kaggle, got '" + o.layout + "'");
+  }
+  if (o.jpeg_quality < 0 || o.jpeg_quality > 100) {
+    throw ConfigError("synth: jpeg_quality: expected 0-100, got " + std::to_string(o.jpeg_quality));
+  }
+  if (o.min_side < kMinSideLimit || o.max_side > kMaxSideLimit || o.min_side > o.max_side) {
+    throw ConfigError("synth: image sides: expected " + std::to_string(kMinSideLimit) +
+                      " <= min_side <= max_side <= " + std::to_string(kMaxSideLimit) + ", got " +
+                      std::to_string(o.min_side) + ".." + std::to_string(o.max_side));
+  }
+}
+
+void create_directories(const std::vector<Job>& jobs) {
+  std::vector<fs::path> dirs;
+  for (const auto& job : jobs) dirs.push_back(job.path.parent_path());
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+      throw DataError("cannot create directory '" + dir.string() + "'" +
+                          (ec ? ": " + ec.message() : std::string(" (a file is in the way)")),
+                      "choose another --out directory, or check its permissions");
+    }
+  }
+}
+
+}  // namespace
+
+SynthResult write_synthetic_dataset(const SynthOptions& options) {
+  validate(options);
+  const std::vector<Job> jobs = plan_jobs(options);
+  create_directories(jobs);
+  write_all(jobs, options);
+  SynthResult result;
+  const bool kaggle = options.layout == "kaggle";
+  result.train_written = kaggle ? options.train + options.valid : options.train;
+  result.valid_written = kaggle ? 0 : options.valid;
+  return result;
+}
+
+}  // namespace ltfit

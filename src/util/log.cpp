@@ -1,0 +1,34 @@
+#include "ltfit/util/log.h"
+
+#include <algorithm>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace ltfit {
+
+namespace {
+constexpr const char* kPattern = "[%H:%M:%S] %^%l%$: %v";
+}
+
+void setup_logging(bool verbose) {
+  auto logger = spdlog::stderr_color_mt("ltfit");
+  logger->set_pattern(kPattern);
+  logger->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+ScopedLogFile::ScopedLogFile(const std::string& path)
+    : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false)) {
+  sink_->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
+  spdlog::default_logger()->sinks().push_back(sink_);
+}
+
+ScopedLogFile::~ScopedLogFile() {
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+}
+
+}  // namespace ltfit

@@ -1,0 +1,291 @@
+// Tests of the YAML config loader: defaults, every class of user mistake (each must name the
+// file, the key path and the line), --set overrides, the to_yaml round trip, and the shipped
+// configs in configs/.
+#include "ltfit/config/config_loader.h"
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+namespace ltfit {
+namespace {
+
+using Catch::Matchers::Contains;
+
+// The ConfigError message of `action`; fails the test when nothing (or something else) is thrown.
+std::string config_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const ConfigError& e) {
+    CHECK(e.exit_code() == ExitCode::kUsage);
+    return e.what();
+  }
+  FAIL("expected a ConfigError");
+  return "";
+}
+
+// Loads `yaml` from a real file named test.yaml; returns the error message.
+std::string load_error(const std::string& yaml, const std::vector<Override>& overrides = {}) {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "test.yaml").string();
+  testing::write_file(path, yaml);
+  return config_error_of([&] { load_config(path, overrides); });
+}
+
+std::string error_of_string(const std::string& yaml, const std::vector<Override>& overrides = {}) {
+  return config_error_of([&] { load_config_from_string(yaml, "t.yaml", overrides); });
+}
+
+TEST_CASE("an empty config file gives every default", "[config]") {
+  testing::TempDir dir;
+  const auto path = dir.path() / "empty.yaml";
+  testing::write_file(path, "");
+  const Config config = load_config(path.string());
+  Config expected;
+  expected.source = path.string();
+  CHECK(config == expected);
+  CHECK(config.data.batch_size == 16);
+  CHECK(config.model.arch == "resnet34");
+  CHECK_FALSE(config.train.time_limit_seconds.has_value());
+}
+
+TEST_CASE("sections left empty keep their defaults, given keys replace them", "[config]") {
+  const Config config = load_config_from_string("run:\ndata:\n  batch_size: 8\n", "t.yaml");
+  CHECK(config.run == RunConfig{});
+  CHECK(config.data.batch_size == 8);
+  CHECK(config.data.image_size == 224);
+}
+
+TEST_CASE("unknown keys are errors with a suggestion, at every level", "[config]") {
+  SECTION("top level") {
+    const std::string message = load_error("run:\n  seed: 1\ntrian:\n  epochs: 2\n");
+    CHECK_THAT(message, Contains("test.yaml:3: trian: unknown key; did you mean 'train'?"));
+  }
+  SECTION("nested") {
+    const std::string message = load_error("data:\n  image_size: 64\n  batchsize: 8\n");
+    CHECK_THAT(message, Contains("test.yaml:3: data.batchsize: unknown key"));
+    CHECK_THAT(message, Contains("did you mean 'batch_size'?"));
+  }
+  SECTION("two levels down") {
+    const std::string message = error_of_string("train:\n  optimizer:\n    bettas: [0.9, 0.9]\n");
+    CHECK_THAT(message, Contains("t.yaml:3: train.optimizer.bettas: unknown key"));
+    CHECK_THAT(message, Contains("did you mean 'betas'?"));
+  }
+  SECTION("no close match lists the valid keys") {
+    const std::string message = error_of_string("eval:\n  zzzzzzzz: 1\n");
+    CHECK_THAT(message, Contains("eval.zzzzzzzz: unknown key (valid keys under 'eval': tta, "));
+  }
+}
+
+TEST_CASE("values of the wrong type are errors naming key, line and value", "[config]") {
+  CHECK_THAT(error_of_string("data:\n  batch_size: lots\n"),
+             Contains("t.yaml:2: data.batch_size: expected an integer, got lots"));
+  CHECK_THAT(error_of_string("data:\n  batch_size: 16.5\n"),
+             Contains("t.yaml:2: data.batch_size: expected an integer, got 16.5"));
+  CHECK_THAT(error_of_string("data:\n  batch_size: true\n"),
+             Contains("data.batch_size: expected an integer, got true"));
+  CHECK_THAT(error_of_string("data:\n  batch_size: '16'\n"),
+             Contains("data.batch_size: expected an integer, got '16'"));
+  CHECK_THAT(error_of_string("data:\n  image_size: {a: 1}\n"),
+             Contains("t.yaml:2: data.image_size: expected an integer, got a map"));
+  CHECK_THAT(error_of_string("data:\n  augment:\n    flip: yes\n"),
+             Contains("t.yaml:3: data.augment.flip: expected true or false, got yes"));
+  CHECK_THAT(error_of_string("model:\n  arch: [resnet18]\n"),
+             Contains("t.yaml:2: model.arch: expected a string, got a list"));
+  CHECK_THAT(error_of_string("train:\n  lr: fast\n"),
+             Contains("t.yaml:2: train.lr: expected a number or a list [low, high], got fast"));
+  CHECK_THAT(error_of_string("data: 5\n"),
+             Contains("t.yaml:1: data: expected a map with keys root, layout"));
+  CHECK_THAT(error_of_string("train:\n  time_limit: soon\n"),
+             Contains("t.yaml:2: train.time_limit: expected a duration like 5h50m"));
+  CHECK_THAT(error_of_string("data:\n  workers: many\n"),
+             Contains("data.workers: expected auto or an integer >= 0, got many"));
+}
+
+TEST_CASE("out-of-range values are errors naming key, line and value as written", "[config]") {
+  CHECK_THAT(load_error("run:\n  seed: 1\ndata:\n  batch_size: -4\n"),
+             Contains("test.yaml:4: data.batch_size: expected a positive integer, got -4"));
+  CHECK_THAT(error_of_string("data:\n  image_size: 8\n"),
+             Contains("t.yaml:2: data.image_size: expected an integer from 16 to 4096, got 8"));
+  CHECK_THAT(error_of_string("model:\n  dropout: 1\n"),
+             Contains("t.yaml:2: model.dropout: expected a probability in [0, 1), got 1"));
+  CHECK_THAT(error_of_string("train:\n  lr: [1.0e-3, 1.0e-5]\n"),
+             Contains("t.yaml:2: train.lr: expected a positive number or [low, high]"));
+  CHECK_THAT(error_of_string("train:\n  lr: [1, 2, 3]\n"), Contains("train.lr: expected"));
+  CHECK_THAT(error_of_string("train:\n  lr: 0\n"), Contains("train.lr: expected"));
+  CHECK_THAT(error_of_string("train:\n  optimizer:\n    betas: [0.9]\n"),
+             Contains("t.yaml:3: train.optimizer.betas: expected two numbers in [0, 1), got a list "
+                      "[0.9]"));
+  CHECK_THAT(error_of_string("train:\n  one_cycle:\n    moms: [0.9, 0.8]\n"),
+             Contains("t.yaml:3: train.one_cycle.moms: expected three momentums"));
+  CHECK_THAT(error_of_string("train:\n  one_cycle:\n    pct_start: 1\n"),
+             Contains("train.one_cycle.pct_start: expected a number in (0, 1), got 1"));
+  CHECK_THAT(error_of_string("train:\n  epochs: 0\n"),
+             Contains("train.epochs: expected an integer >= 1, got 0"));
+  CHECK_THAT(error_of_string("train:\n  checkpoint:\n    keep: 0\n"),
+             Contains("t.yaml:3: train.checkpoint.keep: expected an integer >= 1, got 0"));
+  CHECK_THAT(error_of_string("eval:\n  tta_scale: 0.5\n"),
+             Contains("eval.tta_scale: expected a number >= 1, got 0.5"));
+  CHECK_THAT(error_of_string("data:\n  augment:\n    p_affine: 1.5\n"),
+             Contains("data.augment.p_affine: expected a probability in [0, 1], got 1.5"));
+  CHECK_THAT(error_of_string("train:\n  device: cuda:x\n"),
+             Contains("train.device: expected one of auto, cpu, cuda, cuda:N, got cuda:x"));
+}
+
+TEST_CASE("enumerations list the allowed values", "[config]") {
+  CHECK_THAT(load_error("data:\n  layout: foldrs\n"),
+             Contains("test.yaml:2: data.layout: expected one of auto, folders, kaggle, got "
+                      "foldrs"));
+  CHECK_THAT(error_of_string("model:\n  arch: resnet33\n"),
+             Contains("model.arch: expected one of resnet18, resnet34, resnet50, resnet101, "
+                      "resnet152, got resnet33"));
+  CHECK_THAT(error_of_string("train:\n  precision: fp8\n"),
+             Contains("train.precision: expected one of fp32, fp16, bf16, got fp8"));
+  CHECK_THAT(error_of_string("train:\n  optimizer: {name: adam}\n"),
+             Contains("train.optimizer.name: expected one of adamw, sgd, got adam"));
+}
+
+TEST_CASE("a missing config file is an error naming it", "[config]") {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "nope.yaml").string();
+  CHECK_THAT(config_error_of([&] { load_config(path); }),
+             Contains("config file '" + path + "' does not exist"));
+}
+
+TEST_CASE("YAML syntax errors give file, line and column", "[config]") {
+  const std::string message = load_error("data:\n  batch_size: 16\n  image_size: [64\n");
+  CHECK_THAT(message, Contains("test.yaml:"));
+  CHECK_THAT(message, Contains("invalid YAML"));
+  const std::string tabs = error_of_string("run:\n  seed: 1\n bad: [\n");
+  CHECK_THAT(tabs, Contains("t.yaml:3:"));
+}
+
+TEST_CASE("--set overrides replace values, create maps and are validated", "[config]") {
+  const std::string yaml = "data:\n  batch_size: 16\n";
+  const Config config = load_config_from_string(
+      yaml, "t.yaml",
+      {parse_override("data.batch_size=64"), parse_override("train.lr=[1e-5,1e-3]"),
+       parse_override("model.pretrained=none"), parse_override("train.optimizer.eps=1e-6"),
+       parse_override("train.time_limit=5h50m"), parse_override("data.workers=auto")});
+  CHECK(config.data.batch_size == 64);
+  CHECK(config.train.lr == std::vector<double>{1e-5, 1e-3});
+  CHECK(config.model.pretrained == "none");
+  CHECK(config.train.optimizer.eps == 1e-6);
+  CHECK(config.train.optimizer.name == "adamw");  // siblings keep their defaults
+  CHECK(config.train.time_limit_seconds == 5 * 3600 + 50 * 60);
+  CHECK(config.data.workers == 0);
+
+  SECTION("a later override wins") {
+    const Config twice = load_config_from_string(
+        yaml, "t.yaml", {parse_override("data.batch_size=8"), parse_override("data.batch_size=4")});
+    CHECK(twice.data.batch_size == 4);
+  }
+  SECTION("bad values name the --set, not a line") {
+    const std::string message = error_of_string(yaml, {parse_override("data.batch_size=-4")});
+    CHECK_THAT(message, Contains("t.yaml: data.batch_size: expected a positive integer, got -4 "
+                                 "(from --set data.batch_size=-4)"));
+  }
+  SECTION("unknown keys suggest the right one") {
+    const std::string message = error_of_string(yaml, {parse_override("data.batchsize=4")});
+    CHECK_THAT(message, Contains("data.batchsize: unknown key; did you mean 'batch_size'?"));
+    CHECK_THAT(message, Contains("(from --set data.batchsize=4)"));
+  }
+  SECTION("a key below a scalar is an error") {
+    CHECK_THAT(error_of_string(yaml, {parse_override("data.batch_size.x=1")}),
+               Contains("data.batch_size: is 16, not a map"));
+  }
+  SECTION("a value that is not YAML is an error") {
+    CHECK_THAT(error_of_string(yaml, {parse_override("train.lr=[1e-5,")}),
+               Contains("--set train.lr=[1e-5,: invalid YAML"));
+  }
+}
+
+TEST_CASE("parse_override splits key=value and rejects the rest", "[config]") {
+  const Override o = parse_override("train.lr=[1e-5, 1e-3]");
+  CHECK(o.key == "train.lr");
+  CHECK(o.value == "[1e-5, 1e-3]");
+  CHECK(parse_override("run.name=a=b").value == "a=b");
+  CHECK_THAT(config_error_of([] { parse_override("xyz"); }),
+             Contains("--set expects key=value, got 'xyz'"));
+  CHECK_THAT(config_error_of([] { parse_override("=3"); }),
+             Contains("--set expects key=value, got '=3'"));
+  CHECK_THAT(error_of_string("", {parse_override("data..x=3")}), Contains("dotted key"));
+}
+
+TEST_CASE("parse_duration reads h/m/s strings and plain seconds", "[config]") {
+  CHECK(parse_duration("5h50m", "k") == 21000.0);
+  CHECK(parse_duration("90m", "k") == 5400.0);
+  CHECK(parse_duration("45s", "k") == 45.0);
+  CHECK(parse_duration("1h", "k") == 3600.0);
+  CHECK(parse_duration("3600", "k") == 3600.0);
+  CHECK(parse_duration("1.5h", "k") == 5400.0);
+  CHECK_THAT(config_error_of([] { parse_duration("50m5h", "train.time_limit"); }),
+             Contains("train.time_limit: expected a duration"));
+  CHECK_THAT(config_error_of([] { parse_duration("h", "k"); }), Contains("got 'h'"));
+  CHECK_THAT(config_error_of([] { parse_duration("", "k"); }), Contains("k: expected"));
+}
+
+TEST_CASE("validate checks a config built in code", "[config]") {
+  Config config;
+  CHECK_NOTHROW(validate(config));
+  config.source = "built";
+  config.eval.tta_beta = 2;
+  CHECK_THAT(config_error_of([&] { validate(config); }),
+             Contains("built: eval.tta_beta: expected a number in [0, 1], got 2"));
+}
+
+TEST_CASE("to_yaml writes every field and reads back to the same config", "[config]") {
+  SECTION("defaults") {
+    const Config config = load_config_from_string("", "t.yaml");
+    CHECK(load_config_from_string(to_yaml(config), "t.yaml") == config);
+  }
+  SECTION("every field changed") {
+    Config c;
+    c.source = "t.yaml";
+    c.run = {"my run: 2", "out dir", 7, true};
+    c.data = {"/data/x", "kaggle", 100, 96, 3, 5, {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25}};
+    c.model = {"resnet50", "null", "linear", 0.125};
+    c.train.recipe = "one_cycle";
+    c.train.epochs = 9;
+    c.train.freeze_epochs = 0;
+    c.train.lr = {1.0e-5, 3.0e-3};
+    c.train.optimizer = {"sgd", {0.8, 0.95}, 1e-7, 0.1};
+    c.train.one_cycle = {0.25, 10, 1e4, {0.9, 0.8, 0.9}};
+    c.train.precision = "bf16";
+    c.train.channels_last = false;
+    c.train.device = "cuda:1";
+    c.train.checkpoint = {2.5, 3};
+    c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
+    c.eval = {false, 0.3, 1.2};
+    const std::string text = to_yaml(c);
+    CHECK_THAT(text, Contains("time_limit: 5h50m7s"));
+    CHECK_THAT(text, Contains("  batch_size: 3\n"));
+    CHECK(load_config_from_string(text, "t.yaml") == c);
+    c.train.time_limit_seconds = 12.25;
+    CHECK(load_config_from_string(to_yaml(c), "t.yaml") == c);
+  }
+}
+
+TEST_CASE("the shipped configs load cleanly", "[config]") {
+  const auto configs = testing::source_dir() / "configs";
+  const Config study = load_config((configs / "cats_dogs.yaml").string());
+  CHECK(study.model.arch == "resnet34");
+  CHECK(study.model.pretrained == "imagenet");
+  CHECK(study.data.batch_size == 16);
+  CHECK(study.data.image_size == 224);
+  CHECK(study.train.recipe == "fine_tune");
+  CHECK(study.train.epochs == 3);
+  const Config quick = load_config((configs / "quickstart.yaml").string());
+  CHECK(quick.run.name == "quickstart");
+  CHECK(quick.data.root == "data/synth");
+  CHECK(quick.model.pretrained == "none");
+  CHECK(quick.train.recipe == "one_cycle");
+  CHECK_FALSE(quick.eval.tta);
+}
+
+}  // namespace
+}  // namespace ltfit

@@ -1,0 +1,190 @@
+// Tests of dataset indexing: both layouts, auto detection, the deterministic Kaggle split,
+// skipping of non-images, and the messages of the data errors.
+#include "ltfit/data/dataset_index.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "ltfit/data/synth.h"
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using ltfit::testing::TempDir;
+using ltfit::testing::write_file;
+
+namespace {
+
+void touch(const fs::path& path) { write_file(path, "not decoded by the index"); }
+
+ltfit::DataConfig data_config(const TempDir& dir, const std::string& layout = "auto",
+                              int valid_count = 5) {
+  ltfit::DataConfig data;
+  data.root = dir.str();
+  data.layout = layout;
+  data.valid_count = valid_count;
+  return data;
+}
+
+// train/{cat,dog} and valid/{cat,dog} with a few distractors that must be skipped.
+void make_folders(const fs::path& root) {
+  touch(root / "train" / "cat" / "a.jpg");
+  touch(root / "train" / "cat" / "b.JPG");
+  touch(root / "train" / "cat" / "notes.txt");
+  touch(root / "train" / "cat" / ".hidden.jpg");
+  fs::create_directories(root / "train" / "cat" / "folder.jpg");
+  touch(root / "train" / "dog" / "c.png");
+  touch(root / "valid" / "cat" / "d.jpeg");
+  touch(root / "valid" / "dog" / "e.webp");
+}
+
+void make_kaggle(const fs::path& dir, int per_class) {
+  for (int i = 0; i < per_class; ++i) {
+    touch(dir / ("cat." + std::to_string(i) + ".jpg"));
+    touch(dir / ("dog." + std::to_string(i) + ".jpg"));
+  }
+  touch(dir / "readme.txt");
+  touch(dir / "1.jpg");  // Kaggle's unlabelled test naming: no class, skipped
+}
+
+std::vector<std::string> paths(const std::vector<ltfit::Sample>& samples) {
+  std::vector<std::string> out;
+  for (const auto& s : samples) out.push_back(s.path);
+  return out;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ltfit::DataError& e) {
+    return e.what();
+  }
+  return "(no DataError)";
+}
+
+}  // namespace
+
+TEST_CASE("index: folders layout, classes sorted, non-images skipped", "[data][index]") {
+  TempDir dir;
+  make_folders(dir.path());
+  for (const std::string layout : {"auto", "folders"}) {
+    const auto index = ltfit::index_dataset(data_config(dir, layout), 1);
+    CHECK(index.layout == "folders");
+    CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
+    REQUIRE(index.train.size() == 3);
+    CHECK(index.train[0].path == (dir.path() / "train" / "cat" / "a.jpg").string());
+    CHECK(index.train[1].path == (dir.path() / "train" / "cat" / "b.JPG").string());
+    CHECK(index.train[2].path == (dir.path() / "train" / "dog" / "c.png").string());
+    CHECK(index.train[0].label == 0);
+    CHECK(index.train[2].label == 1);
+    REQUIRE(index.valid.size() == 2);
+    CHECK(index.valid[1].label == 1);
+  }
+}
+
+TEST_CASE("index: kaggle layout split is sized, disjoint and deterministic", "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path() / "train", 10);
+  const auto index = ltfit::index_dataset(data_config(dir, "auto", 5), 42);
+  CHECK(index.layout == "kaggle");
+  CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
+  CHECK(index.valid.size() == 5);
+  CHECK(index.train.size() == 15);
+  const auto train = paths(index.train), valid = paths(index.valid);
+  CHECK(std::is_sorted(train.begin(), train.end()));
+  CHECK(std::is_sorted(valid.begin(), valid.end()));
+  std::set<std::string> all(train.begin(), train.end());
+  all.insert(valid.begin(), valid.end());
+  CHECK(all.size() == 20);
+  for (const auto& s : index.train) {
+    CHECK(s.label == (fs::path(s.path).filename().string().rfind("cat", 0) == 0 ? 0 : 1));
+  }
+  CHECK(paths(ltfit::index_dataset(data_config(dir, "kaggle", 5), 42).valid) == valid);
+  CHECK(paths(ltfit::index_dataset(data_config(dir, "kaggle", 5), 43).valid) != valid);
+}
+
+TEST_CASE("index: kaggle files directly in the root are found", "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path(), 3);
+  const auto index = ltfit::index_dataset(data_config(dir, "auto", 2), 0);
+  CHECK(index.layout == "kaggle");
+  CHECK(index.train.size() + index.valid.size() == 6);
+}
+
+TEST_CASE("index: too large a validation count is a data error", "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path(), 3);
+  CHECK_THROWS_AS(ltfit::index_dataset(data_config(dir, "kaggle", 6), 0), ltfit::DataError);
+}
+
+TEST_CASE("index: errors name what is missing", "[data][index]") {
+  TempDir dir;
+  ltfit::DataConfig missing = data_config(dir);
+  missing.root = (dir.path() / "nowhere").string();
+  const std::string root_message = message_of([&] { ltfit::index_dataset(missing, 0); });
+  CHECK_THAT(root_message, Catch::Contains("nowhere") && Catch::Contains("does not exist"));
+
+  make_folders(dir.path());
+  fs::remove(dir.path() / "valid" / "dog" / "e.webp");
+  const std::string empty_message =
+      message_of([&] { ltfit::index_dataset(data_config(dir, "folders"), 0); });
+  CHECK_THAT(empty_message, Catch::Contains("dog") && Catch::Contains("no images"));
+
+  fs::remove_all(dir.path() / "valid" / "dog");
+  CHECK_THAT(message_of([&] { ltfit::index_dataset(data_config(dir, "folders"), 0); }),
+             Catch::Contains("dog") && Catch::Contains("missing"));
+
+  TempDir none;
+  touch(none.path() / "train" / "readme.txt");
+  CHECK_THAT(
+      message_of([&] { ltfit::index_dataset(data_config(none), 0); }),
+      Catch::Contains("no images") && Catch::Contains("kaggle") && Catch::Contains("folders"));
+  CHECK_THROWS_AS(ltfit::index_dataset(data_config(none, "mixed"), 0), ltfit::ConfigError);
+}
+
+TEST_CASE("index: class folders for evaluation", "[data][index]") {
+  TempDir dir;
+  make_folders(dir.path());
+  const auto samples = ltfit::index_class_folders((dir.path() / "valid").string(), {"cat", "dog"});
+  REQUIRE(samples.size() == 2);
+  CHECK(samples[0].label == 0);
+  CHECK(samples[1].label == 1);
+  CHECK_THAT(message_of([&] {
+               ltfit::index_class_folders((dir.path() / "valid").string(), {"cat", "dog", "fox"});
+             }),
+             Catch::Contains("fox"));
+  CHECK_THAT(
+      message_of([&] { ltfit::index_class_folders((dir.path() / "valid").string(), {"cat"}); }),
+      Catch::Contains("dog"));
+}
+
+TEST_CASE("index: image extensions are case-insensitive", "[data][index]") {
+  for (const char* name : {"a.jpg", "b.JPEG", "c.png", "d.Bmp", "e.webp", "f.tif", "g.TIFF"}) {
+    CHECK(ltfit::has_image_extension(name));
+  }
+  for (const char* name : {"a.txt", "jpg", "b.jpg.tmp", "c.gif", ""}) {
+    CHECK_FALSE(ltfit::has_image_extension(name));
+  }
+}
+
+TEST_CASE("index: synthetic sets index in both layouts", "[data][index]") {
+  for (const std::string layout : {"folders", "kaggle"}) {
+    TempDir dir;
+    ltfit::SynthOptions synth;
+    synth.out_dir = dir.str();
+    synth.train = 6;
+    synth.valid = 4;
+    synth.layout = layout;
+    synth.min_side = synth.max_side = 40;
+    ltfit::write_synthetic_dataset(synth);
+    const auto index = ltfit::index_dataset(data_config(dir, "auto", 4), 3);
+    CHECK(index.layout == layout);
+    CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
+    CHECK(index.train.size() == 6);
+    CHECK(index.valid.size() == 4);
+  }
+}

@@ -1,0 +1,77 @@
+#include "support/test_support.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace ltfit::testing {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path candidate = fs::temp_directory_path() / ("ltfit-test-" + std::to_string(rd()));
+    if (fs::create_directory(candidate)) {
+      path_ = candidate;
+      return;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary directory");
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
+  fs::remove_all(path_, ignored);
+}
+
+static std::string run_and_capture(const std::string& command, int* status) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed: " + command);
+  std::string text;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) text.append(buffer.data(), n);
+  *status = pclose(pipe);
+  return text;
+}
+
+CommandResult run_ltfit(const std::string& args) {
+  TempDir scratch;
+  const fs::path out_file = scratch.path() / "stdout.txt";
+  const fs::path err_file = scratch.path() / "stderr.txt";
+  const fs::path script = scratch.path() / "run.sh";
+  // A script file keeps `args` free of a second level of shell quoting.
+  write_file(script, std::string(LTFIT_BINARY) + " " + args + " >" + out_file.string() + " 2>" +
+                         err_file.string() + " </dev/null\necho $?\n");
+  int status = 0;
+  const std::string code_text = run_and_capture("bash " + script.string(), &status);
+  CommandResult result;
+  result.exit_code = std::stoi(code_text);
+  result.stdout_text = read_file(out_file);
+  result.output = result.stdout_text + read_file(err_file);
+  return result;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path source_dir() { return fs::path(LTFIT_SOURCE_DIR); }
+
+}  // namespace ltfit::testing

@@ -1,0 +1,41 @@
+// Helpers shared by the tests: scratch directories, running the ltfit binary, tiny datasets.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace ltfit::testing {
+
+// A fresh directory under the system temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;   // process exit status
+  std::string output;   // stdout and stderr interleaved
+  std::string stdout_text;  // stdout only
+};
+
+// Runs the built `ltfit` binary with `args` (a shell-quoted string) and captures its output.
+CommandResult run_ltfit(const std::string& args);
+
+// Writes `text` to `path` (creating parent directories).
+void write_file(const std::filesystem::path& path, const std::string& text);
+
+// Reads a whole file.
+std::string read_file(const std::filesystem::path& path);
+
+// Source tree root (for configs/ and fixtures).
+std::filesystem::path source_dir();
+
+}  // namespace ltfit::testing
