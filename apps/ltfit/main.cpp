@@ -2,13 +2,31 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/log.h"
 
+namespace {
+
+// LibTorch's OpenMP threads spin while waiting for work by default. The loader's decode threads
+// (and anything else on the machine) then fight spinning threads for the cores, and training
+// slows down several-fold. OpenMP reads OMP_WAIT_POLICY once, when the library loads, so it is
+// set here and the program re-executes itself; a user's own setting is left alone.
+void ensure_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  ensure_passive_openmp(argv);
   CLI::App app{"ltfit: fine-tune ResNets on image folders the fastai way, in C++ (LibTorch)"};
   app.set_version_flag("--version", std::string("ltfit ") + LTFIT_VERSION);
   app.require_subcommand(1);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs what ltfit needs (only what is missing), then configures and builds it.
+# Idempotent: a second run on a ready machine only rebuilds what changed.
+#
+#   scripts/setup.sh            # Release build in ./build
+#   BUILD_DIR=out scripts/setup.sh
+#
+# LibTorch comes from the pinned PyPI torch wheel (its bundled C++ library; a CUDA build that
+# also runs without a GPU). To build against an official LibTorch zip instead, configure by hand
+# with -DCMAKE_PREFIX_PATH=/path/to/libtorch.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+TORCH_VERSION="2.15.0"
+PYTHON="${PYTHON:-python3}"
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libyaml-cpp-dev
+              libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+install_apt_packages() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+}
+
+install_torch() {
+  if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$TORCH_VERSION' else 1)" 2>/dev/null; then
+    return
+  fi
+  log "installing torch==$TORCH_VERSION from PyPI (its LibTorch is what ltfit links)"
+  "$PYTHON" -m pip install -q "torch==$TORCH_VERSION"
+}
+
+configure_and_build() {
+  local prefix
+  prefix="$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
+  if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+    log "configuring $BUILD_DIR"
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  fi
+  log "building (first build takes several minutes on two cores)"
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+}
+
+install_apt_packages
+install_torch
+configure_and_build
+log "ready: $BUILD_DIR/ltfit"

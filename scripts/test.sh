@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's "test" command: set up and build, then run the whole suite with CTest.
+# Tests tagged [slow] or [cuda] are left out of the default run (TEST_SPEC in tests/CMakeLists.txt).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+
+"$ROOT/scripts/setup.sh"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)"

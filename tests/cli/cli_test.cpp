@@ -1,0 +1,125 @@
+// The ltfit executable end to end: help, exit codes, messages, and a tiny real training run
+// whose checkpoint `evaluate` reloads to the same accuracy.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::testing::run_ltfit;
+
+namespace {
+
+// A config for a seconds-long CPU run on a dataset at `root`, writing runs under `out`.
+std::string tiny_config(const fs::path& root, const fs::path& out) {
+  return "run: {name: tiny, out_dir: " + out.string() + ", seed: 5}\n"
+         "data: {root: " + root.string() + ", image_size: 32, batch_size: 8, workers: 2}\n"
+         "model: {arch: resnet18, pretrained: none, head: linear}\n"
+         "train: {recipe: one_cycle, epochs: 2, lr: 2.0e-3, device: cpu}\n"
+         "eval: {tta: false}\n";
+}
+
+}  // namespace
+
+TEST_CASE("--help and --version work for the program and each command", "[cli]") {
+  CHECK(run_ltfit("--version").stdout_text.find("ltfit 0.") == 0);
+  for (const char* cmd : {"", "train ", "evaluate ", "synth "}) {
+    INFO(cmd);
+    const auto r = run_ltfit(std::string(cmd) + "--help");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.stdout_text, Contains("Usage"));
+  }
+  CHECK(run_ltfit("no-such-command").exit_code == 2);
+  CHECK(run_ltfit("train").exit_code == 2);  // --config is required
+}
+
+TEST_CASE("config mistakes exit 2 naming the file and key", "[cli]") {
+  ltfit::testing::TempDir dir;
+  const fs::path config = dir.path() / "bad.yaml";
+  ltfit::testing::write_file(config, "data:\n  batch_sise: 16\n");
+  auto r = run_ltfit("train --config " + config.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("bad.yaml:2") && Contains("data.batch_sise") &&
+                           Contains("batch_size"));
+
+  r = run_ltfit("train --config " + (dir.path() / "missing.yaml").string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("missing.yaml"));
+
+  ltfit::testing::write_file(config, "run: {seed: 1}\n");
+  r = run_ltfit("train --config " + config.string() + " --set data.batch_size=-4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("data.batch_size") && Contains("-4"));
+  r = run_ltfit("train --config " + config.string() + " --set nonsense");
+  CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("a missing data root exits 3 and says how to get the data", "[cli]") {
+  ltfit::testing::TempDir dir;
+  const fs::path config = dir.path() / "c.yaml";
+  ltfit::testing::write_file(config, tiny_config(dir.path() / "nowhere", dir.path() / "runs"));
+  const auto r = run_ltfit("train --config " + config.string());
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Contains("nowhere") && Contains("data/README.md"));
+}
+
+TEST_CASE("pretrained weights that cannot be read exit 4", "[cli]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 8 --valid 4").exit_code == 0);
+  const fs::path config = dir.path() / "c.yaml";
+  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  const auto r = run_ltfit("train --config " + config.string() + " --set model.pretrained=imagenet");
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("model.pretrained"));
+  CHECK(run_ltfit("evaluate --checkpoint " + dir.str() + "/none.ckpt").exit_code == 4);
+}
+
+TEST_CASE("train writes the run directory and evaluate reproduces its accuracy", "[cli]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 32 --valid 16 --seed 3")
+              .exit_code == 0);
+  // An unreadable image is skipped, counted and named; training goes on.
+  ltfit::testing::write_file(dir.path() / "data/train/cat/broken.jpg", "this is not a JPEG");
+  const fs::path config = dir.path() / "c.yaml";
+  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+
+  const auto trained = run_ltfit("train --json --config " + config.string());
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const auto summary = nlohmann::json::parse(trained.stdout_text);
+  const fs::path run = dir.path() / "runs/tiny";
+  CHECK(summary["run_dir"] == run.string());
+  CHECK(summary["epochs"] == 2);
+  CHECK(summary["skipped_images"] == 1);
+  CHECK_THAT(trained.output, Contains("broken.jpg"));
+  for (const char* file : {"config.yaml", "train.log", "epochs.csv", "steps.csv", "summary.json",
+                           "checkpoints/last.ckpt", "checkpoints/best.ckpt"}) {
+    INFO(file);
+    CHECK(fs::exists(run / file));
+  }
+  CHECK_THAT(ltfit::testing::read_file(run / "train.log"), Contains("broken.jpg"));
+  const std::string epochs = ltfit::testing::read_file(run / "epochs.csv");
+  CHECK(epochs.find("epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,"
+                    "images_per_second,data_wait_seconds\n") == 0);
+  CHECK(std::count(epochs.begin(), epochs.end(), '\n') == 3);
+  const std::string steps = ltfit::testing::read_file(run / "steps.csv");
+  CHECK(steps.find("step,epoch,lr_0,lr_1,lr_2,momentum,loss,loss_scale\n") == 0);
+  // 33 files (one unreadable) make 4 batches an epoch with drop_last; 2 epochs.
+  CHECK(std::count(steps.begin(), steps.end(), '\n') == 1 + 2 * 4);
+
+  const auto evaluated =
+      run_ltfit("evaluate --json --checkpoint " + (run / "checkpoints/last.ckpt").string());
+  INFO(evaluated.output);
+  REQUIRE(evaluated.exit_code == 0);
+  const auto eval = nlohmann::json::parse(evaluated.stdout_text);
+  CHECK(eval["accuracy"].get<double>() == summary["accuracy"].get<double>());
+  CHECK(eval["images"] == 16);
+
+  // A second run never overwrites the first: it gets a numbered sibling.
+  const auto again = run_ltfit("train --json --config " + config.string() + " --set train.epochs=1");
+  REQUIRE(again.exit_code == 0);
+  CHECK(nlohmann::json::parse(again.stdout_text)["run_dir"] == (dir.path() / "runs/tiny-2").string());
+}

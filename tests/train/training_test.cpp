@@ -1,0 +1,167 @@
+// A few real training steps on a tiny generated image set, and checkpoint round trips.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/data/synth.h"
+#include "ltfit/eval/evaluator.h"
+#include "ltfit/train/checkpoint.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/train/trainer.h"
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+namespace {
+
+constexpr int kImageSize = 32;
+
+std::vector<ltfit::Sample> tiny_train_set(const ltfit::testing::TempDir& dir) {
+  ltfit::SynthOptions synth;
+  synth.out_dir = dir.str();
+  synth.train = 16;
+  synth.valid = 8;
+  synth.min_side = 48;
+  synth.max_side = 80;
+  ltfit::write_synthetic_dataset(synth);
+  ltfit::DataConfig data;
+  data.root = dir.str();
+  return ltfit::index_dataset(data, 0).train;
+}
+
+ltfit::LoaderOptions loader_options(bool train) {
+  ltfit::LoaderOptions o;
+  o.image_size = kImageSize;
+  o.batch_size = 8;
+  o.train = train;
+  o.workers = 2;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a few AdamW steps on one batch lower the loss", "[train]") {
+  ltfit::testing::TempDir dir;
+  ltfit::Loader loader(tiny_train_set(dir), loader_options(true));
+  loader.start_epoch(0);
+  const auto batch = loader.next();
+  REQUIRE(batch.has_value());
+  REQUIRE(batch->images.sizes() == torch::IntArrayRef({8, kImageSize, kImageSize, 3}));
+
+  torch::manual_seed(1);
+  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
+  ltfit::set_hyper_parameters(*optimizer, {1e-3, 1e-3, 1e-3}, 0.9);
+  const torch::Tensor x = ltfit::normalize_images(batch->images, torch::kCPU, false);
+  std::vector<double> losses;
+  model->train();
+  for (int step = 0; step < 8; ++step) {
+    optimizer->zero_grad();
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), batch->labels);
+    losses.push_back(loss.item<double>());
+    loss.backward();
+    optimizer->step();
+  }
+  INFO("first loss " << losses.front() << ", last " << losses.back());
+  CHECK(losses.back() < 0.5 * losses.front());
+}
+
+TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", "[train]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = tiny_train_set(dir);
+  ltfit::Loader train(samples, loader_options(true));
+  ltfit::Loader valid(samples, loader_options(false));
+  torch::manual_seed(2);
+  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
+
+  struct Recorder : ltfit::TrainObserver {
+    std::vector<ltfit::StepStats> steps;
+    std::vector<ltfit::EpochStats> epochs;
+    void on_step(const ltfit::StepStats& s) override { steps.push_back(s); }
+    void on_epoch_end(const ltfit::EpochStats& e) override { epochs.push_back(e); }
+  } recorder;
+  ltfit::Trainer trainer(model, *optimizer, train, valid, {}, {&recorder});
+  ltfit::StagePlan stage{"one_cycle", 2, false, {1e-4, 1e-3, 1e-2}, ltfit::OneCycleConfig{}};
+  const auto stats = trainer.fit_one_cycle(stage);
+
+  REQUIRE(stats.size() == 2);
+  REQUIRE(recorder.steps.size() == 4);  // 16 images / 8 per batch x 2 epochs
+  CHECK(trainer.global_step() == 4);
+  ltfit::OneCycleSchedule head{4, 1e-2, 0.3, 25.0, 1e5, 0.95, 0.85, 0.95};
+  for (const auto& s : recorder.steps) {
+    CHECK(s.lrs[2] == Approx(ltfit::lr_at(head, s.step)));
+    CHECK(s.lrs[0] == Approx(s.lrs[2] / 100));
+    CHECK(s.momentum == Approx(ltfit::momentum_at(head, s.step)));
+    CHECK(std::isfinite(s.loss));
+  }
+  CHECK(stats[1].accuracy >= 0.0);
+  CHECK(stats[1].accuracy <= 1.0);
+  CHECK(stats[1].error_rate == Approx(1.0 - stats[1].accuracy));
+}
+
+TEST_CASE("a frozen body trains only its BatchNorm layers and the head", "[train]") {
+  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::set_body_frozen(model, true);
+  auto params = model->named_parameters();
+  CHECK_FALSE(params["layer3.0.conv1.weight"].requires_grad());
+  CHECK(params["layer3.0.bn1.weight"].requires_grad());
+  CHECK(params["fc.weight"].requires_grad());
+  ltfit::set_body_frozen(model, false);
+  CHECK(params["layer3.0.conv1.weight"].requires_grad());
+}
+
+TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[train][checkpoint]") {
+  ltfit::testing::TempDir dir;
+  torch::manual_seed(3);
+  ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+  saved->train();
+  { torch::NoGradGuard g; saved->forward(torch::randn({4, 3, 32, 32})); }  // move BN stats
+  saved->eval();
+  auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, saved->layer_group_parameters());
+  const std::string path = (dir.path() / "checkpoints" / "last.ckpt").string();
+  ltfit::save_checkpoint(path, saved, optimizer.get(), {"run: {seed: 7}\n", {"cat", "dog"}, 3, 30, 0.75, 0.5});
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  torch::manual_seed(4);
+  ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+  const auto meta = ltfit::load_checkpoint(path, loaded, nullptr);
+  loaded->eval();
+  CHECK(meta.classes == std::vector<std::string>{"cat", "dog"});
+  CHECK(meta.epochs_done == 3);
+  CHECK(meta.global_step == 30);
+  CHECK(meta.accuracy == 0.75);
+  CHECK(meta.config_yaml == "run: {seed: 7}\n");
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({2, 3, 48, 48});
+  CHECK(torch::equal(saved->forward(x), loaded->forward(x)));
+}
+
+TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused", "[train][checkpoint]") {
+  ltfit::testing::TempDir dir;
+  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  const std::string path = (dir.path() / "a.ckpt").string();
+  ltfit::save_checkpoint(path, model, nullptr, {"", {"cat", "dog"}});
+
+  const std::string truncated = (dir.path() / "truncated.ckpt").string();
+  const std::string bytes = ltfit::testing::read_file(path);
+  ltfit::testing::write_file(truncated, bytes.substr(0, bytes.size() / 2));
+  ltfit::ResNet other(ltfit::resnet_spec("resnet18"), 2);
+  CHECK_THROWS_AS(ltfit::load_checkpoint(truncated, other, nullptr), ltfit::CheckpointError);
+  CHECK_THROWS_AS(ltfit::load_checkpoint((dir.path() / "none.ckpt").string(), other, nullptr),
+                  ltfit::CheckpointError);
+  ltfit::testing::write_file(dir.path() / "text.ckpt", "not a checkpoint");
+  CHECK_THROWS_AS(ltfit::read_checkpoint_meta((dir.path() / "text.ckpt").string()),
+                  ltfit::CheckpointError);
+  // A resnet34 checkpoint does not load into a resnet18 (and the model stays untouched).
+  ltfit::ResNet r34(ltfit::resnet_spec("resnet34"), 2);
+  const torch::Tensor before = other->named_parameters()["conv1.weight"].clone();
+  CHECK_THROWS_AS(ltfit::load_checkpoint(path, r34, nullptr), ltfit::CheckpointError);
+  ltfit::ResNet three(ltfit::resnet_spec("resnet18"), 3);
+  CHECK_THROWS_AS(ltfit::load_checkpoint(path, three, nullptr), ltfit::CheckpointError);
+  CHECK_THROWS_WITH(ltfit::load_checkpoint(path, three, nullptr), Catch::Matchers::Contains("fc.weight"));
+  CHECK(torch::equal(before, other->named_parameters()["conv1.weight"]));
+}
