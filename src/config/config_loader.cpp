@@ -1,10 +1,11 @@
-// Loading, overriding, validating and writing the YAML configuration (config_loader.h).
+// Loading and overriding the YAML configuration (config_loader.h).
 //
 // Pipeline: text -> YAML tree -> `--set` overrides spliced into the tree -> structs (the
 // convert_* functions, the only code that reads the tree) -> range and enumeration rules
-// (validate_*, written once against the structs). Errors name the file, the line of the
+// (config_rules.cpp, written once against the structs). Errors name the file, the line of the
 // offending node (yaml-cpp marks are 0-based; messages are 1-based) or the `--set` that
-// supplied it. This is the only file that includes yaml-cpp. Thread-safe: no shared state.
+// supplied it. Writing (to_yaml) is in config_writer.cpp; only these src/config files include
+// yaml-cpp. Thread-safe: no shared state.
 #include "ltfit/config/config_loader.h"
 
 #include <yaml-cpp/yaml.h>
@@ -16,15 +17,18 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <optional>
 #include <sstream>
 #include <utility>
 
+#include "config/config_internal.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 namespace {
+
+using config_internal::closest;
+using config_internal::join;
 
 const char* const kDurationExpected =
     "a duration like 5h50m, 90m, 45s, a number of seconds, or null";
@@ -43,12 +47,6 @@ struct Located {
 
 // ---- text helpers -------------------------------------------------------------------------
 
-std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
-  std::string text;
-  for (std::size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
-  return text;
-}
-
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream stream(text);
@@ -56,51 +54,6 @@ std::vector<std::string> split(const std::string& text, char separator) {
   while (std::getline(stream, part, separator)) parts.push_back(part);
   if (!text.empty() && text.back() == separator) parts.emplace_back();
   return parts;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// The choice closest to `word`, or "" when none is close enough to be a likely typo.
-std::string closest(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& choice : choices) {
-    const std::size_t distance = edit_distance(word, choice);
-    if (distance < best_distance) {
-      best = choice;
-      best_distance = distance;
-    }
-  }
-  return best;
-}
-
-// Shortest text that parses back to exactly `value` ("0.001", "1e-05", "25").
-std::string format_number(double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
-}
-
-std::string format_list(const std::vector<double>& values) {
-  std::vector<std::string> texts;
-  for (double v : values) texts.push_back(format_number(v));
-  std::string text = "[";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "[" + s + "]"
-  text += join(texts);
-  text += "]";
-  return text;
 }
 
 std::optional<long long> parse_integer(const std::string& text) {
@@ -145,19 +98,6 @@ std::optional<double> duration_seconds(const std::string& text) {
   return total;
 }
 
-// "5h50m" for whole seconds (parses back exactly), else the plain number of seconds.
-std::string format_duration(double seconds) {
-  if (seconds <= 0 || seconds != std::floor(seconds) || seconds > 1e15) {
-    return format_number(seconds);
-  }
-  const auto total = static_cast<long long>(seconds);
-  std::string text;
-  if (total / 3600) text += std::to_string(total / 3600) + "h";
-  if (total % 3600 / 60) text += std::to_string(total % 3600 / 60) + "m";
-  if (total % 60) text += std::to_string(total % 60) + "s";
-  return text;
-}
-
 // ---- tree helpers and located errors -------------------------------------------------------
 
 bool is_plain_scalar(const YAML::Node& node) {
@@ -196,7 +136,8 @@ const Override* override_for(const Context& context, const std::string& path) {
   throw ConfigError(where + ": " + (path.empty() ? "" : path + ": ") + what + suffix, hint);
 }
 
-[[noreturn]] void fail_type(const Context& context, const Located& at, const std::string& expected) {
+[[noreturn]] void fail_type(const Context& context, const Located& at,
+                            const std::string& expected) {
   fail_at(context, at.node, at.path, "expected " + expected + ", got " + describe(at.node));
 }
 
@@ -444,137 +385,6 @@ Config convert(const Context& context, const YAML::Node& root) {
   return config;
 }
 
-// ---- rules: ranges and enumerations, once, against the structs --------------------------------
-
-// A broken rule: the key, what was expected, the value found (as formatted from the struct).
-struct Problem {
-  std::string path;
-  std::string expected;
-  std::string found;
-  std::string hint;
-};
-using Fail = std::function<void(const Problem&)>;  // throws
-
-std::string show(int value) { return std::to_string(value); }
-std::string show(double value) { return format_number(value); }
-std::string show(const std::string& value) { return "'" + value + "'"; }
-std::string show(const std::vector<double>& value) { return format_list(value); }
-
-template <typename T>
-void require(const Fail& fail, bool ok, const std::string& path, const std::string& expected,
-             const T& value) {
-  if (!ok) fail({path, expected, show(value), ""});
-}
-
-void require_one_of(const Fail& fail, const std::string& path, const std::string& value,
-                    const std::vector<std::string>& choices) {
-  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
-  const std::string suggestion = closest(value, choices);
-  fail({path, "one of " + join(choices), show(value),
-        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?"});
-}
-
-bool all_in(const std::vector<double>& values, double low, double high, bool high_included) {
-  return std::all_of(values.begin(), values.end(), [&](double v) {
-    return v >= low && (high_included ? v <= high : v < high);
-  });
-}
-
-bool is_device(const std::string& device) {
-  if (device == "auto" || device == "cpu" || device == "cuda") return true;
-  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "";
-  return !index.empty() && std::all_of(index.begin(), index.end(),
-                                       [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-void validate_run(const RunConfig& run, const Fail& fail) {
-  require(fail, !run.name.empty() && run.name.find('/') == std::string::npos, "run.name",
-          "a non-empty name without '/'", run.name);
-  require(fail, !run.out_dir.empty(), "run.out_dir", "a directory", run.out_dir);
-}
-
-void validate_data(const DataConfig& data, const Fail& fail) {
-  require(fail, !data.root.empty(), "data.root", "a directory", data.root);
-  require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
-  require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
-  require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
-          "an integer from 16 to 4096", data.image_size);
-  require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);
-  require(fail, data.workers >= 0, "data.workers", "auto or an integer >= 0", data.workers);
-  const AugmentConfig& a = data.augment;
-  require(fail, a.max_rotate >= 0 && a.max_rotate <= 180, "data.augment.max_rotate",
-          "degrees from 0 to 180", a.max_rotate);
-  require(fail, a.max_zoom >= 1, "data.augment.max_zoom", "a number >= 1", a.max_zoom);
-  require(fail, all_in({a.max_lighting}, 0, 1, false), "data.augment.max_lighting",
-          "a number in [0, 1)", a.max_lighting);
-  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp",
-          "a number in [0, 1)", a.max_warp);
-  require(fail, all_in({a.p_affine}, 0, 1, true), "data.augment.p_affine",
-          "a probability in [0, 1]", a.p_affine);
-  require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
-          "a probability in [0, 1]", a.p_lighting);
-}
-
-void validate_model(const ModelConfig& model, const Fail& fail) {
-  require_one_of(fail, "model.arch", model.arch,
-                 {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
-  require(fail, !model.pretrained.empty(), "model.pretrained",
-          "imagenet, none or the path of a torchvision .pth file", model.pretrained);
-  require_one_of(fail, "model.head", model.head, {"fastai", "linear"});
-  require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
-          model.dropout);
-}
-
-void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Fail& fail) {
-  require_one_of(fail, "train.optimizer.name", o.name, {"adamw", "sgd"});
-  require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
-          "two numbers in [0, 1)", o.betas);
-  require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
-  require(fail, o.weight_decay >= 0, "train.optimizer.weight_decay", "a number >= 0",
-          o.weight_decay);
-  require(fail, c.pct_start > 0 && c.pct_start < 1, "train.one_cycle.pct_start",
-          "a number in (0, 1)", c.pct_start);
-  require(fail, c.div > 0, "train.one_cycle.div", "a positive number", c.div);
-  require(fail, c.div_final > 0, "train.one_cycle.div_final", "a positive number", c.div_final);
-  require(fail, c.moms.size() == 3 && all_in(c.moms, 0, 1, true), "train.one_cycle.moms",
-          "three momentums in [0, 1] (start, middle, end)", c.moms);
-}
-
-void validate_train(const TrainConfig& train, const Fail& fail) {
-  require_one_of(fail, "train.recipe", train.recipe, {"fine_tune", "one_cycle"});
-  require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
-  require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
-          train.freeze_epochs);
-  const auto& lr = train.lr;
-  const bool lr_ok = (lr.size() == 1 || lr.size() == 2) && all_in(lr, 0, HUGE_VAL, false) &&
-                     lr.front() > 0 && lr.front() <= lr.back();
-  require(fail, lr_ok, "train.lr", "a positive number or [low, high] with 0 < low <= high", lr);
-  validate_optimizer(train.optimizer, train.one_cycle, fail);
-  require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
-  require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
-          train.device);
-  require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
-          "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
-  require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
-          train.checkpoint.keep);
-  const double limit = train.time_limit_seconds.value_or(1.0);
-  require(fail, limit > 0, "train.time_limit", "a positive duration or null", limit);
-}
-
-void validate_eval(const EvalConfig& eval, const Fail& fail) {
-  require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
-          eval.tta_beta);
-  require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
-}
-
-void validate_with(const Config& config, const Fail& fail) {
-  validate_run(config.run, fail);
-  validate_data(config.data, fail);
-  validate_model(config.model, fail);
-  validate_train(config.train, fail);
-  validate_eval(config.eval, fail);
-}
-
 // ---- loading -------------------------------------------------------------------------------
 
 std::string read_text(const std::string& path) {
@@ -663,22 +473,13 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
   }
   for (const auto& entry : overrides) apply_override(root, entry, context);
   Config config = convert(context, root);
-  validate_with(config, [&](const Problem& problem) {
+  config_internal::validate_with(config, [&](const config_internal::Problem& problem) {
     const YAML::Node node = find_node(root, problem.path);
     const std::string found = node.IsDefined() ? describe(node) : problem.found;
     fail_at(context, node, problem.path,
             "expected " + problem.expected + ", got " + found, problem.hint);
   });
   return config;
-}
-
-void validate(const Config& config) {
-  validate_with(config, [&](const Problem& problem) {
-    const std::string where = config.source.empty() ? "" : config.source + ": ";
-    throw ConfigError(
-        where + problem.path + ": expected " + problem.expected + ", got " + problem.found,
-        problem.hint);
-  });
 }
 
 double parse_duration(const std::string& text, const std::string& key) {
@@ -688,140 +489,6 @@ double parse_duration(const std::string& text, const std::string& key) {
                       "'");
   }
   return *seconds;
-}
-
-// ---- writing ---------------------------------------------------------------------------------
-
-namespace {
-
-void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
-  out << YAML::Key << key << YAML::Value << text;
-}
-
-// Strings that YAML would read as null are quoted so they come back as strings.
-void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
-  const bool null_like = value.empty() || value == "~" || value == "null" || value == "Null" ||
-                         value == "NULL";
-  out << YAML::Key << key << YAML::Value;
-  if (null_like) out << YAML::DoubleQuoted;
-  out << value;
-}
-
-void put_bool(YAML::Emitter& out, const char* key, bool value) {
-  out << YAML::Key << key << YAML::Value << value;
-}
-
-void put_list(YAML::Emitter& out, const char* key, const std::vector<double>& values) {
-  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double v : values) out << format_number(v);
-  out << YAML::EndSeq;
-}
-
-void begin_section(YAML::Emitter& out, const char* key) {
-  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
-}
-
-void emit_run(YAML::Emitter& out, const RunConfig& run) {
-  begin_section(out, "run");
-  put_string(out, "name", run.name);
-  put_string(out, "out_dir", run.out_dir);
-  put_plain(out, "seed", std::to_string(run.seed));
-  put_bool(out, "deterministic", run.deterministic);
-  out << YAML::EndMap;
-}
-
-void emit_data(YAML::Emitter& out, const DataConfig& data) {
-  begin_section(out, "data");
-  put_string(out, "root", data.root);
-  put_string(out, "layout", data.layout);
-  put_plain(out, "valid_count", std::to_string(data.valid_count));
-  put_plain(out, "image_size", std::to_string(data.image_size));
-  put_plain(out, "batch_size", std::to_string(data.batch_size));
-  put_plain(out, "workers", data.workers == 0 ? "auto" : std::to_string(data.workers));
-  const AugmentConfig& a = data.augment;
-  begin_section(out, "augment");
-  put_bool(out, "flip", a.flip);
-  put_plain(out, "max_rotate", format_number(a.max_rotate));
-  put_plain(out, "max_zoom", format_number(a.max_zoom));
-  put_plain(out, "max_lighting", format_number(a.max_lighting));
-  put_plain(out, "max_warp", format_number(a.max_warp));
-  put_plain(out, "p_affine", format_number(a.p_affine));
-  put_plain(out, "p_lighting", format_number(a.p_lighting));
-  out << YAML::EndMap << YAML::EndMap;
-}
-
-void emit_model(YAML::Emitter& out, const ModelConfig& model) {
-  begin_section(out, "model");
-  put_string(out, "arch", model.arch);
-  put_string(out, "pretrained", model.pretrained);
-  put_string(out, "head", model.head);
-  put_plain(out, "dropout", format_number(model.dropout));
-  out << YAML::EndMap;
-}
-
-void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycleConfig& c) {
-  begin_section(out, "optimizer");
-  put_string(out, "name", o.name);
-  put_list(out, "betas", o.betas);
-  put_plain(out, "eps", format_number(o.eps));
-  put_plain(out, "weight_decay", format_number(o.weight_decay));
-  out << YAML::EndMap;
-  begin_section(out, "one_cycle");
-  put_plain(out, "pct_start", format_number(c.pct_start));
-  put_plain(out, "div", format_number(c.div));
-  put_plain(out, "div_final", format_number(c.div_final));
-  put_list(out, "moms", c.moms);
-  out << YAML::EndMap;
-}
-
-void emit_train(YAML::Emitter& out, const TrainConfig& train) {
-  begin_section(out, "train");
-  put_string(out, "recipe", train.recipe);
-  put_plain(out, "epochs", std::to_string(train.epochs));
-  put_plain(out, "freeze_epochs", std::to_string(train.freeze_epochs));
-  if (train.lr.size() == 1) {
-    put_plain(out, "lr", format_number(train.lr.front()));
-  } else {
-    put_list(out, "lr", train.lr);
-  }
-  emit_optimizer(out, train.optimizer, train.one_cycle);
-  put_string(out, "precision", train.precision);
-  put_bool(out, "channels_last", train.channels_last);
-  put_string(out, "device", train.device);
-  begin_section(out, "checkpoint");
-  put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));
-  put_plain(out, "keep", std::to_string(train.checkpoint.keep));
-  out << YAML::EndMap;
-  const auto& limit = train.time_limit_seconds;
-  out << YAML::Key << "time_limit" << YAML::Value;
-  if (limit) {
-    out << format_duration(*limit);
-  } else {
-    out << YAML::Null;
-  }
-  out << YAML::EndMap;
-}
-
-void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
-  begin_section(out, "eval");
-  put_bool(out, "tta", eval.tta);
-  put_plain(out, "tta_beta", format_number(eval.tta_beta));
-  put_plain(out, "tta_scale", format_number(eval.tta_scale));
-  out << YAML::EndMap;
-}
-
-}  // namespace
-
-std::string to_yaml(const Config& config) {
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  emit_run(out, config.run);
-  emit_data(out, config.data);
-  emit_model(out, config.model);
-  emit_train(out, config.train);
-  emit_eval(out, config.eval);
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace ltfit

@@ -1,9 +1,9 @@
 // Indexing a dataset's image files: class folders ("folders") or Kaggle's flat cat.N.jpg files.
 //
-// Directory listings are sorted and the Kaggle validation split is drawn with our own
-// SplitMix64-driven Fisher–Yates shuffle, so the index is identical on every machine and
-// standard library. Hidden entries (names starting with '.') and non-image files are skipped.
-// Pure functions, thread-safe.
+// Directory listings are sorted and the Kaggle validation split is drawn with a Fisher–Yates
+// shuffle driven by our own SplitMix64 (ltfit/util/random.h), so the index is identical on every
+// machine and standard library. Hidden entries (names starting with '.') and non-image files
+// are skipped. Pure functions, thread-safe.
 #include "ltfit/data/dataset_index.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <map>
 
 #include "ltfit/util/error.h"
+#include "ltfit/util/random.h"
 
 namespace ltfit {
 namespace {
@@ -24,21 +25,6 @@ constexpr std::array<const char*, 7> kImageExtensions = {"jpg",  "jpeg", "png", 
 constexpr const char* kDataHint =
     "run `ltfit synth --out DIR` for a synthetic set, or see data/README.md to fetch the real "
     "one (fastai's dogscats archive, 23,000/2,000 split, or Kaggle's dogs-vs-cats)";
-
-// Portable generator: SplitMix64, identical on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -189,7 +175,7 @@ std::vector<size_t> shuffled_order(size_t n, std::uint64_t seed) {
   for (size_t i = 0; i < n; ++i) order[i] = i;
   SplitMix64 rng(seed);
   for (size_t i = n; i > 1; --i) {
-    const size_t j = static_cast<size_t>(rng.next() % i);
+    const auto j = static_cast<size_t>(rng.below(i));
     std::swap(order[i - 1], order[j]);
   }
   return order;

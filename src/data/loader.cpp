@@ -14,6 +14,7 @@
 
 #include "ltfit/data/image_io.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/random.h"
 
 namespace ltfit {
 
@@ -23,31 +24,7 @@ constexpr int kPrefetchPerWorker = 2;
 constexpr std::size_t kSkippedExamples = 20;
 constexpr double kMinCropScale = 0.8;  // random crop keeps at least 80 % of the shorter side
 
-// Uniform double in [0,1) from a 64-bit state, advancing it.
-double next_uniform(std::uint64_t& state) {
-  state = mix_seed(state, 0x9E3779B97F4A7C15ULL);
-  return static_cast<double>(state >> 11) * (1.0 / 9007199254740992.0);
-}
-
 }  // namespace
-
-std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t z = a + 0x9E3779B97F4A7C15ULL * (b + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, int epoch) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-  std::uint64_t state = mix_seed(seed, 0x5EED0000ULL + static_cast<std::uint64_t>(epoch));
-  for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
-    const auto j = static_cast<std::int64_t>(next_uniform(state) * static_cast<double>(i + 1));
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-  }
-  return order;
-}
 
 struct Loader::State {
   std::mutex mutex;
@@ -143,12 +120,12 @@ namespace ltfit {
 CropFlip Loader::draw_crop(std::int64_t position, int epoch) const {
   CropFlip crop;
   if (!options_.train) return crop;
-  std::uint64_t state = mix_seed(mix_seed(options_.seed, static_cast<std::uint64_t>(epoch)),
-                                 static_cast<std::uint64_t>(position));
-  crop.scale = kMinCropScale + (1.0 - kMinCropScale) * next_uniform(state);
-  crop.offset_x = next_uniform(state);
-  crop.offset_y = next_uniform(state);
-  crop.flip = options_.augment.flip && next_uniform(state) < 0.5;
+  MixChain rng(mix_seed(mix_seed(options_.seed, static_cast<std::uint64_t>(epoch)),
+                        static_cast<std::uint64_t>(position)));
+  crop.scale = kMinCropScale + (1.0 - kMinCropScale) * rng.uniform();
+  crop.offset_x = rng.uniform();
+  crop.offset_y = rng.uniform();
+  crop.flip = options_.augment.flip && rng.uniform() < 0.5;
   return crop;
 }
 

@@ -1,10 +1,10 @@
 // A synthetic "cats vs dogs" JPEG set: shapes drawn with OpenCV over a cluttered background.
 //
 // Every image is a pure function of (seed, split, index in split): its generator is a
-// SplitMix64 seeded from those three, and every random choice comes from it (never from
-// std::*_distribution, whose output differs between standard libraries). Images are therefore
-// independent and are drawn and written in parallel by a few std::threads, each owning a
-// contiguous range of jobs; a worker's exception is re-raised on the caller's thread.
+// SplitMix64 (ltfit/util/random.h) seeded from those three, and every random choice comes from
+// it (never from std::*_distribution, whose output differs between standard libraries). Images
+// are therefore independent and are drawn and written in parallel by a few std::threads, each
+// owning a contiguous range of jobs; a worker's exception is re-raised on the caller's thread.
 // Files are encoded in memory, written to a hidden temporary name and renamed.
 #include "ltfit/data/synth.h"
 
@@ -22,6 +22,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "ltfit/util/error.h"
+#include "ltfit/util/random.h"
 
 namespace ltfit {
 namespace {
@@ -53,27 +54,6 @@ constexpr std::array<std::array<int, 3>, 14> kPalette = {{
     {170, 60, 60},
     {200, 190, 90},
 }};
-
-// Portable generator: SplitMix64 (Steele, Lea, Flood 2014), identical on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  int uniform_int(int lo, int hi) {  // [lo, hi]; modulo bias is negligible for small ranges
-    return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-  bool bernoulli(double p) { return uniform() < p; }
-
- private:
-  std::uint64_t state_;
-};
 
 std::uint64_t image_seed(std::uint64_t seed, int split, int index) {
   SplitMix64 mix(seed ^ (0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(split + 1)));

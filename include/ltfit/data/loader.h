@@ -18,6 +18,7 @@
 #include "ltfit/config/config.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/image_io.h"
+#include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
 
 namespace ltfit {
 
@@ -74,11 +75,5 @@ class Loader {
 // uint8 [N,H,W,3] RGB -> float [N,3,H,W] ImageNet-normalised, on `device`, in one fused pass.
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
                                bool channels_last);
-
-// Stable 64-bit mixing (splitmix64), used to derive per-sample seeds portably.
-std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
-
-// Deterministic permutation of 0..n-1 for (seed, epoch), identical on every platform.
-std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, int epoch);
 
 }  // namespace ltfit

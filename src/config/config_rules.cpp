@@ -1,0 +1,165 @@
+// Config rules (config_loader.h's validate): value ranges and enumerations, written once
+// against the structs. A broken rule is reported through a Fail callback, so the loader can name
+// the file and line of the offending node while validate() names only the key. No yaml-cpp here.
+// Thread-safe: no shared state.
+#include "ltfit/config/config_loader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/config_internal.h"
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+namespace config_internal {
+namespace {
+
+// ---- rules: ranges and enumerations, once, against the structs --------------------------------
+
+// "[0.9, 0.99]", each number in its shortest exact text.
+std::string format_list(const std::vector<double>& values) {
+  std::vector<std::string> texts;
+  for (double v : values) texts.push_back(format_number(v));
+  std::string text = "[";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "[" + s + "]"
+  text += join(texts);
+  text += "]";
+  return text;
+}
+
+std::string show(int value) { return std::to_string(value); }
+std::string show(double value) { return format_number(value); }
+std::string show(const std::string& value) { return "'" + value + "'"; }
+std::string show(const std::vector<double>& value) { return format_list(value); }
+
+template <typename T>
+void require(const Fail& fail, bool ok, const std::string& path, const std::string& expected,
+             const T& value) {
+  if (!ok) fail({path, expected, show(value), ""});
+}
+
+void require_one_of(const Fail& fail, const std::string& path, const std::string& value,
+                    const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  const std::string suggestion = closest(value, choices);
+  fail({path, "one of " + join(choices), show(value),
+        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?"});
+}
+
+bool all_in(const std::vector<double>& values, double low, double high, bool high_included) {
+  return std::all_of(values.begin(), values.end(), [&](double v) {
+    return v >= low && (high_included ? v <= high : v < high);
+  });
+}
+
+bool is_device(const std::string& device) {
+  if (device == "auto" || device == "cpu" || device == "cuda") return true;
+  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "";
+  return !index.empty() && std::all_of(index.begin(), index.end(),
+                                       [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+void validate_run(const RunConfig& run, const Fail& fail) {
+  require(fail, !run.name.empty() && run.name.find('/') == std::string::npos, "run.name",
+          "a non-empty name without '/'", run.name);
+  require(fail, !run.out_dir.empty(), "run.out_dir", "a directory", run.out_dir);
+}
+
+void validate_data(const DataConfig& data, const Fail& fail) {
+  require(fail, !data.root.empty(), "data.root", "a directory", data.root);
+  require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
+  require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
+  require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
+          "an integer from 16 to 4096", data.image_size);
+  require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);
+  require(fail, data.workers >= 0, "data.workers", "auto or an integer >= 0", data.workers);
+  const AugmentConfig& a = data.augment;
+  require(fail, a.max_rotate >= 0 && a.max_rotate <= 180, "data.augment.max_rotate",
+          "degrees from 0 to 180", a.max_rotate);
+  require(fail, a.max_zoom >= 1, "data.augment.max_zoom", "a number >= 1", a.max_zoom);
+  require(fail, all_in({a.max_lighting}, 0, 1, false), "data.augment.max_lighting",
+          "a number in [0, 1)", a.max_lighting);
+  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp",
+          "a number in [0, 1)", a.max_warp);
+  require(fail, all_in({a.p_affine}, 0, 1, true), "data.augment.p_affine",
+          "a probability in [0, 1]", a.p_affine);
+  require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
+          "a probability in [0, 1]", a.p_lighting);
+}
+
+void validate_model(const ModelConfig& model, const Fail& fail) {
+  require_one_of(fail, "model.arch", model.arch,
+                 {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
+  require(fail, !model.pretrained.empty(), "model.pretrained",
+          "imagenet, none or the path of a torchvision .pth file", model.pretrained);
+  require_one_of(fail, "model.head", model.head, {"fastai", "linear"});
+  require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
+          model.dropout);
+}
+
+void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Fail& fail) {
+  require_one_of(fail, "train.optimizer.name", o.name, {"adamw", "sgd"});
+  require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
+          "two numbers in [0, 1)", o.betas);
+  require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
+  require(fail, o.weight_decay >= 0, "train.optimizer.weight_decay", "a number >= 0",
+          o.weight_decay);
+  require(fail, c.pct_start > 0 && c.pct_start < 1, "train.one_cycle.pct_start",
+          "a number in (0, 1)", c.pct_start);
+  require(fail, c.div > 0, "train.one_cycle.div", "a positive number", c.div);
+  require(fail, c.div_final > 0, "train.one_cycle.div_final", "a positive number", c.div_final);
+  require(fail, c.moms.size() == 3 && all_in(c.moms, 0, 1, true), "train.one_cycle.moms",
+          "three momentums in [0, 1] (start, middle, end)", c.moms);
+}
+
+void validate_train(const TrainConfig& train, const Fail& fail) {
+  require_one_of(fail, "train.recipe", train.recipe, {"fine_tune", "one_cycle"});
+  require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
+  require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
+          train.freeze_epochs);
+  const auto& lr = train.lr;
+  const bool lr_ok = (lr.size() == 1 || lr.size() == 2) && all_in(lr, 0, HUGE_VAL, false) &&
+                     lr.front() > 0 && lr.front() <= lr.back();
+  require(fail, lr_ok, "train.lr", "a positive number or [low, high] with 0 < low <= high", lr);
+  validate_optimizer(train.optimizer, train.one_cycle, fail);
+  require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
+  require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
+          train.device);
+  require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
+          "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
+  require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
+          train.checkpoint.keep);
+  const double limit = train.time_limit_seconds.value_or(1.0);
+  require(fail, limit > 0, "train.time_limit", "a positive duration or null", limit);
+}
+
+void validate_eval(const EvalConfig& eval, const Fail& fail) {
+  require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
+          eval.tta_beta);
+  require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
+}
+
+}  // namespace
+
+void validate_with(const Config& config, const Fail& fail) {
+  validate_run(config.run, fail);
+  validate_data(config.data, fail);
+  validate_model(config.model, fail);
+  validate_train(config.train, fail);
+  validate_eval(config.eval, fail);
+}
+
+}  // namespace config_internal
+
+void validate(const Config& config) {
+  config_internal::validate_with(config, [&](const config_internal::Problem& problem) {
+    const std::string where = config.source.empty() ? "" : config.source + ": ";
+    throw ConfigError(
+        where + problem.path + ": expected " + problem.expected + ", got " + problem.found,
+        problem.hint);
+  });
+}
+
+}  // namespace ltfit

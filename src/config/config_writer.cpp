@@ -1,0 +1,162 @@
+// Writing the resolved config as YAML (config_loader.h's to_yaml): every field, in the order
+// of the structs, in a form that load_config reads back to an equal Config (numbers in their
+// shortest exact text, null-like strings quoted). Thread-safe: no shared state.
+#include "ltfit/config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/config_internal.h"
+
+namespace ltfit {
+namespace {
+
+using config_internal::format_number;
+
+// "5h50m" for whole seconds (parses back exactly), else the plain number of seconds.
+std::string format_duration(double seconds) {
+  if (seconds <= 0 || seconds != std::floor(seconds) || seconds > 1e15) {
+    return format_number(seconds);
+  }
+  const auto total = static_cast<long long>(seconds);
+  std::string text;
+  if (total / 3600) text += std::to_string(total / 3600) + "h";
+  if (total % 3600 / 60) text += std::to_string(total % 3600 / 60) + "m";
+  if (total % 60) text += std::to_string(total % 60) + "s";
+  return text;
+}
+
+void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
+  out << YAML::Key << key << YAML::Value << text;
+}
+
+// Strings that YAML would read as null are quoted so they come back as strings.
+void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
+  const bool null_like = value.empty() || value == "~" || value == "null" || value == "Null" ||
+                         value == "NULL";
+  out << YAML::Key << key << YAML::Value;
+  if (null_like) out << YAML::DoubleQuoted;
+  out << value;
+}
+
+void put_bool(YAML::Emitter& out, const char* key, bool value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+void put_list(YAML::Emitter& out, const char* key, const std::vector<double>& values) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double v : values) out << format_number(v);
+  out << YAML::EndSeq;
+}
+
+void begin_section(YAML::Emitter& out, const char* key) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+}
+
+void emit_run(YAML::Emitter& out, const RunConfig& run) {
+  begin_section(out, "run");
+  put_string(out, "name", run.name);
+  put_string(out, "out_dir", run.out_dir);
+  put_plain(out, "seed", std::to_string(run.seed));
+  put_bool(out, "deterministic", run.deterministic);
+  out << YAML::EndMap;
+}
+
+void emit_data(YAML::Emitter& out, const DataConfig& data) {
+  begin_section(out, "data");
+  put_string(out, "root", data.root);
+  put_string(out, "layout", data.layout);
+  put_plain(out, "valid_count", std::to_string(data.valid_count));
+  put_plain(out, "image_size", std::to_string(data.image_size));
+  put_plain(out, "batch_size", std::to_string(data.batch_size));
+  put_plain(out, "workers", data.workers == 0 ? "auto" : std::to_string(data.workers));
+  const AugmentConfig& a = data.augment;
+  begin_section(out, "augment");
+  put_bool(out, "flip", a.flip);
+  put_plain(out, "max_rotate", format_number(a.max_rotate));
+  put_plain(out, "max_zoom", format_number(a.max_zoom));
+  put_plain(out, "max_lighting", format_number(a.max_lighting));
+  put_plain(out, "max_warp", format_number(a.max_warp));
+  put_plain(out, "p_affine", format_number(a.p_affine));
+  put_plain(out, "p_lighting", format_number(a.p_lighting));
+  out << YAML::EndMap << YAML::EndMap;
+}
+
+void emit_model(YAML::Emitter& out, const ModelConfig& model) {
+  begin_section(out, "model");
+  put_string(out, "arch", model.arch);
+  put_string(out, "pretrained", model.pretrained);
+  put_string(out, "head", model.head);
+  put_plain(out, "dropout", format_number(model.dropout));
+  out << YAML::EndMap;
+}
+
+void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycleConfig& c) {
+  begin_section(out, "optimizer");
+  put_string(out, "name", o.name);
+  put_list(out, "betas", o.betas);
+  put_plain(out, "eps", format_number(o.eps));
+  put_plain(out, "weight_decay", format_number(o.weight_decay));
+  out << YAML::EndMap;
+  begin_section(out, "one_cycle");
+  put_plain(out, "pct_start", format_number(c.pct_start));
+  put_plain(out, "div", format_number(c.div));
+  put_plain(out, "div_final", format_number(c.div_final));
+  put_list(out, "moms", c.moms);
+  out << YAML::EndMap;
+}
+
+void emit_train(YAML::Emitter& out, const TrainConfig& train) {
+  begin_section(out, "train");
+  put_string(out, "recipe", train.recipe);
+  put_plain(out, "epochs", std::to_string(train.epochs));
+  put_plain(out, "freeze_epochs", std::to_string(train.freeze_epochs));
+  if (train.lr.size() == 1) {
+    put_plain(out, "lr", format_number(train.lr.front()));
+  } else {
+    put_list(out, "lr", train.lr);
+  }
+  emit_optimizer(out, train.optimizer, train.one_cycle);
+  put_string(out, "precision", train.precision);
+  put_bool(out, "channels_last", train.channels_last);
+  put_string(out, "device", train.device);
+  begin_section(out, "checkpoint");
+  put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));
+  put_plain(out, "keep", std::to_string(train.checkpoint.keep));
+  out << YAML::EndMap;
+  const auto& limit = train.time_limit_seconds;
+  out << YAML::Key << "time_limit" << YAML::Value;
+  if (limit) {
+    out << format_duration(*limit);
+  } else {
+    out << YAML::Null;
+  }
+  out << YAML::EndMap;
+}
+
+void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
+  begin_section(out, "eval");
+  put_bool(out, "tta", eval.tta);
+  put_plain(out, "tta_beta", format_number(eval.tta_beta));
+  put_plain(out, "tta_scale", format_number(eval.tta_scale));
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_run(out, config.run);
+  emit_data(out, config.data);
+  emit_model(out, config.model);
+  emit_train(out, config.train);
+  emit_eval(out, config.eval);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ltfit
