@@ -24,7 +24,7 @@ std::string tiny_config(const fs::path& root, const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("--help and --version work for the program and each command", "[cli]") {
+TEST_CASE("help and version flags work for the program and each command", "[cli]") {
   CHECK(run_ltfit("--version").stdout_text.find("ltfit 0.") == 0);
   for (const char* cmd : {"", "train ", "evaluate ", "synth "}) {
     INFO(cmd);

@@ -164,7 +164,7 @@ TEST_CASE("YAML syntax errors give file, line and column", "[config]") {
   CHECK_THAT(tabs, Contains("t.yaml:3:"));
 }
 
-TEST_CASE("--set overrides replace values, create maps and are validated", "[config]") {
+TEST_CASE("overrides (--set) replace values, create maps and are validated", "[config]") {
   const std::string yaml = "data:\n  batch_size: 16\n";
   const Config config = load_config_from_string(
       yaml, "t.yaml",
