@@ -15,5 +15,6 @@ namespace ltfit::cli {
 void add_train_command(CLI::App& app, int* exit_code);
 void add_evaluate_command(CLI::App& app, int* exit_code);
 void add_synth_command(CLI::App& app, int* exit_code);
+void add_loader_commands(CLI::App& app, int* exit_code);  // bench-loader, show-batch
 
 }  // namespace ltfit::cli

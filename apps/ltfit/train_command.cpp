@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/config/config_loader.h"
 #include "ltfit/train/train_job.h"
@@ -30,9 +31,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
                   "<run.out_dir>/<run.name>");
   cmd->add_flag("--json", args->json, "print summary.json on stdout at the end");
   cmd->callback([args, exit_code] {
-    std::vector<Override> overrides;
-    for (const auto& s : args->sets) overrides.push_back(parse_override(s));
-    const Config config = load_config(args->config, overrides);
+    const Config config = load_cli_config(args->config, args->sets);
     TrainJobOptions options;
     if (!args->run_dir.empty()) options.run_dir = args->run_dir;
     const RunSummary summary = run_train_job(config, options);

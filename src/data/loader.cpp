@@ -2,6 +2,8 @@
 // consumer, at most `kPrefetchPerWorker` per worker, delivered strictly in order.
 #include "ltfit/data/loader.h"
 
+#include <opencv2/core/utility.hpp>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "ltfit/data/augment.h"
 #include "ltfit/data/image_io.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/random.h"
@@ -22,7 +25,6 @@ namespace {
 
 constexpr int kPrefetchPerWorker = 2;
 constexpr std::size_t kSkippedExamples = 20;
-constexpr double kMinCropScale = 0.8;  // random crop keeps at least 80 % of the shorter side
 
 }  // namespace
 
@@ -49,8 +51,10 @@ struct Loader::State {
 Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
     : samples_(std::move(samples)), options_(options), state_(std::make_unique<State>()) {
   LTFIT_CHECK(options_.batch_size > 0 && options_.image_size > 0, "bad loader options");
-  int n = options_.workers > 0 ? options_.workers
-                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Our workers already run one image each in parallel; OpenCV's own pool inside each call
+  // would only oversubscribe the cores.
+  cv::setNumThreads(1);
+  const int n = options_.workers > 0 ? options_.workers : default_worker_count();
   for (int i = 0; i < n; ++i) state_->threads.emplace_back([this] { worker_loop(); });
 }
 
@@ -117,29 +121,55 @@ SkippedImages Loader::skipped() const {
 
 namespace ltfit {
 
-CropFlip Loader::draw_crop(std::int64_t position, int epoch) const {
-  CropFlip crop;
-  if (!options_.train) return crop;
-  MixChain rng(mix_seed(mix_seed(options_.seed, static_cast<std::uint64_t>(epoch)),
-                        static_cast<std::uint64_t>(position)));
-  crop.scale = kMinCropScale + (1.0 - kMinCropScale) * rng.uniform();
-  crop.offset_x = rng.uniform();
-  crop.offset_y = rng.uniform();
-  crop.flip = options_.augment.flip && rng.uniform() < 0.5;
-  return crop;
+LoaderOptions make_loader_options(const Config& config, bool train) {
+  LoaderOptions options;
+  options.image_size = config.data.image_size;
+  options.batch_size = config.data.batch_size;
+  options.train = train;
+  options.augment = config.data.augment;
+  options.seed = config.run.seed;
+  options.workers = config.data.workers;
+  return options;
+}
+
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int default_worker_count() { return available_cores(); }
+
+std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) {
+  return mix_seed(mix_seed(seed, static_cast<std::uint64_t>(epoch)),
+                  static_cast<std::uint64_t>(position));
+}
+
+std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoch,
+                                                 std::string* error) const {
+  const Sample& sample = samples_[static_cast<std::size_t>(position)];
+  try {
+    if (options_.before_load) options_.before_load(sample.path);
+    if (!options_.train) return load_square_image(sample.path, options_.image_size, {}, error);
+    const AugmentParams params =
+        draw_augment(options_.augment, sample_seed(options_.seed, epoch, position));
+    return load_augmented_image(sample.path, options_.image_size, params, error);
+  } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
+    throw DataError("loading image '" + sample.path + "' failed: " + e.what());
+  }
 }
 
 std::optional<Batch> Loader::build_batch(const std::vector<std::int64_t>& positions, int epoch) {
   const int size = options_.image_size;
   torch::Tensor images =
-      torch::empty({static_cast<std::int64_t>(positions.size()), size, size, 3}, torch::kUInt8);
+      torch::empty({static_cast<std::int64_t>(positions.size()), size, size, 3},
+                   torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));
   std::vector<std::int64_t> labels;
   Batch batch;
   for (const std::int64_t pos : positions) {
     const Sample& sample = samples_[static_cast<std::size_t>(pos)];
     std::string error;
-    std::optional<torch::Tensor> image =
-        load_square_image(sample.path, size, draw_crop(pos, epoch), &error);
+    std::optional<torch::Tensor> image = load_sample(pos, epoch, &error);
     if (!image) {
       std::lock_guard lock(state_->mutex);
       if (state_->bad_paths.insert(sample.path).second) {

@@ -26,17 +26,6 @@ namespace ltfit {
 
 namespace {
 
-LoaderOptions loader_options(const Config& config, bool train) {
-  LoaderOptions options;
-  options.image_size = config.data.image_size;
-  options.batch_size = config.data.batch_size;
-  options.train = train;
-  options.augment = config.data.augment;
-  options.seed = config.run.seed;
-  options.workers = config.data.workers;
-  return options;
-}
-
 void log_dataset(const DatasetIndex& index) {
   std::string classes;
   for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
@@ -59,8 +48,13 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   spdlog::info("device: {}", describe_device(device));
   const DatasetIndex index = index_dataset(config.data, config.run.seed);
   log_dataset(index);
-  Loader train_loader(index.train, loader_options(config, /*train=*/true));
-  Loader valid_loader(index.valid, loader_options(config, /*train=*/false));
+  LoaderOptions train_options = make_loader_options(config, /*train=*/true);
+  LoaderOptions valid_options = make_loader_options(config, /*train=*/false);
+  train_options.pin_memory = valid_options.pin_memory = device.is_cuda();
+  Loader train_loader(index.train, train_options);
+  Loader valid_loader(index.valid, valid_options);
+  spdlog::info("loader: {} worker thread(s), batch {} at {} px", train_loader.workers(),
+               config.data.batch_size, config.data.image_size);
 
   ResNet model = build_model(config.model, static_cast<std::int64_t>(index.classes.size()));
   model->to(device);

@@ -123,3 +123,39 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   REQUIRE(again.exit_code == 0);
   CHECK(nlohmann::json::parse(again.stdout_text)["run_dir"] == (dir.path() / "runs/tiny-2").string());
 }
+
+TEST_CASE("a dataset whose every image is unreadable exits 3", "[cli]") {
+  ltfit::testing::TempDir dir;
+  for (const char* split : {"train", "valid"}) {
+    for (const char* cls : {"cat", "dog"}) {
+      for (int i = 0; i < 9; ++i) {
+        ltfit::testing::write_file(dir.path() / "data" / split / cls / (std::to_string(i) + ".jpg"),
+                                   "not an image");
+      }
+    }
+  }
+  const fs::path config = dir.path() / "c.yaml";
+  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  const auto r = run_ltfit("train --config " + config.string());
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Contains("no training image could be read"));
+}
+
+TEST_CASE("bench-loader and show-batch run on a generated set", "[cli]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 4").exit_code == 0);
+  const fs::path config = dir.path() / "c.yaml";
+  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  const auto bench = run_ltfit("bench-loader --json --batches 3 --workers 2 --config " + config.string());
+  INFO(bench.output);
+  REQUIRE(bench.exit_code == 0);
+  const auto result = nlohmann::json::parse(bench.stdout_text);
+  CHECK(result["workers"] == 2);
+  CHECK(result["images"] == 24);
+  CHECK(result["images_per_second"].get<double>() > 0);
+  const fs::path png = dir.path() / "batch.png";
+  const auto show = run_ltfit("show-batch --config " + config.string() + " --out " + png.string());
+  INFO(show.output);
+  REQUIRE(show.exit_code == 0);
+  CHECK(ltfit::testing::read_file(png).substr(1, 3) == "PNG");
+}

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,7 +18,6 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/data/dataset_index.h"
-#include "ltfit/data/image_io.h"
 #include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
 
 namespace ltfit {
@@ -28,7 +28,11 @@ struct LoaderOptions {
   bool train = false;         // shuffle, random crop + flip, drop the last partial batch
   AugmentConfig augment;      // used when train
   std::uint64_t seed = 0;     // base of every random choice
-  int workers = 0;            // decode threads; 0 = one per available core
+  int workers = 0;            // decode threads; 0 = auto (default_worker_count())
+  bool pin_memory = false;    // allocate batches in page-locked memory (for CUDA copies)
+  // Called on the worker thread before each image is loaded; may throw. For fault-injection
+  // tests (an exception here must reach the consumer with the image's path).
+  std::function<void(const std::string& path)> before_load;
 };
 
 struct Batch {
@@ -66,11 +70,25 @@ class Loader {
   void worker_loop();
   // Decodes the samples at `positions` for `epoch`; nullopt when every one was unreadable.
   std::optional<Batch> build_batch(const std::vector<std::int64_t>& positions, int epoch);
-  CropFlip draw_crop(std::int64_t position, int epoch) const;
+  // Loads one sample for `epoch`: augmented when training, centre-cropped otherwise.
+  std::optional<torch::Tensor> load_sample(std::int64_t position, int epoch,
+                                           std::string* error) const;
   std::vector<Sample> samples_;
   LoaderOptions options_;
   std::unique_ptr<State> state_;
 };
+
+// Loader options for the training (shuffled, augmented) or validation split of `config`.
+LoaderOptions make_loader_options(const Config& config, bool train);
+
+// Cores this process may run on (sched_getaffinity, so containers' CPU sets count).
+int available_cores();
+
+// Loader threads for `data.workers: auto`: one per available core.
+int default_worker_count();
+
+// The seed of one sample's augmentation draw, from (seed, epoch, sample position).
+std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position);
 
 // uint8 [N,H,W,3] RGB -> float [N,3,H,W] ImageNet-normalised, on `device`, in one fused pass.
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,

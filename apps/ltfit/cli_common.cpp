@@ -1,0 +1,13 @@
+#include "cli_common.h"
+
+#include "ltfit/config/config_loader.h"
+
+namespace ltfit::cli {
+
+Config load_cli_config(const std::string& path, const std::vector<std::string>& sets) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  return load_config(path, overrides);
+}
+
+}  // namespace ltfit::cli

@@ -1,0 +1,17 @@
+// Writing a grid of images with captions to a PNG (fastai's show_batch), so a person can check
+// what the model is fed. Thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace ltfit {
+
+// `images`: uint8 [N,H,W,3] RGB; one caption per image drawn under it; `columns` per row
+// (0: about square). Writes `path` (PNG); throws RuntimeError if it cannot be written.
+void write_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
+                      int columns, const std::string& path);
+
+}  // namespace ltfit

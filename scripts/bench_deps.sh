@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the Python peer's dependencies for bench/loader_bench.sh: torchvision, Pillow, NumPy.
+#
+# The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
+# older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
+# ops may then fail to load, which the PIL-based transforms the benchmark uses do not need.
+# Idempotent: does nothing when both import. Override the version with TORCHVISION_VERSION.
+set -euo pipefail
+
+PYTHON="${PYTHON:-python3}"
+TORCHVISION_VERSION="${TORCHVISION_VERSION:-0.29.2}"
+
+if ! "$PYTHON" -c "import torch" 2>/dev/null; then
+  echo "error: '$PYTHON' cannot import torch; install PyTorch first" >&2
+  exit 1
+fi
+
+# torchvision imports numpy at start-up (its datasets module), so it is needed too.
+for module in PIL:pillow numpy:numpy; do
+  if "$PYTHON" -c "import ${module%%:*}" 2>/dev/null; then
+    echo "${module#*:}: already installed"
+  else
+    "$PYTHON" -m pip install --quiet "${module#*:}"
+  fi
+done
+
+if "$PYTHON" -m pip show --quiet torchvision >/dev/null 2>&1; then
+  echo "torchvision: $("$PYTHON" -W ignore -c 'import torchvision; print(torchvision.__version__)') (already installed)"
+else
+  torch_before="$("$PYTHON" -c 'import torch; print(torch.__version__)')"
+  "$PYTHON" -m pip install --quiet --no-deps "torchvision==${TORCHVISION_VERSION}"
+  torch_after="$("$PYTHON" -c 'import torch; print(torch.__version__)')"
+  if [[ "$torch_before" != "$torch_after" ]]; then
+    echo "error: installing torchvision changed torch ($torch_before -> $torch_after)" >&2
+    exit 1
+  fi
+fi
+
+# The benchmark needs only ImageFolder, DataLoader and the PIL transforms: check they work.
+"$PYTHON" -W ignore - <<'PY'
+import torch, torchvision
+from torchvision import datasets, transforms  # noqa: F401
+t = transforms.Compose([transforms.Resize(8), transforms.RandomCrop(8), transforms.PILToTensor()])
+from PIL import Image
+x = t(Image.new("RGB", (12, 10), (1, 2, 3)))
+assert x.shape == (3, 8, 8) and x.dtype == torch.uint8, (x.shape, x.dtype)
+print(f"ok: torch {torch.__version__}, torchvision {torchvision.__version__}")
+PY

@@ -1,0 +1,269 @@
+// fastai v1 get_transforms() augmentation: the parameter draw, the composed sampling matrix,
+// the lighting table and the one-pass operator. See include/ltfit/data/augment.h.
+//
+// Geometry follows fastai v1 (vision/image.py, vision/transform.py). fastai resamples through a
+// flow field of normalized output coordinates p in [-1,1]^2 ((x, y), x along the width): the
+// coord transform symmetric_warp (order 4) replaces p by H(p), then the queued affine matrix
+// (order 5, rotate then zoom in get_transforms' list order, so R * Z) is applied, and flip_lr
+// (a pixel transform, order 10) mirrors the result. So a source point is R * Z * H(flip(p)).
+// H is the homography with H(target_i) = corner_i (fastai's _find_coeffs(orig, targ) solves for
+// the map from the target points to the original corners and applies it to the grid); with all
+// magnitudes 0 the targets are the corners and H is the identity.
+//
+// One deliberate difference: fastai applies these in the normalized coordinates of the whole
+// image resized to shorter side `size` and crops (rand_crop, order 99) afterwards; we apply them
+// in the normalized coordinates of the crop square itself and map that square onto the source.
+// At the identity both give the same pixels; otherwise rotation, zoom and warp pivot on the
+// crop's centre instead of the image's, which keeps more of the crop inside the image.
+#include "ltfit/data/augment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <torch/torch.h>
+
+#include "data/decode.h"
+#include "ltfit/util/random.h"
+
+namespace ltfit {
+namespace {
+
+constexpr int kMaxOutputSize = 1 << 14;
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLogitEps = 1e-7;  // fastai's logit clamp
+
+using Mat3 = std::array<double, 9>;  // row-major 3x3
+
+constexpr Mat3 kIdentity = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+
+Mat3 multiply(const Mat3& a, const Mat3& b) {
+  Mat3 c{};
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      for (int col = 0; col < 3; ++col) c[r * 3 + col] += a[r * 3 + k] * b[k * 3 + col];
+    }
+  }
+  return c;
+}
+
+// Solves the 8x8 system [a | b] (b in column 8) by Gauss-Jordan elimination with partial
+// pivoting; the systems here (four points in general position) are well conditioned.
+std::array<double, 8> solve8(std::array<std::array<double, 9>, 8> a) {
+  for (int col = 0; col < 8; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < 8; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    std::swap(a[col], a[pivot]);
+    for (int r = 0; r < 8; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (int k = col; k < 9; ++k) a[r][k] -= f * a[col][k];
+    }
+  }
+  std::array<double, 8> x{};
+  for (int i = 0; i < 8; ++i) x[i] = a[i][8] / a[i][i];
+  return x;
+}
+
+// The homography taking each from[i] to to[i] (points as (x, y)).
+Mat3 homography(const std::array<std::array<double, 2>, 4>& from,
+                const std::array<std::array<double, 2>, 4>& to) {
+  std::array<std::array<double, 9>, 8> a{};
+  for (int i = 0; i < 4; ++i) {
+    const double x = from[i][0], y = from[i][1], u = to[i][0], v = to[i][1];
+    a[2 * i] = {x, y, 1, 0, 0, 0, -u * x, -u * y, u};
+    a[2 * i + 1] = {0, 0, 0, x, y, 1, -v * x, -v * y, v};
+  }
+  const std::array<double, 8> h = solve8(a);
+  return {h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], 1};
+}
+
+// fastai v1 symmetric_warp: maps each warped target point back to its corner (see file header).
+Mat3 symmetric_warp(const std::array<double, 4>& m) {
+  if (m == std::array<double, 4>{0, 0, 0, 0}) return kIdentity;
+  const std::array<std::array<double, 2>, 4> corners = {{{-1, -1}, {-1, 1}, {1, -1}, {1, 1}}};
+  const std::array<std::array<double, 2>, 4> targets = {{{-1 - m[3], -1 - m[1]},
+                                                         {-1 - m[2], 1 + m[1]},
+                                                         {1 + m[3], -1 - m[0]},
+                                                         {1 + m[2], 1 + m[0]}}};
+  return homography(targets, corners);
+}
+
+// fastai v1 rotate: [[cos, -sin], [sin, cos]] on (x, y) with y pointing down.
+Mat3 rotation(double degrees) {
+  if (degrees == 0) return kIdentity;
+  const double a = degrees * kPi / 180.0;
+  return {std::cos(a), -std::sin(a), 0, std::sin(a), std::cos(a), 0, 0, 0, 1};
+}
+
+// fastai v1 zoom: shrink the sampled region by 1/scale toward (col_pct, row_pct).
+Mat3 zoom(double scale, double row_pct, double col_pct) {
+  const double s = 1.0 - 1.0 / scale;
+  return {1.0 / scale, 0, s * (2 * col_pct - 1), 0, 1.0 / scale, s * (2 * row_pct - 1), 0, 0, 1};
+}
+
+bool is_identity_lighting(const AugmentParams& params) {
+  return params.brightness == 0.5 && params.contrast == 1.0;
+}
+
+bool finite_params(const AugmentParams& p) {
+  const double values[] = {p.crop_row_pct, p.crop_col_pct, p.rotate_degrees, p.zoom,
+                           p.zoom_row_pct, p.zoom_col_pct, p.warp[0],       p.warp[1],
+                           p.warp[2],      p.warp[3],      p.brightness,    p.contrast};
+  return std::all_of(std::begin(values), std::end(values),
+                     [](double v) { return std::isfinite(v); });
+}
+
+// Why `params` cannot be applied, or "" when they can.
+std::string invalid_params_reason(const AugmentParams& p) {
+  if (!finite_params(p)) return "augmentation parameters are not all finite";
+  if (!(p.zoom > 0)) return "invalid zoom " + std::to_string(p.zoom) + " (expected > 0)";
+  if (!(p.brightness > 0 && p.brightness < 1))
+    return "invalid brightness " + std::to_string(p.brightness) + " (expected in (0,1))";
+  if (!(p.contrast > 0))
+    return "invalid contrast " + std::to_string(p.contrast) + " (expected > 0)";
+  return "";
+}
+
+// Writes RGB (BGR with the channels swapped) through `lut` into `out`: [rows,cols,3] uint8.
+void lut_bgr_to_rgb(const cv::Mat& bgr, const std::array<std::uint8_t, 256>& lut,
+                    std::uint8_t* out) {
+  for (int r = 0; r < bgr.rows; ++r) {
+    const std::uint8_t* in = bgr.ptr<std::uint8_t>(r);
+    std::uint8_t* dst = out + static_cast<size_t>(r) * bgr.cols * 3;
+    for (int c = 0; c < bgr.cols; ++c, in += 3, dst += 3) {
+      dst[0] = lut[in[2]];
+      dst[1] = lut[in[1]];
+      dst[2] = lut[in[0]];
+    }
+  }
+}
+
+// Resamples `image` through `params` and writes the result into a new tensor.
+torch::Tensor augment_to_tensor(const cv::Mat& image, int size, const AugmentParams& params) {
+  const Mat3 m = sampling_matrix(params, image.cols, image.rows, size);
+  const cv::Mat matrix(3, 3, CV_64F, const_cast<double*>(m.data()));
+  cv::Mat warped;
+  cv::warpPerspective(image, warped, matrix, cv::Size(size, size),
+                      cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REFLECT_101);
+  torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
+  std::uint8_t* data = out.data_ptr<std::uint8_t>();
+  if (is_identity_lighting(params)) {
+    cv::Mat rgb(size, size, CV_8UC3, data);
+    cv::cvtColor(warped, rgb, cv::COLOR_BGR2RGB);
+    if (rgb.data != data) std::memcpy(data, rgb.data, static_cast<size_t>(size) * size * 3);
+  } else {
+    lut_bgr_to_rgb(warped, lighting_lut(params), data);
+  }
+  return out;
+}
+
+}  // namespace
+
+AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
+  // Draw order (fixed, part of the reproducibility contract): crop row, crop col, flip, warp
+  // (apply?, 4 magnitudes), rotate (apply?, degrees), zoom (apply?, scale, row, col),
+  // brightness (apply?, change), contrast (apply?, log scale). Every value is drawn whether or
+  // not it is used, so each one depends only on the seed, never on the other settings.
+  SplitMix64 rng(seed);
+  AugmentParams p;
+  p.crop_row_pct = rng.uniform();
+  p.crop_col_pct = rng.uniform();
+  const bool flip = rng.bernoulli(0.5);
+  p.flip = config.flip && flip;
+
+  const bool warp = rng.bernoulli(config.p_affine) && config.max_warp > 0;
+  for (double& m : p.warp) {
+    const double value = rng.uniform(-config.max_warp, config.max_warp);
+    m = warp ? value : 0.0;
+  }
+  const bool rotate = rng.bernoulli(config.p_affine) && config.max_rotate > 0;
+  const double degrees = rng.uniform(-config.max_rotate, config.max_rotate);
+  if (rotate) p.rotate_degrees = degrees;
+
+  const bool zoom = rng.bernoulli(config.p_affine) && config.max_zoom > 1;
+  const double scale = rng.uniform(1.0, config.max_zoom);
+  const double zoom_row = rng.uniform();
+  const double zoom_col = rng.uniform();
+  if (zoom) {
+    p.zoom = scale;
+    p.zoom_row_pct = zoom_row;
+    p.zoom_col_pct = zoom_col;
+  }
+
+  const double l = config.max_lighting;
+  const bool brightness = rng.bernoulli(config.p_lighting) && l > 0;
+  const double change = rng.uniform(0.5 * (1 - l), 0.5 * (1 + l));
+  if (brightness) p.brightness = change;
+  const bool contrast = rng.bernoulli(config.p_lighting) && l > 0 && l < 1;
+  const double log_scale = rng.uniform(std::log1p(-l), -std::log1p(-l));
+  if (contrast) p.contrast = std::exp(log_scale);
+  return p;
+}
+
+std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width,
+                                      int src_height, int size) {
+  // Output pixel centre (u, v) -> normalized x = (2u + 1) / size - 1 (flipped: negated).
+  const double n = 2.0 / size, flip = params.flip ? -1.0 : 1.0;
+  const Mat3 to_normalized = {flip * n, 0, flip * (n / 2 - 1), 0, n, n / 2 - 1, 0, 0, 1};
+  // Normalized crop-square coordinates -> source pixel centres: the square of side
+  // min(w, h) at (crop_col_pct * (w - side), crop_row_pct * (h - side)).
+  const double side = std::min(src_width, src_height);
+  const double x0 = std::clamp(params.crop_col_pct, 0.0, 1.0) * (src_width - side);
+  const double y0 = std::clamp(params.crop_row_pct, 0.0, 1.0) * (src_height - side);
+  const Mat3 to_source = {side / 2, 0, x0 + side / 2 - 0.5, 0, side / 2, y0 + side / 2 - 0.5,
+                          0, 0, 1};
+  const Mat3 affine = multiply(rotation(params.rotate_degrees),
+                               zoom(params.zoom, params.zoom_row_pct, params.zoom_col_pct));
+  const Mat3 warp = symmetric_warp(params.warp);
+  return multiply(to_source, multiply(affine, multiply(warp, to_normalized)));
+}
+
+std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
+  std::array<std::uint8_t, 256> lut{};
+  if (is_identity_lighting(params)) {
+    for (int v = 0; v < 256; ++v) lut[v] = static_cast<std::uint8_t>(v);
+    return lut;
+  }
+  const auto logit = [](double x) {
+    x = std::clamp(x, kLogitEps, 1 - kLogitEps);
+    return std::log(x / (1 - x));
+  };
+  const double shift = logit(params.brightness);
+  for (int v = 0; v < 256; ++v) {
+    const double t = (logit(v / 255.0) + shift) * params.contrast;
+    const double out = 255.0 / (1.0 + std::exp(-t));
+    lut[v] = static_cast<std::uint8_t>(std::clamp(std::lround(out), 0L, 255L));
+  }
+  return lut;
+}
+
+std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
+                                                  const AugmentParams& params,
+                                                  std::string* error) {
+  std::string reason;
+  std::optional<torch::Tensor> result;
+  try {
+    if (size <= 0 || size > kMaxOutputSize) {
+      reason = "invalid output size " + std::to_string(size);
+    } else if (reason = invalid_params_reason(params); reason.empty()) {
+      // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel.
+      const cv::Mat image = decode_bgr(path, size * std::max(params.zoom, 1.0), &reason);
+      if (!image.empty()) result = augment_to_tensor(image, size, params);
+    }
+  } catch (const std::exception& e) {  // cv::Exception, std::bad_alloc, c10::Error
+    reason = std::string("augment failed: ") + e.what();
+    result.reset();
+  } catch (...) {
+    reason = "augment failed: unknown exception";
+    result.reset();
+  }
+  if (!result && error) *error = reason.empty() ? "unknown error" : reason;
+  return result;
+}
+
+}  // namespace ltfit

@@ -1,0 +1,51 @@
+#include "ltfit/data/image_grid.h"
+
+#include <cmath>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr int kMinCell = 160;     // small images are scaled up so captions stay readable
+constexpr int kCaptionHeight = 22;
+constexpr int kGap = 6;
+
+}  // namespace
+
+void write_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
+                      int columns, const std::string& path) {
+  LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
+              "images must be uint8 [N,H,W,3]");
+  const torch::Tensor rgb = images.contiguous().cpu();
+  const int n = static_cast<int>(rgb.size(0));
+  const int h = static_cast<int>(rgb.size(1)), w = static_cast<int>(rgb.size(2));
+  const double scale = std::max(1.0, static_cast<double>(kMinCell) / std::max(h, w));
+  const int cell_w = static_cast<int>(w * scale), cell_h = static_cast<int>(h * scale);
+  const int cols = columns > 0 ? columns : std::max(1, static_cast<int>(std::ceil(std::sqrt(n))));
+  const int rows = (n + cols - 1) / cols;
+  cv::Mat canvas(rows * (cell_h + kCaptionHeight + kGap) + kGap, cols * (cell_w + kGap) + kGap,
+                 CV_8UC3, cv::Scalar(255, 255, 255));
+  for (int i = 0; i < n; ++i) {
+    cv::Mat tile(h, w, CV_8UC3, rgb[i].data_ptr<std::uint8_t>());
+    cv::Mat bgr, big;
+    cv::cvtColor(tile, bgr, cv::COLOR_RGB2BGR);
+    cv::resize(bgr, big, cv::Size(cell_w, cell_h), 0, 0, cv::INTER_NEAREST);
+    const int x = kGap + (i % cols) * (cell_w + kGap);
+    const int y = kGap + (i / cols) * (cell_h + kCaptionHeight + kGap);
+    big.copyTo(canvas(cv::Rect(x, y, cell_w, cell_h)));
+    const std::string caption = i < static_cast<int>(captions.size()) ? captions[i] : "";
+    cv::putText(canvas, caption, cv::Point(x + 2, y + cell_h + kCaptionHeight - 6),
+                cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+  }
+  const std::string tmp = path + ".tmp.png";
+  if (!cv::imwrite(tmp, canvas) || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw RuntimeError("cannot write image grid '" + path + "'", "check the --out directory");
+  }
+}
+
+}  // namespace ltfit

@@ -1,0 +1,167 @@
+// The batching loader: determinism across worker counts, epochs, errors, bad input, shutdown.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgcodecs.hpp>
+
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/data/synth.h"
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<ltfit::Sample> small_set(const ltfit::testing::TempDir& dir, int train = 24) {
+  ltfit::SynthOptions synth;
+  synth.out_dir = dir.str();
+  synth.train = train;
+  synth.valid = 4;
+  synth.min_side = 60;
+  synth.max_side = 90;
+  synth.seed = 11;
+  ltfit::write_synthetic_dataset(synth);
+  ltfit::DataConfig data;
+  data.root = dir.str();
+  return ltfit::index_dataset(data, 0).train;
+}
+
+ltfit::LoaderOptions train_options(int workers) {
+  ltfit::LoaderOptions o;
+  o.image_size = 40;
+  o.batch_size = 5;
+  o.train = true;
+  o.seed = 9;
+  o.workers = workers;
+  return o;
+}
+
+std::vector<ltfit::Batch> one_epoch(ltfit::Loader& loader, int epoch) {
+  std::vector<ltfit::Batch> batches;
+  loader.start_epoch(epoch);
+  while (auto b = loader.next()) batches.push_back(*b);
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("1 and 4 workers yield identical batches; epochs differ", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir);
+  ltfit::Loader one(samples, train_options(1));
+  ltfit::Loader four(samples, train_options(4));
+  CHECK(four.workers() == 4);
+  const auto a = one_epoch(one, 3);
+  const auto b = one_epoch(four, 3);
+  REQUIRE(a.size() == 4);  // 24 images / 5 with drop_last
+  REQUIRE(b.size() == a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].indices == b[i].indices);
+    CHECK(torch::equal(a[i].images, b[i].images));
+    CHECK(torch::equal(a[i].labels, b[i].labels));
+  }
+  const auto c = one_epoch(one, 4);
+  CHECK(c[0].indices != a[0].indices);  // a new shuffle each epoch
+  // Restarting an epoch mid-way discards what was in flight and starts over identically.
+  four.start_epoch(3);
+  four.next();
+  const auto again = one_epoch(four, 3);
+  CHECK(torch::equal(again[0].images, a[0].images));
+}
+
+TEST_CASE("validation batches keep order, keep the last partial batch, centre-crop", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir, 12);
+  ltfit::LoaderOptions options = train_options(2);
+  options.train = false;
+  ltfit::Loader loader(samples, options);
+  const auto batches = one_epoch(loader, 0);
+  REQUIRE(batches.size() == 3);  // 5 + 5 + 2
+  CHECK(batches[2].labels.size(0) == 2);
+  CHECK(batches[0].indices == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  CHECK(batches[0].images.sizes() == torch::IntArrayRef({5, 40, 40, 3}));
+  CHECK(batches[0].images.scalar_type() == torch::kUInt8);
+  const auto again = one_epoch(loader, 7);  // no augmentation: every epoch the same
+  CHECK(torch::equal(again[1].images, batches[1].images));
+}
+
+TEST_CASE("an exception in a worker reaches the consumer naming the image", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir);
+  ltfit::LoaderOptions options = train_options(2);
+  const std::string victim = samples[7].path;
+  options.before_load = [victim](const std::string& path) {
+    if (path == victim) throw std::runtime_error("injected failure");
+  };
+  ltfit::Loader loader(samples, options);
+  loader.start_epoch(0);
+  try {
+    while (loader.next()) {
+    }
+    FAIL("the injected failure did not surface");
+  } catch (const ltfit::DataError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains(victim) &&
+                             Catch::Matchers::Contains("injected failure"));
+  }
+  // The loader is still usable and shuts down cleanly (its destructor joins the workers).
+  loader.start_epoch(1);
+}
+
+TEST_CASE("destroying a loader mid-epoch joins its workers", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir);
+  for (int i = 0; i < 5; ++i) {
+    ltfit::Loader loader(samples, train_options(3));
+    loader.start_epoch(i);
+    loader.next();
+  }
+  SUCCEED("no hang, no crash");
+}
+
+TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decode", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  auto samples = small_set(dir, 10);
+  const fs::path zoo = dir.path() / "zoo";
+  fs::create_directories(zoo);
+  ltfit::testing::write_file(zoo / "empty.jpg", "");
+  ltfit::testing::write_file(zoo / "text.jpg", "hello, I am not an image\n");
+  std::string noise(4096, '\0');
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<char>((i * 7919) % 251);
+  ltfit::testing::write_file(zoo / "noise.jpg", noise);
+  const std::string good = ltfit::testing::read_file(samples[0].path);
+  ltfit::testing::write_file(zoo / "truncated.jpg", good.substr(0, good.size() / 2));
+  cv::imwrite((zoo / "tiny.png").string(), cv::Mat(1, 1, CV_8UC3, cv::Scalar(10, 200, 30)));
+  cv::imwrite((zoo / "huge.jpg").string(), cv::Mat(10000, 10000, CV_8UC3, cv::Scalar(90, 90, 90)));
+  for (const char* name : {"empty.jpg", "text.jpg", "noise.jpg", "truncated.jpg", "tiny.png", "huge.jpg"}) {
+    samples.push_back({(zoo / name).string(), 0});
+  }
+  ltfit::LoaderOptions options = train_options(2);
+  options.batch_size = 4;
+  ltfit::Loader loader(samples, options);
+  std::int64_t images = 0;
+  for (const auto& b : one_epoch(loader, 0)) images += b.labels.size(0);
+  CHECK(images == 16 - 4);  // 4 batches of 4, four unreadable files dropped
+  const auto skipped = loader.skipped();
+  CHECK(skipped.count == 4);
+  std::string all;
+  for (const auto& e : skipped.examples) all += e + "\n";
+  for (const char* name : {"empty.jpg", "text.jpg", "noise.jpg", "truncated.jpg"}) {
+    CHECK_THAT(all, Catch::Matchers::Contains(name));
+  }
+  CHECK_THAT(all, !Catch::Matchers::Contains("tiny.png") && !Catch::Matchers::Contains("huge.jpg"));
+  // Another epoch does not count them twice.
+  one_epoch(loader, 1);
+  CHECK(loader.skipped().count == 4);
+}
+
+TEST_CASE("sample seeds and worker counts", "[data][loader]") {
+  CHECK(ltfit::sample_seed(1, 0, 5) == ltfit::sample_seed(1, 0, 5));
+  CHECK(ltfit::sample_seed(1, 0, 5) != ltfit::sample_seed(1, 1, 5));
+  CHECK(ltfit::sample_seed(1, 0, 5) != ltfit::sample_seed(2, 0, 5));
+  CHECK(ltfit::default_worker_count() >= 1);
+  CHECK(ltfit::default_worker_count() == ltfit::available_cores());
+}
