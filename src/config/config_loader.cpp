@@ -327,11 +327,12 @@ void convert_model(const Context& context, const Located& at, ModelConfig& model
 }
 
 void convert_optimizer(const Context& context, const Located& at, OptimizerConfig& optimizer) {
-  expect_map(context, at, {"name", "betas", "eps", "weight_decay"});
+  expect_map(context, at, {"name", "betas", "eps", "weight_decay", "wd_bn_bias"});
   read(context, child(at, "name"), optimizer.name);
   read(context, child(at, "betas"), optimizer.betas);
   read(context, child(at, "eps"), optimizer.eps);
   read(context, child(at, "weight_decay"), optimizer.weight_decay);
+  read(context, child(at, "wd_bn_bias"), optimizer.wd_bn_bias);
 }
 
 void convert_one_cycle(const Context& context, const Located& at, OneCycleConfig& one_cycle) {

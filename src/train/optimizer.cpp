@@ -7,25 +7,54 @@
 
 namespace ltfit {
 
+namespace {
+
+// One optimizer parameter group: its tensors and whether weight decay applies to them.
+struct ParamSplit {
+  std::vector<torch::Tensor> params;
+  bool decay;
+};
+
+// Each layer group becomes one or two parameter groups: weights (decayed), and, unless
+// `wd_bn_bias`, BatchNorm parameters and biases (undecayed). In a ResNet those are exactly the
+// one-dimensional parameters. Every layer group keeps its slot (possibly empty) so that LRs map
+// by position: parameter group i belongs to layer group i / groups_per_layer.
+std::vector<ParamSplit> split_groups(const OptimizerConfig& config,
+                                     const std::vector<std::vector<torch::Tensor>>& groups) {
+  std::vector<ParamSplit> splits;
+  for (const auto& params : groups) {
+    if (config.wd_bn_bias) {
+      splits.push_back({params, true});
+      continue;
+    }
+    ParamSplit decayed{{}, true}, exempt{{}, false};
+    for (const auto& p : params) (p.dim() <= 1 ? exempt : decayed).params.push_back(p);
+    splits.push_back(std::move(decayed));
+    splits.push_back(std::move(exempt));
+  }
+  return splits;
+}
+
+}  // namespace
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups) {
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
-  if (config.name == "adamw") {
-    for (const auto& params : groups) {
+  for (auto& split : split_groups(config, groups)) {
+    const double wd = split.decay ? config.weight_decay : 0.0;
+    if (config.name == "adamw") {
       auto options = std::make_unique<torch::optim::AdamWOptions>(1e-3);
-      options->betas({config.betas[0], config.betas[1]})
-          .eps(config.eps)
-          .weight_decay(config.weight_decay);
-      param_groups.emplace_back(params, std::move(options));
+      options->betas({config.betas[0], config.betas[1]}).eps(config.eps).weight_decay(wd);
+      param_groups.emplace_back(split.params, std::move(options));
+    } else {
+      LTFIT_CHECK(config.name == "sgd", "optimizer validated at load time");
+      auto options = std::make_unique<torch::optim::SGDOptions>(1e-3);
+      options->momentum(config.betas[0]).weight_decay(wd);
+      param_groups.emplace_back(split.params, std::move(options));
     }
-    return std::make_unique<torch::optim::AdamW>(param_groups,
-                                                 torch::optim::AdamWOptions(1e-3));
   }
-  LTFIT_CHECK(config.name == "sgd", "optimizer validated at load time");
-  for (const auto& params : groups) {
-    auto options = std::make_unique<torch::optim::SGDOptions>(1e-3);
-    options->momentum(config.betas[0]).weight_decay(config.weight_decay);
-    param_groups.emplace_back(params, std::move(options));
+  if (config.name == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(1e-3));
   }
   return std::make_unique<torch::optim::SGD>(param_groups, torch::optim::SGDOptions(1e-3));
 }
@@ -33,10 +62,12 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,
                           double momentum) {
   auto& groups = optimizer.param_groups();
-  LTFIT_CHECK(groups.size() == lrs.size(), "one LR per parameter group");
+  LTFIT_CHECK(!lrs.empty() && groups.size() % lrs.size() == 0,
+              "parameter groups must split layer groups evenly");
+  const std::size_t per_layer_group = groups.size() / lrs.size();
   for (std::size_t i = 0; i < groups.size(); ++i) {
     auto& options = groups[i].options();
-    options.set_lr(lrs[i]);
+    options.set_lr(lrs[i / per_layer_group]);
     if (auto* adam = dynamic_cast<torch::optim::AdamWOptions*>(&options)) {
       adam->betas({momentum, std::get<1>(adam->betas())});
     } else if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options)) {

@@ -65,6 +65,8 @@ struct OptimizerConfig {
   std::vector<double> betas = {0.9, 0.99};  // Adam betas (beta1 is driven by one-cycle)
   double eps = 1.0e-5;                 // Adam epsilon
   double weight_decay = 0.01;          // decoupled weight decay: p <- p * (1 - lr * wd)
+  bool wd_bn_bias = false;             // also decay BatchNorm and bias parameters (fastai v2's
+                                       // wd_bn_bias; false exempts them, v2's default)
 
   bool operator==(const OptimizerConfig&) const = default;
 };

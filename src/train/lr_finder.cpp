@@ -1,0 +1,147 @@
+#include "ltfit/train/lr_finder.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <torch/nn/functional/loss.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "ltfit/data/loader.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr std::size_t kSkipStart = 10;  // fastai v1 Recorder.plot defaults
+constexpr std::size_t kSkipEnd = 5;
+constexpr double kLrFindMomentum = 0.9;
+
+// Snapshot of everything lr_find changes, restored on destruction (also on exceptions).
+class StateGuard {
+ public:
+  StateGuard(ResNet& model, torch::optim::Optimizer& optimizer)
+      : model_(model), optimizer_(optimizer), was_training_(model->is_training()) {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : model->parameters()) params_.push_back(p.detach().clone());
+    for (const auto& b : model->buffers()) buffers_.push_back(b.detach().clone());
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    archive.save_to(optimizer_state_);
+    lrs_ = current_lrs(optimizer);
+  }
+  ~StateGuard() {
+    torch::NoGradGuard no_grad;
+    auto params = model_->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(params_[i]);
+    auto buffers = model_->buffers();
+    for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(buffers_[i]);
+    torch::serialize::InputArchive archive;
+    std::istringstream in(optimizer_state_.str());
+    archive.load_from(in);
+    optimizer_.load(archive);
+    model_->train(was_training_);
+  }
+  StateGuard(const StateGuard&) = delete;
+  StateGuard& operator=(const StateGuard&) = delete;
+
+ private:
+  ResNet& model_;
+  torch::optim::Optimizer& optimizer_;
+  bool was_training_;
+  std::vector<torch::Tensor> params_, buffers_;
+  std::ostringstream optimizer_state_;
+  std::vector<double> lrs_;
+};
+
+}  // namespace
+
+double lr_find_lr(const LrFindOptions& o, std::int64_t step) {
+  return o.start_lr * std::pow(o.end_lr / o.start_lr,
+                               static_cast<double>(step) / static_cast<double>(o.num_steps));
+}
+
+std::optional<double> suggest_steepest(const std::vector<double>& lrs,
+                                       const std::vector<double>& smoothed) {
+  if (smoothed.size() < kSkipStart + kSkipEnd + 2) return std::nullopt;
+  const std::size_t begin = kSkipStart, end = smoothed.size() - kSkipEnd;
+  std::size_t best = begin;
+  double best_gradient = INFINITY;
+  for (std::size_t i = begin; i < end; ++i) {  // numpy.gradient: central, one-sided at the ends
+    const double g = i == begin     ? smoothed[i + 1] - smoothed[i]
+                     : i + 1 == end ? smoothed[i] - smoothed[i - 1]
+                                    : (smoothed[i + 1] - smoothed[i - 1]) / 2.0;
+    if (g < best_gradient) best_gradient = g, best = i;
+  }
+  return lrs[best];
+}
+
+std::optional<double> suggest_valley(const std::vector<double>& all_lrs,
+                                     const std::vector<double>& all_smoothed) {
+  // fastai v2 drops the first num_it // 10 and the last 5 points before looking for the valley.
+  if (all_smoothed.size() < kSkipStart + kSkipEnd + 2) return std::nullopt;
+  const std::vector<double> lrs(all_lrs.begin() + kSkipStart, all_lrs.end() - kSkipEnd);
+  const std::vector<double> smoothed(all_smoothed.begin() + kSkipStart,
+                                     all_smoothed.end() - kSkipEnd);
+  const std::size_t n = smoothed.size();
+  std::vector<std::size_t> run(n, 1);  // longest decreasing subsequence ending at i
+  std::size_t max_start = 0, max_end = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (smoothed[i] < smoothed[j] && run[i] < run[j] + 1) run[i] = run[j] + 1;
+      if (run[max_end] < run[i]) {
+        max_end = i;
+        max_start = max_end - run[max_end];
+      }
+    }
+  }
+  const double sections = static_cast<double>(max_end - max_start) / 3.0;
+  const std::size_t idx = max_start + static_cast<std::size_t>(sections) +
+                          static_cast<std::size_t>(sections / 2.0);
+  return lrs[std::min(idx, n - 1)];
+}
+
+LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, Loader& train,
+                     const TrainerOptions& trainer, const LrFindOptions& options) {
+  StateGuard restore(model, optimizer);
+  model->train();
+  LrFindResult result;
+  const std::size_t groups = optimizer.param_groups().size();
+  double average = 0.0, best = INFINITY;
+  int epoch = 0;
+  train.start_epoch(epoch);
+  for (std::int64_t step = 0; step < options.num_steps; ++step) {
+    auto batch = train.next();
+    if (!batch) {
+      train.start_epoch(++epoch);
+      if (!(batch = train.next())) throw DataError("no readable training image for lr-find");
+    }
+    const double lr = lr_find_lr(options, step);
+    // One LR for every parameter group (set_hyper_parameters maps layer groups to them).
+    set_hyper_parameters(optimizer, std::vector<double>(groups, lr), kLrFindMomentum);
+    optimizer.zero_grad(true);
+    const torch::Tensor x = normalize_images(batch->images, trainer.device, trainer.channels_last);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+        model->forward(x), batch->labels.to(trainer.device));
+    const double value = loss.item<double>();
+    average = options.beta * average + (1.0 - options.beta) * value;
+    const double smooth = average / (1.0 - std::pow(options.beta, static_cast<double>(step + 1)));
+    result.lrs.push_back(lr);
+    result.losses.push_back(value);
+    result.smoothed.push_back(smooth);
+    if (!std::isfinite(smooth) || smooth > options.stop_factor * best) {
+      result.diverged = true;
+      break;
+    }
+    best = std::min(best, smooth);
+    loss.backward();
+    optimizer.step();
+  }
+  result.steepest = suggest_steepest(result.lrs, result.smoothed);
+  result.valley = suggest_valley(result.lrs, result.smoothed);
+  return result;
+}
+
+}  // namespace ltfit

@@ -1,0 +1,60 @@
+// Optimizer construction: layer groups, decoupled weight decay and its BN/bias exemption.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "ltfit/model/resnet.h"
+#include "ltfit/train/optimizer.h"
+
+namespace {
+
+// One AdamW step with zero gradients: only decoupled weight decay moves the parameters.
+void decay_step(torch::optim::Optimizer& optimizer, ltfit::ResNet& model) {
+  for (auto& p : model->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  ltfit::set_hyper_parameters(optimizer, {0.1, 0.1, 0.1}, 0.9);
+  optimizer.step();
+}
+
+}  // namespace
+
+TEST_CASE("BN and bias parameters are exempt from weight decay unless wd_bn_bias", "[train]") {
+  ltfit::OptimizerConfig config;
+  config.weight_decay = 0.5;
+  for (const bool wd_bn_bias : {false, true}) {
+    INFO("wd_bn_bias " << wd_bn_bias);
+    config.wd_bn_bias = wd_bn_bias;
+    ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+    auto optimizer = ltfit::make_optimizer(config, model->layer_group_parameters());
+    CHECK(optimizer->param_groups().size() == (wd_bn_bias ? 3u : 6u));
+    auto params = model->named_parameters();
+    const torch::Tensor conv = params["layer1.0.conv1.weight"].clone();
+    const torch::Tensor bn = params["layer1.0.bn1.weight"].clone();
+    const torch::Tensor bias = params["fc.bias"].clone().fill_(1.0);
+    { torch::NoGradGuard g; params["fc.bias"].fill_(1.0); }
+    decay_step(*optimizer, model);
+    const double factor = 1.0 - 0.1 * 0.5;  // p <- p * (1 - lr * wd)
+    CHECK(torch::allclose(params["layer1.0.conv1.weight"], conv * factor));
+    CHECK(torch::allclose(params["layer1.0.bn1.weight"], wd_bn_bias ? bn * factor : bn));
+    CHECK(torch::allclose(params["fc.bias"], wd_bn_bias ? bias * factor : bias));
+  }
+}
+
+TEST_CASE("each layer group gets its own LR and all share the momentum", "[train]") {
+  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
+  ltfit::set_hyper_parameters(*optimizer, {1e-5, 1e-4, 1e-3}, 0.87);
+  const auto lrs = ltfit::current_lrs(*optimizer);
+  REQUIRE(lrs.size() == 6);
+  CHECK(lrs == std::vector<double>{1e-5, 1e-5, 1e-4, 1e-4, 1e-3, 1e-3});
+  for (auto& group : optimizer->param_groups()) {
+    auto& adam = static_cast<torch::optim::AdamWOptions&>(group.options());
+    CHECK(std::get<0>(adam.betas()) == Approx(0.87));
+    CHECK(std::get<1>(adam.betas()) == Approx(0.99));
+    CHECK(adam.eps() == Approx(1e-5));
+  }
+  ltfit::OptimizerConfig sgd;
+  sgd.name = "sgd";
+  auto plain = ltfit::make_optimizer(sgd, model->layer_group_parameters());
+  ltfit::set_hyper_parameters(*plain, {0.1, 0.2, 0.3}, 0.9);
+  CHECK(static_cast<torch::optim::SGDOptions&>(plain->param_groups()[0].options()).momentum() ==
+        Approx(0.9));
+}
