@@ -45,7 +45,16 @@ void write_outputs(const std::filesystem::path& dir, const LrFindResult& r) {
   chart.y_label = "loss";
   chart.log_x = true;
   chart.marker_x = r.valley;
-  write_line_chart((dir / "lr_find.png").string(), r.lrs, {{"smoothed loss", r.smoothed}}, chart);
+  // As fastai's Recorder.plot: leave out the first 10 and last 5 points (warm-up noise and the
+  // divergence spike that would flatten the rest of the curve).
+  const std::size_t skip_start = 10, skip_end = 5;
+  if (r.lrs.size() > skip_start + skip_end + 2) {
+    const std::vector<double> lrs(r.lrs.begin() + skip_start, r.lrs.end() - skip_end);
+    const std::vector<double> smooth(r.smoothed.begin() + skip_start, r.smoothed.end() - skip_end);
+    write_line_chart((dir / "lr_find.png").string(), lrs, {{"smoothed loss", smooth}}, chart);
+  } else {
+    write_line_chart((dir / "lr_find.png").string(), r.lrs, {{"smoothed loss", r.smoothed}}, chart);
+  }
 }
 
 nlohmann::json optional_json(const std::optional<double>& v) {
