@@ -37,6 +37,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
 
 # LibTorch ships its own fmt headers (a newer major version) in its include directory, which
 # would shadow the fmt that spdlog was built against. A directory holding only a link to the

@@ -66,14 +66,24 @@ TEST_CASE("a missing data root exits 3 and says how to get the data", "[cli]") {
   CHECK_THAT(r.output, Contains("nowhere") && Contains("data/README.md"));
 }
 
-TEST_CASE("pretrained weights that cannot be read exit 4", "[cli]") {
+TEST_CASE("pretrained weights that cannot be had or read exit 4", "[cli]") {
   ltfit::testing::TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 8 --valid 4").exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
   ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
-  const auto r = run_ltfit("train --config " + config.string() + " --set model.pretrained=imagenet");
+  const std::string train = "train --config " + config.string();
+  auto r = run_ltfit(train + " --set model.pretrained=" + dir.str() + "/missing.pth");
   CHECK(r.exit_code == 4);
-  CHECK_THAT(r.output, Contains("model.pretrained"));
+  CHECK_THAT(r.output, Contains("model.pretrained") && Contains("missing.pth"));
+  ltfit::testing::write_file(dir.path() / "text.pth", "not a weight file");
+  r = run_ltfit(train + " --set model.pretrained=" + dir.str() + "/text.pth");
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("text.pth"));
+  // imagenet, not cached, and the download fails (nothing listens on the base URL's port).
+  r = run_ltfit("train --config " + config.string() + " --set model.pretrained=imagenet",
+                "TORCH_HOME=" + dir.str() + "/hub LTFIT_WEIGHTS_BASE_URL=http://127.0.0.1:9");
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("resnet18-f37072fd.pth"));
   CHECK(run_ltfit("evaluate --checkpoint " + dir.str() + "/none.ckpt").exit_code == 4);
 }
 

@@ -42,13 +42,13 @@ static std::string run_and_capture(const std::string& command, int* status) {
   return text;
 }
 
-CommandResult run_ltfit(const std::string& args) {
+CommandResult run_ltfit(const std::string& args, const std::string& env) {
   TempDir scratch;
   const fs::path out_file = scratch.path() / "stdout.txt";
   const fs::path err_file = scratch.path() / "stderr.txt";
   const fs::path script = scratch.path() / "run.sh";
   // A script file keeps `args` free of a second level of shell quoting.
-  write_file(script, std::string(LTFIT_BINARY) + " " + args + " >" + out_file.string() + " 2>" +
+  write_file(script, env + " " + std::string(LTFIT_BINARY) + " " + args + " >" + out_file.string() + " 2>" +
                          err_file.string() + " </dev/null\necho $?\n");
   int status = 0;
   const std::string code_text = run_and_capture("bash " + script.string(), &status);

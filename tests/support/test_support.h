@@ -26,8 +26,9 @@ struct CommandResult {
   std::string stdout_text;  // stdout only
 };
 
-// Runs the built `ltfit` binary with `args` (a shell-quoted string) and captures its output.
-CommandResult run_ltfit(const std::string& args);
+// Runs the built `ltfit` binary with `args` (a shell-quoted string) and captures its output;
+// `env` ("NAME=value ...") is prepended to the command line.
+CommandResult run_ltfit(const std::string& args, const std::string& env = "");
 
 // Writes `text` to `path` (creating parent directories).
 void write_file(const std::filesystem::path& path, const std::string& text);

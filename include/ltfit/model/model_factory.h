@@ -9,8 +9,9 @@
 namespace ltfit {
 
 // A ResNet of `model.arch` with a `model.head` head for `num_classes`, initialised per
-// `model.pretrained`. Reading torchvision weight files (`imagenet` or a .pth path) is not in
-// this build yet: those values throw CheckpointError (exit 4) saying to use `none`.
+// `model.pretrained`: `none` (random init), `imagenet` (torchvision's file from the torch hub
+// cache, downloaded if absent) or a path to a torchvision .pth state dict. Weight problems throw
+// CheckpointError (exit 4) naming the file.
 ResNet build_model(const ModelConfig& model, std::int64_t num_classes);
 
 }  // namespace ltfit

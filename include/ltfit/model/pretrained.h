@@ -1,0 +1,47 @@
+// Pretrained ImageNet weights: where torchvision's files live, fetching them, loading them.
+//
+// `model.pretrained: imagenet` looks up the standard torchvision file name for the arch in the
+// torch hub cache ($TORCH_HOME/hub/checkpoints, default ~/.cache/torch/hub/checkpoints) and, if
+// absent, downloads it (from torchvision's URL, or `LTFIT_WEIGHTS_BASE_URL` + file name) with a
+// progress bar, checks the SHA-256 prefix in its name, and writes it atomically to the cache.
+#pragma once
+
+#include <string>
+
+#include "ltfit/model/resnet.h"
+#include "ltfit/model/torch_weights.h"
+
+namespace ltfit {
+
+// torchvision's IMAGENET1K_V1 file name for `arch`, e.g. "resnet34-b627a593.pth".
+std::string torchvision_weights_file(const std::string& arch);
+
+// The hash prefix in a torchvision file name: "resnet34-b627a593.pth" -> "b627a593" (the
+// 8+ hex characters between the last '-' and the extension; "" when there is none).
+std::string torchvision_weights_hash_prefix(const std::string& file_name);
+
+// The URL torchvision downloads it from (or base_url + "/" + file when base_url is not empty).
+std::string torchvision_weights_url(const std::string& arch, const std::string& base_url = "");
+
+// $TORCH_HOME/hub/checkpoints (default $XDG_CACHE_HOME/torch or ~/.cache/torch).
+std::string torch_hub_checkpoint_dir();
+
+// Resolves `model.pretrained` to a local file: a path is returned as is (CheckpointError if it
+// does not exist); "imagenet" is looked up in the cache and downloaded if absent.
+std::string resolve_pretrained_file(const std::string& pretrained, const std::string& arch);
+
+// The "imagenet" case of resolve_pretrained_file for any torchvision-style file name: returns
+// cache_dir/file_name when present; otherwise downloads base_url + "/" + file_name there (with
+// progress, through `<file>.partial`, renamed only after its SHA-256 matched the hash prefix in
+// the name). Throws CheckpointError naming the URL on a failed download or a hash mismatch,
+// leaving nothing in the cache.
+std::string fetch_cached_weights(const std::string& file_name, const std::string& base_url,
+                                 const std::string& cache_dir);
+
+// Copies matching tensors of `state` into `model`. The classifier (`fc.*`) is skipped, and said
+// so in the log, when its shape differs (the usual 1000-class case) or the model has a fastai
+// head. Any other missing or unexpected key or shape mismatch throws CheckpointError naming
+// `source` and the key.
+void load_pretrained_body(ResNet& model, const StateDict& state, const std::string& source);
+
+}  // namespace ltfit

@@ -1,0 +1,30 @@
+// Reading and writing PyTorch state-dict files (`torch.save` zip archives) without Python.
+//
+// Reads what torchvision publishes (resnet18-f37072fd.pth, ...): a zip holding `data.pkl`, a
+// pickled `collections.OrderedDict` (with a `_metadata` attribute) of tensors rebuilt through
+// `torch._utils._rebuild_tensor_v2` from persistent storages (`data/<key>` records), storages of
+// any dtype, shared between tensors, with offsets and strides. Writes the same format so that
+// Python's `torch.load` and torchvision's `load_state_dict` read ltfit's exports.
+// Errors throw CheckpointError naming the file (exit 4). Thread-safe (no shared state).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace ltfit {
+
+// Name -> tensor, in file order.
+using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// Reads a `torch.save` zip state dict. Throws CheckpointError for: a missing file, not a zip,
+// truncated, the legacy pre-1.6 format (says to re-save it with a current torch), a pickle that
+// is not a (possibly nested under "state_dict"/"model") mapping of names to tensors.
+StateDict read_torch_state_dict(const std::string& path);
+
+// Writes `state` as a `torch.save` zip (OrderedDict of tensors), atomically (temp + rename).
+void write_torch_state_dict(const std::string& path, const StateDict& state);
+
+}  // namespace ltfit

@@ -1,0 +1,240 @@
+// Pretrained ImageNet weights: torchvision's file names and URLs, the torch hub cache, the
+// verified download, and copying a state dict into a ResNet body. See pretrained.h.
+#include "ltfit/model/pretrained.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ltfit/util/download.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/sha256.h"
+
+namespace ltfit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTorchvisionBaseUrl = "https://download.pytorch.org/models";
+constexpr const char* kBaseUrlEnv = "LTFIT_WEIGHTS_BASE_URL";
+constexpr int kMaxListedKeys = 5;
+
+// IMAGENET1K_V1 weights, as torchvision's `ResNet*_Weights.IMAGENET1K_V1` name them.
+const std::map<std::string, std::string>& weights_files() {
+  static const std::map<std::string, std::string> files = {
+      {"resnet18", "resnet18-f37072fd.pth"},   {"resnet34", "resnet34-b627a593.pth"},
+      {"resnet50", "resnet50-0676ba61.pth"},   {"resnet101", "resnet101-63fe2227.pth"},
+      {"resnet152", "resnet152-394f9c45.pth"},
+  };
+  return files;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string shape_str(const torch::Tensor& t) {
+  std::ostringstream out;
+  out << t.sizes();
+  return out.str();
+}
+
+// Number of classes of the model's new classifier (its last 2-D weight).
+std::int64_t model_num_classes(ResNet& model) {
+  std::int64_t classes = 0;
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+    if (item.value().dim() == 2) classes = item.value().size(0);
+  }
+  return classes;
+}
+
+std::string list_keys(const std::vector<std::string>& keys) {
+  std::string text;
+  for (size_t i = 0; i < keys.size() && i < kMaxListedKeys; ++i) {
+    text += (i ? ", '" : "'") + keys[i] + "'";
+  }
+  if (keys.size() > kMaxListedKeys) {
+    text += " and " + std::to_string(keys.size() - kMaxListedKeys) + " more";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string torchvision_weights_file(const std::string& arch) {
+  const auto& files = weights_files();
+  const auto it = files.find(arch);
+  if (it != files.end()) return it->second;
+  std::string choices;
+  for (const auto& name : resnet_arch_names()) {
+    if (files.count(name)) choices += (choices.empty() ? "" : ", ") + name;
+  }
+  throw ConfigError("model.arch: no torchvision ImageNet weights for '" + arch +
+                    "'; expected one of " + choices);
+}
+
+std::string torchvision_weights_hash_prefix(const std::string& file_name) {
+  const std::string stem = fs::path(file_name).stem().string();
+  const size_t dash = stem.rfind('-');
+  if (dash == std::string::npos) return "";
+  const std::string prefix = stem.substr(dash + 1);
+  const bool hex = prefix.size() >= 8 &&
+                   prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return hex ? prefix : "";
+}
+
+std::string torchvision_weights_url(const std::string& arch, const std::string& base_url) {
+  std::string base = base_url.empty() ? kTorchvisionBaseUrl : base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/" + torchvision_weights_file(arch);
+}
+
+std::string torch_hub_checkpoint_dir() {
+  fs::path torch_home;
+  if (const std::string home = env_or_empty("TORCH_HOME"); !home.empty()) {
+    torch_home = home;
+  } else if (const std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty()) {
+    torch_home = fs::path(xdg) / "torch";
+  } else if (const std::string user_home = env_or_empty("HOME"); !user_home.empty()) {
+    torch_home = fs::path(user_home) / ".cache" / "torch";
+  } else {
+    throw CheckpointError("cannot locate the torch hub cache: TORCH_HOME, XDG_CACHE_HOME and "
+                          "HOME are all unset",
+                          "set TORCH_HOME to a writable directory");
+  }
+  return (torch_home / "hub" / "checkpoints").string();
+}
+
+std::string resolve_pretrained_file(const std::string& pretrained, const std::string& arch) {
+  LTFIT_CHECK(pretrained != "none", "resolve_pretrained_file called for model.pretrained: none");
+  if (pretrained == "imagenet") {
+    std::string base_url = env_or_empty(kBaseUrlEnv);
+    if (base_url.empty()) base_url = kTorchvisionBaseUrl;
+    return fetch_cached_weights(torchvision_weights_file(arch), base_url,
+                                torch_hub_checkpoint_dir());
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(pretrained, ec)) {
+    const bool exists = fs::exists(pretrained, ec);
+    throw CheckpointError("model.pretrained: '" + pretrained + "' " +
+                              (exists ? "is not a regular file" : "does not exist"),
+                          "use imagenet, none, or the path of a torchvision .pth file");
+  }
+  return pretrained;
+}
+
+std::string fetch_cached_weights(const std::string& file_name, const std::string& base_url,
+                                 const std::string& cache_dir) {
+  const fs::path dest = fs::path(cache_dir) / file_name;
+  if (fs::is_regular_file(dest)) {
+    spdlog::info("using cached pretrained weights {}", dest.string());
+    return dest.string();
+  }
+  std::string base = base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string url = base + "/" + file_name;
+  const std::string prefix = torchvision_weights_hash_prefix(file_name);
+  spdlog::info("downloading pretrained weights {} to {}", url, dest.string());
+  DownloadOptions options;
+  options.verify = [&](const std::string& partial) {
+    const std::string sha = sha256_file(partial);
+    if (prefix.empty() || !starts_with(sha, prefix)) {
+      throw CheckpointError("the file downloaded from " + url + " has SHA-256 " + sha +
+                                ", but its name expects one starting with '" + prefix +
+                                "'; it was deleted",
+                            "retry; if it persists, the server (" + std::string(kBaseUrlEnv) +
+                                "?) serves a different file");
+    }
+  };
+  try {
+    download_file(url, dest.string(), options);
+  } catch (const RuntimeError& e) {
+    throw CheckpointError(std::string("cannot fetch pretrained weights: ") + e.what(),
+                          "download it yourself to " + dest.string() +
+                              ", or set model.pretrained to a local .pth file, or "
+                              "model.pretrained: none");
+  }
+  return dest.string();
+}
+
+void load_pretrained_body(ResNet& model, const StateDict& state, const std::string& source) {
+  std::unordered_map<std::string, const torch::Tensor*> by_name;
+  for (const auto& [name, tensor] : state) by_name[name] = &tensor;
+
+  std::vector<std::pair<std::string, torch::Tensor>> targets;
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+    targets.emplace_back(item.key(), item.value());
+  }
+  for (const auto& item : model->named_buffers(/*recurse=*/true)) {
+    targets.emplace_back(item.key(), item.value());
+  }
+  bool fastai_head = false;
+  for (const auto& target : targets) fastai_head |= starts_with(target.first, "head.");
+
+  // Validate everything first, so a bad file leaves the model untouched.
+  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
+  std::unordered_set<std::string> model_names;
+  bool classifier_replaced = fastai_head;
+  for (const auto& [name, dst] : targets) {
+    model_names.insert(name);
+    const bool is_head = starts_with(name, "head.");
+    const bool is_fc = starts_with(name, "fc.");
+    const auto it = by_name.find(name);
+    if (is_head) continue;  // fastai's head is always new
+    if (it == by_name.end()) {
+      throw CheckpointError("'" + source + "' has no tensor '" + name + "' (model.pretrained)",
+                            "model.pretrained must hold torchvision " + model->spec().arch +
+                                " weights");
+    }
+    const torch::Tensor& src = *it->second;
+    if (src.sizes() != dst.sizes()) {
+      if (is_fc) {
+        classifier_replaced = true;
+        continue;
+      }
+      throw CheckpointError("'" + source + "': tensor '" + name + "' has shape " +
+                                shape_str(src) + ", the " + model->spec().arch +
+                                " model expects " + shape_str(dst) + " (model.pretrained)",
+                            "is it a " + model->spec().arch + " weight file?");
+    }
+    copies.emplace_back(dst, &src);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [name, tensor] : state) {
+    if (model_names.count(name)) continue;
+    if (fastai_head && starts_with(name, "fc.")) continue;
+    unexpected.push_back(name);
+  }
+  if (!unexpected.empty()) {
+    throw CheckpointError("'" + source + "' has " + std::to_string(unexpected.size()) +
+                              " tensor(s) the " + model->spec().arch + " model does not: " +
+                              list_keys(unexpected) + " (model.pretrained)",
+                          "is it a " + model->spec().arch + " weight file?");
+  }
+
+  torch::NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) dst.copy_(*src);
+  if (classifier_replaced) {
+    const auto fc = by_name.find("fc.weight");
+    const std::string old_classes =
+        fc != by_name.end() && fc->second->dim() == 2
+            ? std::to_string(fc->second->size(0)) + " classes"
+            : "absent";
+    spdlog::info("classifier fc ({}) replaced by the new head for {} classes", old_classes,
+                 model_num_classes(model));
+  }
+  spdlog::info("loaded {} pretrained tensors from {}", copies.size(), source);
+}
+
+}  // namespace ltfit

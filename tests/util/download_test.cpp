@@ -1,0 +1,115 @@
+#include "ltfit/util/download.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "ltfit/util/error.h"
+#include "ltfit/util/sha256.h"
+#include "support/http_server.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using ltfit::testing::HttpServer;
+using ltfit::testing::TempDir;
+
+namespace {
+
+std::string random_bytes(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string bytes(n, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng() & 0xFF);
+  return bytes;
+}
+
+ltfit::DownloadOptions quiet() {
+  ltfit::DownloadOptions options;
+  options.show_progress = false;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("sha256 matches the FIPS 180-2 test vectors", "[download]") {
+  CHECK(ltfit::sha256_hex("abc") ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(ltfit::sha256_hex("") ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  TempDir dir;
+  // Longer than one read chunk, so chunked hashing is exercised.
+  const std::string million_a(1000000, 'a');
+  ltfit::testing::write_file(dir.path() / "a.bin", million_a);
+  CHECK(ltfit::sha256_file((dir.path() / "a.bin").string()) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  CHECK_THROWS_AS(ltfit::sha256_file((dir.path() / "missing").string()), ltfit::RuntimeError);
+}
+
+TEST_CASE("download_file fetches a file over loopback HTTP", "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  const std::string content = random_bytes(300000, 7);
+  ltfit::testing::write_file(served.path() / "blob.bin", content);
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "sub" / "blob.bin";
+
+  ltfit::download_file(server.url() + "/blob.bin", dest.string(), quiet());
+  CHECK(ltfit::testing::read_file(dest) == content);
+  CHECK_FALSE(fs::exists(dest.string() + ".partial"));
+
+  SECTION("with the progress display on, the result is the same") {
+    const fs::path again = out.path() / "again.bin";
+    ltfit::download_file(server.url() + "/blob.bin", again.string());
+    CHECK(ltfit::testing::read_file(again) == content);
+  }
+  SECTION("redirects are followed") {
+    // http.server answers /dir with a 301 to /dir/ and then a directory listing.
+    fs::create_directories(served.path() / "dir");
+    ltfit::testing::write_file(served.path() / "dir" / "inside.txt", "x");
+    const fs::path listing = out.path() / "listing.html";
+    ltfit::download_file(server.url() + "/dir", listing.string(), quiet());
+    CHECK(ltfit::testing::read_file(listing).find("inside.txt") != std::string::npos);
+  }
+}
+
+TEST_CASE("download_file reports failures with the URL and leaves no file", "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  ltfit::testing::write_file(served.path() / "blob.bin", "payload");
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "blob.bin";
+
+  SECTION("HTTP 404") {
+    const std::string url = server.url() + "/missing.bin";
+    try {
+      ltfit::download_file(url, dest.string(), quiet());
+      FAIL("expected a RuntimeError");
+    } catch (const ltfit::RuntimeError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(url) && Catch::Contains("HTTP 404"));
+    }
+  }
+  SECTION("connection refused") {
+    server.stop();
+    const std::string url = server.url() + "/blob.bin";
+    try {
+      ltfit::download_file(url, dest.string(), quiet());
+      FAIL("expected a RuntimeError");
+    } catch (const ltfit::RuntimeError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(url));
+    }
+  }
+  SECTION("verification rejects the file") {
+    ltfit::DownloadOptions options = quiet();
+    std::string seen;
+    options.verify = [&](const std::string& partial) {
+      seen = ltfit::testing::read_file(partial);
+      throw ltfit::CheckpointError("rejected");
+    };
+    CHECK_THROWS_WITH(ltfit::download_file(server.url() + "/blob.bin", dest.string(), options),
+                      "rejected");
+    CHECK(seen == "payload");
+  }
+  CHECK_FALSE(fs::exists(dest));
+  CHECK_FALSE(fs::exists(dest.string() + ".partial"));
+}
