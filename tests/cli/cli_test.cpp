@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "support/test_support.h"
@@ -26,7 +27,8 @@ std::string tiny_config(const fs::path& root, const fs::path& out) {
 
 TEST_CASE("help and version flags work for the program and each command", "[cli]") {
   CHECK(run_ltfit("--version").stdout_text.find("ltfit 0.") == 0);
-  for (const char* cmd : {"", "train ", "evaluate ", "synth "}) {
+  for (const char* cmd : {"", "train ", "evaluate ", "synth ", "bench-loader ", "show-batch ",
+                          "lr-find ", "export "}) {
     INFO(cmd);
     const auto r = run_ltfit(std::string(cmd) + "--help");
     CHECK(r.exit_code == 0);
@@ -127,6 +129,29 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   const auto eval = nlohmann::json::parse(evaluated.stdout_text);
   CHECK(eval["accuracy"].get<double>() == summary["accuracy"].get<double>());
   CHECK(eval["images"] == 16);
+
+  // export: Python's torch.load reads it, and torchvision's ResNet-18 loads it strictly.
+  const fs::path pth = dir.path() / "model.pth";
+  const auto exported = run_ltfit("export --checkpoint " + (run / "checkpoints/best.ckpt").string() +
+                                  " --out " + pth.string());
+  INFO(exported.output);
+  REQUIRE(exported.exit_code == 0);
+  const fs::path check = dir.path() / "check.py";
+  ltfit::testing::write_file(check,
+      "import sys, torch\n"
+      "sd = torch.load(sys.argv[1], weights_only=True)\n"
+      "assert len(sd) == 122 and tuple(sd['fc.weight'].shape) == (2, 512), len(sd)\n"
+      "try:\n"
+      "    import torchvision\n"
+      "except ImportError:\n"
+      "    print('OK (torch.load only)'); sys.exit(0)\n"
+      "torchvision.models.resnet18(num_classes=2).load_state_dict(sd, strict=True)\n"
+      "print('OK')\n");
+  int status = std::system(("python3 " + check.string() + " " + pth.string() + " > " +
+                            (dir.path() / "check.out").string() + " 2>&1").c_str());
+  INFO(ltfit::testing::read_file(dir.path() / "check.out"));
+  CHECK(status == 0);
+  CHECK_THAT(ltfit::testing::read_file(dir.path() / "check.out"), Contains("OK"));
 
   // A second run never overwrites the first: it gets a numbered sibling.
   const auto again = run_ltfit("train --json --config " + config.string() + " --set train.epochs=1");
