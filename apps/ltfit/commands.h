@@ -18,5 +18,6 @@ void add_synth_command(CLI::App& app, int* exit_code);
 void add_loader_commands(CLI::App& app, int* exit_code);  // bench-loader, show-batch
 void add_lr_find_command(CLI::App& app, int* exit_code);
 void add_export_command(CLI::App& app, int* exit_code);
+void add_predict_command(CLI::App& app, int* exit_code);
 
 }  // namespace ltfit::cli

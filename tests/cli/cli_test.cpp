@@ -28,7 +28,7 @@ std::string tiny_config(const fs::path& root, const fs::path& out) {
 TEST_CASE("help and version flags work for the program and each command", "[cli]") {
   CHECK(run_ltfit("--version").stdout_text.find("ltfit 0.") == 0);
   for (const char* cmd : {"", "train ", "evaluate ", "synth ", "bench-loader ", "show-batch ",
-                          "lr-find ", "export "}) {
+                          "lr-find ", "export ", "predict "}) {
     INFO(cmd);
     const auto r = run_ltfit(std::string(cmd) + "--help");
     CHECK(r.exit_code == 0);
@@ -152,6 +152,19 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   INFO(ltfit::testing::read_file(dir.path() / "check.out"));
   CHECK(status == 0);
   CHECK_THAT(ltfit::testing::read_file(dir.path() / "check.out"), Contains("OK"));
+
+  // predict: one entry per image, probabilities over the run's classes summing to 1.
+  const std::string image = (dir.path() / "data/valid/dog/00000.jpg").string();
+  const auto predicted = run_ltfit("predict --json --checkpoint " +
+                                   (run / "checkpoints/last.ckpt").string() + " " + image);
+  INFO(predicted.output);
+  REQUIRE(predicted.exit_code == 0);
+  const auto predictions = nlohmann::json::parse(predicted.stdout_text);
+  REQUIRE(predictions.size() == 1);
+  double total = 0;
+  for (const auto& t : predictions[0]["top"]) total += t["probability"].get<double>();
+  CHECK(total == Approx(1.0));
+  CHECK(run_ltfit("predict --weights x.pth " + image).exit_code == 2);  // --arch missing
 
   // A second run never overwrites the first: it gets a numbered sibling.
   const auto again = run_ltfit("train --json --config " + config.string() + " --set train.epochs=1");
