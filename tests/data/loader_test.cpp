@@ -17,17 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<ltfit::Sample> small_set(const ltfit::testing::TempDir& dir, int train = 24) {
-  ltfit::SynthOptions synth;
-  synth.out_dir = dir.str();
-  synth.train = train;
-  synth.valid = 4;
-  synth.min_side = 60;
-  synth.max_side = 90;
-  synth.seed = 11;
-  ltfit::write_synthetic_dataset(synth);
-  ltfit::DataConfig data;
-  data.root = dir.str();
-  return ltfit::index_dataset(data, 0).train;
+  return ltfit::testing::write_small_synth(dir.path(), train, 4, 60, 90, /*seed=*/11);
 }
 
 ltfit::LoaderOptions train_options(int workers) {

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "ltfit/data/synth.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -70,6 +72,21 @@ std::string read_file(const fs::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::vector<ltfit::Sample> write_small_synth(const fs::path& dir, int train, int valid,
+                                             int min_side, int max_side, std::uint64_t seed) {
+  ltfit::SynthOptions synth;
+  synth.out_dir = dir.string();
+  synth.train = train;
+  synth.valid = valid;
+  synth.min_side = min_side;
+  synth.max_side = max_side;
+  synth.seed = seed;
+  ltfit::write_synthetic_dataset(synth);
+  ltfit::DataConfig data;
+  data.root = dir.string();
+  return ltfit::index_dataset(data, 0).train;
 }
 
 fs::path source_dir() { return fs::path(LTFIT_SOURCE_DIR); }

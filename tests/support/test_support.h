@@ -1,8 +1,12 @@
 // Helpers shared by the tests: scratch directories, running the ltfit binary, tiny datasets.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "ltfit/data/dataset_index.h"
 
 namespace ltfit::testing {
 
@@ -35,6 +39,12 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 
 // Reads a whole file.
 std::string read_file(const std::filesystem::path& path);
+
+// Writes a small synthetic set (folders layout) into `dir` with images of min_side..max_side px
+// and returns its indexed training samples.
+std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train,
+                                             int valid, int min_side, int max_side,
+                                             std::uint64_t seed = 0);
 
 // Source tree root (for configs/ and fixtures).
 std::filesystem::path source_dir();

@@ -38,20 +38,12 @@ TEST_CASE("suggestions: steepest descent and valley on a known curve", "[train][
 
 TEST_CASE("lr_find stops on divergence and restores the model and optimizer", "[train][lr_find]") {
   ltfit::testing::TempDir dir;
-  ltfit::SynthOptions synth;
-  synth.out_dir = dir.str();
-  synth.train = 16;
-  synth.valid = 4;
-  synth.min_side = 48;
-  synth.max_side = 64;
-  ltfit::write_synthetic_dataset(synth);
-  ltfit::DataConfig data;
-  data.root = dir.str();
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 16, 4, 48, 64);
   ltfit::LoaderOptions lo;
   lo.image_size = 32;
   lo.batch_size = 8;
   lo.train = true;
-  ltfit::Loader train(ltfit::index_dataset(data, 0).train, lo);
+  ltfit::Loader train(samples, lo);
   torch::manual_seed(0);
   ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());

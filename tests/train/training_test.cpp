@@ -20,16 +20,7 @@ namespace {
 constexpr int kImageSize = 32;
 
 std::vector<ltfit::Sample> tiny_train_set(const ltfit::testing::TempDir& dir) {
-  ltfit::SynthOptions synth;
-  synth.out_dir = dir.str();
-  synth.train = 16;
-  synth.valid = 8;
-  synth.min_side = 48;
-  synth.max_side = 80;
-  ltfit::write_synthetic_dataset(synth);
-  ltfit::DataConfig data;
-  data.root = dir.str();
-  return ltfit::index_dataset(data, 0).train;
+  return ltfit::testing::write_small_synth(dir.path(), 16, 8, 48, 80);
 }
 
 ltfit::LoaderOptions loader_options(bool train) {
