@@ -6,7 +6,10 @@
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -222,17 +225,52 @@ void Loader::worker_loop() {
   }
 }
 
+namespace {
+
+constexpr float kMean[3] = {0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f};
+constexpr float kInvStd[3] = {1.f / (0.229f * 255.f), 1.f / (0.224f * 255.f),
+                              1.f / (0.225f * 255.f)};
+
+// CPU: one pass over the bytes through a 3x256 table, writing NHWC floats; the table holds
+// exactly what (float(v) - mean) * inv_std gives, so results equal the tensor formula.
+torch::Tensor normalize_on_cpu(const torch::Tensor& images) {
+  static const auto kTable = [] {
+    std::array<std::array<float, 256>, 3> table{};
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) table[c][v] = (static_cast<float>(v) - kMean[c]) * kInvStd[c];
+    }
+    return table;
+  }();
+  const torch::Tensor src = images.contiguous();
+  torch::Tensor out = torch::empty(src.sizes(), torch::kFloat32);
+  const std::uint8_t* in = src.data_ptr<std::uint8_t>();
+  float* dst = out.data_ptr<float>();
+  at::parallel_for(0, src.numel() / 3, /*grain_size=*/16384, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      dst[3 * i] = kTable[0][in[3 * i]];
+      dst[3 * i + 1] = kTable[1][in[3 * i + 1]];
+      dst[3 * i + 2] = kTable[2][in[3 * i + 2]];
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
                                bool channels_last) {
-  static const std::vector<float> kMean = {0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f};
-  static const std::vector<float> kInvStd = {1.f / (0.229f * 255.f), 1.f / (0.224f * 255.f),
-                                             1.f / (0.225f * 255.f)};
-  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-  const torch::Tensor mean = torch::tensor(kMean, options);
-  const torch::Tensor inv_std = torch::tensor(kInvStd, options);
-  // [N,H,W,3] uint8 -> float, normalised while still NHWC, then viewed as NCHW.
-  torch::Tensor x = images.to(device, /*non_blocking=*/true).to(torch::kFloat32);
-  x = (x - mean).mul_(inv_std).permute({0, 3, 1, 2});  // memory stays NHWC (channels_last)
+  LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
+              "images must be uint8 [N,H,W,3]");
+  torch::Tensor x;
+  if (device.is_cpu()) {
+    x = normalize_on_cpu(images);
+  } else {  // copy the bytes (pinned: asynchronously), convert and normalise on the device
+    const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    const torch::Tensor mean = torch::tensor(std::vector<float>(kMean, kMean + 3), options);
+    const torch::Tensor inv_std = torch::tensor(std::vector<float>(kInvStd, kInvStd + 3), options);
+    x = (images.to(device, /*non_blocking=*/true).to(torch::kFloat32) - mean).mul_(inv_std);
+  }
+  x = x.permute({0, 3, 1, 2});  // [N,3,H,W] view; memory stays NHWC (channels_last)
   return channels_last ? x : x.contiguous();
 }
 

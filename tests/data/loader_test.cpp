@@ -155,3 +155,19 @@ TEST_CASE("sample seeds and worker counts", "[data][loader]") {
   CHECK(ltfit::default_worker_count() >= 1);
   CHECK(ltfit::default_worker_count() == ltfit::available_cores());
 }
+
+TEST_CASE("normalisation: ImageNet mean/std, NCHW view, equal to the tensor formula", "[data][loader]") {
+  const torch::Tensor images = torch::randint(0, 256, {2, 5, 7, 3}, torch::kUInt8);
+  const torch::Tensor mean = torch::tensor({0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f});
+  const torch::Tensor inv_std =
+      torch::tensor({1.f / (0.229f * 255.f), 1.f / (0.224f * 255.f), 1.f / (0.225f * 255.f)});
+  const torch::Tensor expected =
+      ((images.to(torch::kFloat32) - mean) * inv_std).permute({0, 3, 1, 2}).contiguous();
+  const torch::Tensor nchw = ltfit::normalize_images(images, torch::kCPU, false);
+  CHECK(nchw.sizes() == torch::IntArrayRef({2, 3, 5, 7}));
+  CHECK(nchw.is_contiguous());
+  CHECK(torch::equal(nchw, expected));
+  const torch::Tensor nhwc = ltfit::normalize_images(images, torch::kCPU, true);
+  CHECK(nhwc.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  CHECK(torch::equal(nhwc.contiguous(), expected));
+}
