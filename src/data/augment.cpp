@@ -245,9 +245,8 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
                                                   const AugmentParams& params,
                                                   std::string* error) {
-  std::string reason;
-  std::optional<torch::Tensor> result;
-  try {
+  return run_never_throwing("augment", error, [&](std::string& reason) {
+    std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (reason = invalid_params_reason(params); reason.empty()) {
@@ -255,15 +254,8 @@ std::optional<torch::Tensor> load_augmented_image(const std::string& path, int s
       const cv::Mat image = decode_bgr(path, size * std::max(params.zoom, 1.0), &reason);
       if (!image.empty()) result = augment_to_tensor(image, size, params);
     }
-  } catch (const std::exception& e) {  // cv::Exception, std::bad_alloc, c10::Error
-    reason = std::string("augment failed: ") + e.what();
-    result.reset();
-  } catch (...) {
-    reason = "augment failed: unknown exception";
-    result.reset();
-  }
-  if (!result && error) *error = reason.empty() ? "unknown error" : reason;
-  return result;
+    return result;
+  });
 }
 
 }  // namespace ltfit

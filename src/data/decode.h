@@ -20,4 +20,24 @@ namespace ltfit {
 // that promise never to throw catch those.
 cv::Mat decode_bgr(const std::string& path, double min_short_side, std::string* error);
 
+// Runs `body(reason)`, which returns an image or leaves `reason` saying why not, and turns any
+// exception into a failure "<what> failed: ...", so the public loaders never throw. Sets *error
+// (when given) on failure.
+template <typename Body>
+auto run_never_throwing(const char* what, std::string* error, Body&& body) -> decltype(body(*error)) {
+  std::string reason;
+  decltype(body(reason)) result;
+  try {
+    result = body(reason);
+  } catch (const std::exception& e) {  // cv::Exception, std::bad_alloc, c10::Error
+    reason = std::string(what) + " failed: " + e.what();
+    result.reset();
+  } catch (...) {
+    reason = std::string(what) + " failed: unknown exception";
+    result.reset();
+  }
+  if (!result && error) *error = reason.empty() ? "unknown error" : reason;
+  return result;
+}
+
 }  // namespace ltfit

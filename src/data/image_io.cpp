@@ -61,9 +61,8 @@ torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop
 
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
                                                const CropFlip& crop, std::string* error) {
-  std::string reason;
-  std::optional<torch::Tensor> result;
-  try {
+  return run_never_throwing("decode", error, [&](std::string& reason) {
+    std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (!(crop.scale > 0.0)) {
@@ -73,15 +72,8 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
       const cv::Mat image = decode_bgr(path, size / std::min(crop.scale, 1.0), &reason);
       if (!image.empty()) result = to_square_rgb(image, size, crop);
     }
-  } catch (const std::exception& e) {  // cv::Exception, std::bad_alloc, c10::Error
-    reason = std::string("decode failed: ") + e.what();
-    result.reset();
-  } catch (...) {
-    reason = "decode failed: unknown exception";
-    result.reset();
-  }
-  if (!result && error) *error = reason.empty() ? "unknown error" : reason;
-  return result;
+    return result;
+  });
 }
 
 }  // namespace ltfit

@@ -194,7 +194,7 @@ std::optional<Batch> Loader::build_batch(const std::vector<std::int64_t>& positi
 }
 
 void Loader::worker_loop() {
-  const std::int64_t depth = kPrefetchPerWorker * static_cast<std::int64_t>(workers() + 0);
+  const std::int64_t depth = kPrefetchPerWorker * static_cast<std::int64_t>(workers());
   std::unique_lock lock(state_->mutex);
   for (;;) {
     state_->work_ready.wait(lock, [&] {

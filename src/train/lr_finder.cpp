@@ -30,7 +30,6 @@ class StateGuard {
     torch::serialize::OutputArchive archive;
     optimizer.save(archive);
     archive.save_to(optimizer_state_);
-    lrs_ = current_lrs(optimizer);
   }
   ~StateGuard() {
     torch::NoGradGuard no_grad;
@@ -53,7 +52,6 @@ class StateGuard {
   bool was_training_;
   std::vector<torch::Tensor> params_, buffers_;
   std::ostringstream optimizer_state_;
-  std::vector<double> lrs_;
 };
 
 }  // namespace
