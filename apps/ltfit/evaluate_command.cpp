@@ -1,7 +1,7 @@
 // `ltfit evaluate`: reload a checkpoint and report loss and accuracy on a dataset.
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <iostream>
 
@@ -26,18 +26,20 @@ struct EvaluateArgs {
 };
 
 void print_table(const EvalResult& r, const std::vector<std::string>& classes) {
-  std::printf("%-12s %10s %10s %10s %8s %8s\n", "split", "images", "loss", "accuracy",
-              "error", "seconds");
-  std::printf("%-12s %10lld %10.6f %10.6f %8.6f %8.2f\n", "valid",
-              static_cast<long long>(r.count), r.loss, r.accuracy, 1.0 - r.accuracy, r.seconds);
+  std::printf("%-12s %10s %10s %10s %8s %8s\n", "split", "images", "loss", "accuracy", "error",
+              "seconds");
+  std::printf("%-12s %10lld %10.6f %10.6f %8.6f %8.2f\n", "valid", static_cast<long long>(r.count),
+              r.loss, r.accuracy, 1.0 - r.accuracy, r.seconds);
   std::printf("\nconfusion matrix (rows: actual, columns: predicted)\n%-12s", "");
   for (const auto& c : classes) std::printf(" %8s", c.c_str());
   std::printf("\n");
   for (std::size_t i = 0; i < classes.size(); ++i) {
     std::printf("%-12s", classes[i].c_str());
     for (std::size_t j = 0; j < classes.size(); ++j) {
-      std::printf(" %8lld", static_cast<long long>(
-                                r.confusion[static_cast<long>(i)][static_cast<long>(j)].item<std::int64_t>()));
+      std::printf(
+          " %8lld",
+          static_cast<long long>(
+              r.confusion[static_cast<long>(i)][static_cast<long>(j)].item<std::int64_t>()));
     }
     std::printf("\n");
   }
@@ -65,15 +67,16 @@ void run_evaluate(const EvaluateArgs& args) {
   load_checkpoint(args.checkpoint, model, nullptr);
   const torch::Device device = resolve_device(args.device, "--device");
   model->to(device);
-  std::vector<Sample> samples =
-      args.data.empty() ? index_dataset(config.data, config.run.seed).valid
-                        : index_class_folders(args.data, meta.classes);
+  std::vector<Sample> samples = args.data.empty()
+                                    ? index_dataset(config.data, config.run.seed).valid
+                                    : index_class_folders(args.data, meta.classes);
   LoaderOptions options;
   options.image_size = config.data.image_size;
   options.batch_size = config.data.batch_size;
   options.workers = config.data.workers;
   Loader loader(std::move(samples), options);
-  spdlog::info("evaluating {} ({}) on {} images", args.checkpoint, config.model.arch, loader.size());
+  spdlog::info("evaluating {} ({}) on {} images", args.checkpoint, config.model.arch,
+               loader.size());
   const EvalResult result = evaluate(model, loader, {device, false});
   if (args.json) {
     std::cout << to_json(result, meta.classes, args.checkpoint).dump(2) << std::endl;
@@ -88,7 +91,8 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<EvaluateArgs>();
   CLI::App* cmd = app.add_subcommand("evaluate", "evaluate a saved checkpoint on a dataset");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file (.ckpt)")->required();
-  cmd->add_option("--data", args->data, "folder of <class>/ subfolders (default: the "
+  cmd->add_option("--data", args->data,
+                  "folder of <class>/ subfolders (default: the "
                   "validation split of the checkpoint's config)");
   cmd->add_option("--device", args->device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON document on stdout");

@@ -1,7 +1,7 @@
 // `ltfit export`: a checkpoint's weights as a torch.save state dict that Python's torch.load and
 // torchvision's ResNet (for a linear head) read.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "commands.h"
 #include "ltfit/config/config_loader.h"
@@ -39,8 +39,8 @@ void run_export(const std::string& checkpoint, const std::string& out) {
   write_torch_state_dict(out, state);
   std::string classes;
   for (const auto& c : meta.classes) classes += (classes.empty() ? "" : ", ") + c;
-  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}", state.size(),
-               config.model.arch, config.model.head, classes, out);
+  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}", state.size(), config.model.arch,
+               config.model.head, classes, out);
 }
 
 }  // namespace

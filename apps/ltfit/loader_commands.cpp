@@ -1,8 +1,8 @@
 // `ltfit bench-loader` (input pipeline throughput, no model) and `ltfit show-batch` (a grid of
 // augmented training images with their labels).
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <iostream>
@@ -65,12 +65,15 @@ void run_bench_loader(const LoaderArgs& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double rate = static_cast<double>(images) / seconds;
-  const nlohmann::json result = {
-      {"images_per_second", rate},     {"images_per_second_per_worker", rate / loader.workers()},
-      {"workers", loader.workers()},   {"available_cores", available_cores()},
-      {"images", images},              {"seconds", seconds},
-      {"batch_size", config.data.batch_size}, {"image_size", config.data.image_size},
-      {"skipped_images", loader.skipped().count}};
+  const nlohmann::json result = {{"images_per_second", rate},
+                                 {"images_per_second_per_worker", rate / loader.workers()},
+                                 {"workers", loader.workers()},
+                                 {"available_cores", available_cores()},
+                                 {"images", images},
+                                 {"seconds", seconds},
+                                 {"batch_size", config.data.batch_size},
+                                 {"image_size", config.data.image_size},
+                                 {"skipped_images", loader.skipped().count}};
   if (args.json) {
     std::cout << result.dump(2) << std::endl;
   } else {
@@ -89,7 +92,8 @@ void run_show_batch(const LoaderArgs& args) {
   if (!batch) throw DataError("no readable training image for a batch");
   std::vector<std::string> captions;
   for (std::int64_t i = 0; i < batch->labels.size(0); ++i) {
-    captions.push_back(index.classes[static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())]);
+    captions.push_back(
+        index.classes[static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())]);
   }
   write_image_grid(batch->images, captions, 0, args.out);
   spdlog::info("wrote {} augmented training images (epoch {}) to {}", captions.size(), args.epoch,

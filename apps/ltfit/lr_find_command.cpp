@@ -1,8 +1,8 @@
 // `ltfit lr-find`: fastai's LR range test on the config's model and data; writes lr_find.csv
 // and lr_find.png and prints the suggestions.
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -89,10 +89,12 @@ void run_lr_find(const LrFindArgs& args) {
                result.lrs.size(), result.diverged ? " (stopped: loss diverged)" : "",
                result.valley.value_or(NAN), result.steepest.value_or(NAN), dir.string());
   if (args.json) {
-    std::cout << nlohmann::json{{"steps", result.lrs.size()}, {"diverged", result.diverged},
+    std::cout << nlohmann::json{{"steps", result.lrs.size()},
+                                {"diverged", result.diverged},
                                 {"valley", optional_json(result.valley)},
                                 {"steepest", optional_json(result.steepest)},
-                                {"dir", dir.string()}}.dump(2)
+                                {"dir", dir.string()}}
+                     .dump(2)
               << std::endl;
   }
 }
@@ -101,13 +103,16 @@ void run_lr_find(const LrFindArgs& args) {
 
 void add_lr_find_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<LrFindArgs>();
-  CLI::App* cmd = app.add_subcommand("lr-find", "fastai's learning-rate range test: CSV, plot, "
-                                                "suggestion (model and optimizer restored)");
+  CLI::App* cmd = app.add_subcommand("lr-find",
+                                     "fastai's learning-rate range test: CSV, plot, "
+                                     "suggestion (model and optimizer restored)");
   cmd->add_option("--config", args->config, "YAML config file")->required();
   cmd->add_option("--set", args->sets, "override a config key (key=value); repeatable");
-  cmd->add_option("--out", args->out, "directory for lr_find.csv and lr_find.png "
-                                      "(default: <out_dir>/<name>-lr_find)");
-  cmd->add_option("--steps", args->steps, "steps of the sweep (fastai: 100)")->capture_default_str();
+  cmd->add_option("--out", args->out,
+                  "directory for lr_find.csv and lr_find.png "
+                  "(default: <out_dir>/<name>-lr_find)");
+  cmd->add_option("--steps", args->steps, "steps of the sweep (fastai: 100)")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON document on stdout");
   cmd->callback([args, exit_code] {
     run_lr_find(*args);

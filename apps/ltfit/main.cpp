@@ -1,6 +1,6 @@
 // ltfit's entry point: parse the command line, run one command, map errors to exit codes.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <unistd.h>
 

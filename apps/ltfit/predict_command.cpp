@@ -1,8 +1,8 @@
 // `ltfit predict`: class probabilities per image, from a checkpoint or from torchvision ImageNet
 // weights (`--weights FILE.pth --arch resnetNN`, top-k with ImageNet class names).
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <iostream>
 
@@ -50,7 +50,8 @@ Predictor make_predictor(const PredictArgs& args) {
     p.crop.scale = kImagenetCrop;
     return p;
   }
-  if (args.checkpoint.empty()) throw ConfigError("predict needs --checkpoint CKPT or --weights FILE.pth --arch A");
+  if (args.checkpoint.empty())
+    throw ConfigError("predict needs --checkpoint CKPT or --weights FILE.pth --arch A");
   const CheckpointMeta meta = read_checkpoint_meta(args.checkpoint);
   const Config config = load_config_from_string(meta.config_yaml, args.checkpoint + " (config)");
   p.model = ResNet(resnet_spec(config.model.arch), static_cast<std::int64_t>(meta.classes.size()),
@@ -66,18 +67,21 @@ nlohmann::json predict_one(Predictor& p, const std::string& path, const PredictA
   const auto image = load_square_image(path, p.size, p.crop, &error);
   if (!image) return {{"image", path}, {"error", error}};
   torch::NoGradGuard no_grad;
-  const torch::Tensor logits = p.model->forward(normalize_images(image->unsqueeze(0), torch::kCPU, false))[0];
+  const torch::Tensor logits =
+      p.model->forward(normalize_images(image->unsqueeze(0), torch::kCPU, false))[0];
   const torch::Tensor probs = torch::softmax(logits, 0);
   const auto top = probs.topk(std::min<std::int64_t>(args.top, probs.size(0)));
   nlohmann::json ranked = nlohmann::json::array();
   for (std::int64_t i = 0; i < std::get<0>(top).size(0); ++i) {
     const auto label = std::get<1>(top)[i].item<std::int64_t>();
-    ranked.push_back({{"class", p.classes[static_cast<std::size_t>(label)]}, {"label", label},
+    ranked.push_back({{"class", p.classes[static_cast<std::size_t>(label)]},
+                      {"label", label},
                       {"probability", std::get<0>(top)[i].item<double>()}});
   }
   nlohmann::json result = {{"image", path}, {"top", ranked}};
   if (args.logits) {
-    result["logits"] = std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+    result["logits"] =
+        std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
   }
   return result;
 }
@@ -97,7 +101,8 @@ void run_predict(const PredictArgs& args) {
     if (!args.json && !r.contains("error")) {
       std::cout << path << "\n";
       for (const auto& t : r["top"]) {
-        std::printf("  %-30s %8.4f\n", t["class"].get<std::string>().c_str(), t["probability"].get<double>());
+        std::printf("  %-30s %8.4f\n", t["class"].get<std::string>().c_str(),
+                    t["probability"].get<double>());
       }
       if (args.logits) std::cout << "  logits: " << r["logits"].dump() << "\n";
     }
@@ -113,8 +118,10 @@ void add_predict_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand("predict", "class and probabilities per image");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file (.ckpt)");
-  cmd->add_option("--weights", args->weights, "a torchvision ImageNet .pth instead of a checkpoint");
-  cmd->add_option("--arch", args->arch, "with --weights: resnet18 | resnet34 | resnet50 | resnet101 | resnet152");
+  cmd->add_option("--weights", args->weights,
+                  "a torchvision ImageNet .pth instead of a checkpoint");
+  cmd->add_option("--arch", args->arch,
+                  "with --weights: resnet18 | resnet34 | resnet50 | resnet101 | resnet152");
   cmd->add_option("--top", args->top, "classes shown per image")->capture_default_str();
   cmd->add_flag("--logits", args->logits, "also print the raw logits");
   cmd->add_flag("--json", args->json, "print one JSON document on stdout");

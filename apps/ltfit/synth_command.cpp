@@ -1,6 +1,6 @@
 // `ltfit synth`: write the synthetic two-class image set.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 
@@ -14,13 +14,17 @@ void add_synth_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "synth", "write a synthetic two-class (cat/dog) JPEG image set shaped like the real one");
   cmd->add_option("--out", options->out_dir, "destination directory")->required();
-  cmd->add_option("--train", options->train, "training images (both classes)")->capture_default_str();
-  cmd->add_option("--valid", options->valid, "validation images (both classes)")->capture_default_str();
-  cmd->add_option("--layout", options->layout, "folders: {train,valid}/{cat,dog}/; "
+  cmd->add_option("--train", options->train, "training images (both classes)")
+      ->capture_default_str();
+  cmd->add_option("--valid", options->valid, "validation images (both classes)")
+      ->capture_default_str();
+  cmd->add_option("--layout", options->layout,
+                  "folders: {train,valid}/{cat,dog}/; "
                   "kaggle: flat train/cat.N.jpg")
       ->capture_default_str()
       ->check(CLI::IsMember({"folders", "kaggle"}));
-  cmd->add_option("--seed", options->seed, "random seed (same seed, same files)")->capture_default_str();
+  cmd->add_option("--seed", options->seed, "random seed (same seed, same files)")
+      ->capture_default_str();
   cmd->add_option("--quality", options->jpeg_quality, "JPEG quality 0-100")->capture_default_str();
   cmd->callback([options, exit_code] {
     const auto start = std::chrono::steady_clock::now();

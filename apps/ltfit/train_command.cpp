@@ -25,9 +25,11 @@ void add_train_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "train per a config file, writing a run directory");
   cmd->add_option("--config", args->config, "YAML config file (see configs/)")->required();
-  cmd->add_option("--set", args->sets, "override a config key: --set data.batch_size=64 "
+  cmd->add_option("--set", args->sets,
+                  "override a config key: --set data.batch_size=64 "
                   "(the value is parsed as YAML); repeatable");
-  cmd->add_option("--run-dir", args->run_dir, "write the run here instead of "
+  cmd->add_option("--run-dir", args->run_dir,
+                  "write the run here instead of "
                   "<run.out_dir>/<run.name>");
   cmd->add_flag("--json", args->json, "print summary.json on stdout at the end");
   cmd->callback([args, exit_code] {

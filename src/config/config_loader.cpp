@@ -294,9 +294,9 @@ void convert_run(const Context& context, const Located& at, RunConfig& run) {
 }
 
 void convert_augment(const Context& context, const Located& at, AugmentConfig& augment) {
-  expect_map(context, at,
-             {"flip", "max_rotate", "max_zoom", "max_lighting", "max_warp", "p_affine",
-              "p_lighting"});
+  expect_map(
+      context, at,
+      {"flip", "max_rotate", "max_zoom", "max_lighting", "max_warp", "p_affine", "p_lighting"});
   read(context, child(at, "flip"), augment.flip);
   read(context, child(at, "max_rotate"), augment.max_rotate);
   read(context, child(at, "max_zoom"), augment.max_zoom);
@@ -408,8 +408,9 @@ YAML::Node parse_yaml(const std::string& text, const std::string& where) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    const std::string line = e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                         std::to_string(e.mark.column + 1);
+    const std::string line = e.mark.is_null() ? ""
+                                              : ":" + std::to_string(e.mark.line + 1) + ":" +
+                                                    std::to_string(e.mark.column + 1);
     throw ConfigError(where + line + ": invalid YAML: " + e.msg,
                       "check the indentation, colons and brackets there");
   }
@@ -477,8 +478,8 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
   config_internal::validate_with(config, [&](const config_internal::Problem& problem) {
     const YAML::Node node = find_node(root, problem.path);
     const std::string found = node.IsDefined() ? describe(node) : problem.found;
-    fail_at(context, node, problem.path,
-            "expected " + problem.expected + ", got " + found, problem.hint);
+    fail_at(context, node, problem.path, "expected " + problem.expected + ", got " + found,
+            problem.hint);
   });
   return config;
 }

@@ -49,9 +49,8 @@ void require_one_of(const Fail& fail, const std::string& path, const std::string
 }
 
 bool all_in(const std::vector<double>& values, double low, double high, bool high_included) {
-  return std::all_of(values.begin(), values.end(), [&](double v) {
-    return v >= low && (high_included ? v <= high : v < high);
-  });
+  return std::all_of(values.begin(), values.end(),
+                     [&](double v) { return v >= low && (high_included ? v <= high : v < high); });
 }
 
 bool is_device(const std::string& device) {
@@ -81,8 +80,8 @@ void validate_data(const DataConfig& data, const Fail& fail) {
   require(fail, a.max_zoom >= 1, "data.augment.max_zoom", "a number >= 1", a.max_zoom);
   require(fail, all_in({a.max_lighting}, 0, 1, false), "data.augment.max_lighting",
           "a number in [0, 1)", a.max_lighting);
-  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp",
-          "a number in [0, 1)", a.max_warp);
+  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp", "a number in [0, 1)",
+          a.max_warp);
   require(fail, all_in({a.p_affine}, 0, 1, true), "data.augment.p_affine",
           "a probability in [0, 1]", a.p_affine);
   require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",

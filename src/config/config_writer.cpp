@@ -35,8 +35,8 @@ void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
 
 // Strings that YAML would read as null are quoted so they come back as strings.
 void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
-  const bool null_like = value.empty() || value == "~" || value == "null" || value == "Null" ||
-                         value == "NULL";
+  const bool null_like =
+      value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
   out << YAML::Key << key << YAML::Value;
   if (null_like) out << YAML::DoubleQuoted;
   out << value;

@@ -21,9 +21,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <torch/torch.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
-#include <torch/torch.h>
 
 #include "data/decode.h"
 #include "ltfit/util/random.h"
@@ -86,10 +86,8 @@ Mat3 homography(const std::array<std::array<double, 2>, 4>& from,
 Mat3 symmetric_warp(const std::array<double, 4>& m) {
   if (m == std::array<double, 4>{0, 0, 0, 0}) return kIdentity;
   const std::array<std::array<double, 2>, 4> corners = {{{-1, -1}, {-1, 1}, {1, -1}, {1, 1}}};
-  const std::array<std::array<double, 2>, 4> targets = {{{-1 - m[3], -1 - m[1]},
-                                                         {-1 - m[2], 1 + m[1]},
-                                                         {1 + m[3], -1 - m[0]},
-                                                         {1 + m[2], 1 + m[0]}}};
+  const std::array<std::array<double, 2>, 4> targets = {
+      {{-1 - m[3], -1 - m[1]}, {-1 - m[2], 1 + m[1]}, {1 + m[3], -1 - m[0]}, {1 + m[2], 1 + m[0]}}};
   return homography(targets, corners);
 }
 
@@ -112,8 +110,8 @@ bool is_identity_lighting(const AugmentParams& params) {
 
 bool finite_params(const AugmentParams& p) {
   const double values[] = {p.crop_row_pct, p.crop_col_pct, p.rotate_degrees, p.zoom,
-                           p.zoom_row_pct, p.zoom_col_pct, p.warp[0],       p.warp[1],
-                           p.warp[2],      p.warp[3],      p.brightness,    p.contrast};
+                           p.zoom_row_pct, p.zoom_col_pct, p.warp[0],        p.warp[1],
+                           p.warp[2],      p.warp[3],      p.brightness,     p.contrast};
   return std::all_of(std::begin(values), std::end(values),
                      [](double v) { return std::isfinite(v); });
 }
@@ -205,8 +203,8 @@ AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
   return p;
 }
 
-std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width,
-                                      int src_height, int size) {
+std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width, int src_height,
+                                      int size) {
   // Output pixel centre (u, v) -> normalized x = (2u + 1) / size - 1 (flipped: negated).
   const double n = 2.0 / size, flip = params.flip ? -1.0 : 1.0;
   const Mat3 to_normalized = {flip * n, 0, flip * (n / 2 - 1), 0, n, n / 2 - 1, 0, 0, 1};
@@ -215,8 +213,8 @@ std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width
   const double side = std::min(src_width, src_height);
   const double x0 = std::clamp(params.crop_col_pct, 0.0, 1.0) * (src_width - side);
   const double y0 = std::clamp(params.crop_row_pct, 0.0, 1.0) * (src_height - side);
-  const Mat3 to_source = {side / 2, 0, x0 + side / 2 - 0.5, 0, side / 2, y0 + side / 2 - 0.5,
-                          0, 0, 1};
+  const Mat3 to_source = {side / 2, 0, x0 + side / 2 - 0.5, 0, side / 2, y0 + side / 2 - 0.5, 0,
+                          0,        1};
   const Mat3 affine = multiply(rotation(params.rotate_degrees),
                                zoom(params.zoom, params.zoom_row_pct, params.zoom_col_pct));
   const Mat3 warp = symmetric_warp(params.warp);
@@ -243,8 +241,7 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
 }
 
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
-                                                  const AugmentParams& params,
-                                                  std::string* error) {
+                                                  const AugmentParams& params, std::string* error) {
   return run_never_throwing("augment", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {

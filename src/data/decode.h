@@ -14,7 +14,8 @@ namespace ltfit {
 
 // Decodes `path` to CV_8UC3 BGR. A JPEG is decoded at the smallest of 1/8, 1/4, 1/2 scale whose
 // shorter side is still >= `min_short_side` (EXIF rotation does not change the shorter side);
-// other formats, JPEGs no reduction qualifies for, and min_short_side <= 0 decode at full size. Returns an empty Mat and sets `error`
+// other formats, JPEGs no reduction qualifies for, and min_short_side <= 0 decode at full size.
+// Returns an empty Mat and sets `error`
 // ("file not found", "empty file (0 bytes)", "truncated JPEG ...", "not a decodable image", ...)
 // on failure. May still throw std::bad_alloc or cv::Exception on resource exhaustion; callers
 // that promise never to throw catch those.
@@ -24,7 +25,8 @@ cv::Mat decode_bgr(const std::string& path, double min_short_side, std::string* 
 // exception into a failure "<what> failed: ...", so the public loaders never throw. Sets *error
 // (when given) on failure.
 template <typename Body>
-auto run_never_throwing(const char* what, std::string* error, Body&& body) -> decltype(body(*error)) {
+auto run_never_throwing(const char* what, std::string* error, Body&& body)
+    -> decltype(body(*error)) {
   std::string reason;
   decltype(body(reason)) result;
   try {

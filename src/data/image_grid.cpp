@@ -11,7 +11,7 @@ namespace ltfit {
 
 namespace {
 
-constexpr int kMinCell = 160;     // small images are scaled up so captions stay readable
+constexpr int kMinCell = 160;  // small images are scaled up so captions stay readable
 constexpr int kCaptionHeight = 22;
 constexpr int kGap = 6;
 

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <torch/torch.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
-#include <torch/torch.h>
 
 #include "data/decode.h"
 

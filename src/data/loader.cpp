@@ -2,9 +2,9 @@
 // consumer, at most `kPrefetchPerWorker` per worker, delivered strictly in order.
 #include "ltfit/data/loader.h"
 
-#include <opencv2/core/utility.hpp>
 #include <sched.h>
 #include <spdlog/spdlog.h>
+#include <opencv2/core/utility.hpp>
 
 #include <ATen/Parallel.h>
 
@@ -39,11 +39,11 @@ struct Loader::State {
   bool stopping = false;
   // Current epoch.
   int epoch = 0;
-  std::uint64_t generation = 0;          // bumped by start_epoch to discard stale work
-  std::vector<std::int64_t> order;       // sample positions in epoch order
+  std::uint64_t generation = 0;     // bumped by start_epoch to discard stale work
+  std::vector<std::int64_t> order;  // sample positions in epoch order
   std::int64_t num_batches = 0;
-  std::int64_t next_to_build = 0;        // next batch a worker claims
-  std::int64_t next_to_deliver = 0;      // next batch the consumer returns
+  std::int64_t next_to_build = 0;                     // next batch a worker claims
+  std::int64_t next_to_deliver = 0;                   // next batch the consumer returns
   std::map<std::int64_t, std::optional<Batch>> done;  // built batches (nullopt: all skipped)
   std::exception_ptr error;
   // Skipped images.
@@ -207,7 +207,8 @@ void Loader::worker_loop() {
     const int epoch = state_->epoch;
     const std::int64_t b = options_.batch_size;
     const std::int64_t begin = index * b;
-    const std::int64_t end = std::min<std::int64_t>(begin + b, static_cast<std::int64_t>(state_->order.size()));
+    const std::int64_t end =
+        std::min<std::int64_t>(begin + b, static_cast<std::int64_t>(state_->order.size()));
     std::vector<std::int64_t> positions(state_->order.begin() + begin, state_->order.begin() + end);
     lock.unlock();
     std::optional<Batch> batch;
@@ -219,8 +220,10 @@ void Loader::worker_loop() {
     }
     lock.lock();
     if (generation != state_->generation) continue;  // epoch restarted meanwhile: drop it
-    if (error) state_->error = error;
-    else state_->done[index] = std::move(batch);
+    if (error)
+      state_->error = error;
+    else
+      state_->done[index] = std::move(batch);
     state_->batch_ready.notify_all();
   }
 }

@@ -38,10 +38,15 @@ void write_line_chart(const std::string& path, const std::vector<double>& x,
   auto fx = [&](double v) { return o.log_x ? std::log10(std::max(v, 1e-300)) : v; };
   Range rx, ry;
   for (double v : x) rx.add(fx(v));
-  for (const auto& s : series) for (double v : s.y) ry.add(v);
+  for (const auto& s : series)
+    for (double v : s.y) ry.add(v);
   const int pw = o.width - kMarginLeft - kMarginRight, ph = o.height - kMarginTop - kMarginBottom;
-  auto px = [&](double v) { return kMarginLeft + static_cast<int>((fx(v) - rx.lo) / rx.span() * pw); };
-  auto py = [&](double v) { return kMarginTop + ph - static_cast<int>((v - ry.lo) / ry.span() * ph); };
+  auto px = [&](double v) {
+    return kMarginLeft + static_cast<int>((fx(v) - rx.lo) / rx.span() * pw);
+  };
+  auto py = [&](double v) {
+    return kMarginTop + ph - static_cast<int>((v - ry.lo) / ry.span() * ph);
+  };
   cv::rectangle(img, {kMarginLeft, kMarginTop}, {kMarginLeft + pw, kMarginTop + ph}, {0, 0, 0});
   const auto font = cv::FONT_HERSHEY_SIMPLEX;
   for (int t = 0; t <= 4; ++t) {  // ticks: 5 on each axis
@@ -57,11 +62,13 @@ void write_line_chart(const std::string& path, const std::vector<double>& x,
       cv::line(img, {px(x[i - 1]), py(series[s].y[i - 1])}, {px(x[i]), py(series[s].y[i])}, color,
                2, cv::LINE_AA);
     }
-    cv::putText(img, series[s].label, {kMarginLeft + 10, kMarginTop + 18 + 18 * static_cast<int>(s)},
-                font, 0.5, color, 1, cv::LINE_AA);
+    cv::putText(img, series[s].label,
+                {kMarginLeft + 10, kMarginTop + 18 + 18 * static_cast<int>(s)}, font, 0.5, color, 1,
+                cv::LINE_AA);
   }
   if (o.marker_x) {
-    cv::line(img, {px(*o.marker_x), kMarginTop}, {px(*o.marker_x), kMarginTop + ph}, {0, 0, 200}, 1);
+    cv::line(img, {px(*o.marker_x), kMarginTop}, {px(*o.marker_x), kMarginTop + ph}, {0, 0, 200},
+             1);
   }
   cv::putText(img, o.title, {kMarginLeft, 25}, font, 0.6, {0, 0, 0}, 1, cv::LINE_AA);
   cv::putText(img, o.x_label, {kMarginLeft + pw / 2 - 40, o.height - 15}, font, 0.5, {0, 0, 0});

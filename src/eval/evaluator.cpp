@@ -41,8 +41,7 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
   const std::int64_t classes = result.probabilities.size(1);
   result.confusion = torch::bincount(result.targets * classes + predicted, {}, classes * classes)
                          .reshape({classes, classes});
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

@@ -11,8 +11,8 @@ namespace ltfit {
 ResNet build_model(const ModelConfig& model, std::int64_t num_classes) {
   ResNet net(resnet_spec(model.arch), num_classes, parse_head_kind(model.head), model.dropout);
   if (model.pretrained == "none") {
-    spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init",
-                 model.arch, model.head, num_classes, count_parameters(*net));
+    spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
+                 model.head, num_classes, count_parameters(*net));
     return net;
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);

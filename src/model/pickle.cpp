@@ -154,17 +154,33 @@ bool Machine::step(std::uint8_t op) {
       if (proto > 5) throw PickleError("unsupported pickle protocol " + std::to_string(proto));
       return true;
     }
-    case 0x95: take(8); return true;  // FRAME: a length hint only
-    case '.': return false;           // STOP
-    case 'N': push(make_value(Kind::kNone)); return true;
-    case 0x88: push(integer_value(1, Kind::kBool)); return true;  // NEWTRUE
-    case 0x89: push(integer_value(0, Kind::kBool)); return true;  // NEWFALSE
-    case 'J': push(integer_value(std::int32_t(std::uint32_t(read_le(4))))); return true;  // BININT
-    case 'K': push(integer_value(std::int64_t(read_le(1)))); return true;  // BININT1
-    case 'M': push(integer_value(std::int64_t(read_le(2)))); return true;  // BININT2
-    case 0x8a: {  // LONG1: little-endian two's complement
+    case 0x95:
+      take(8);
+      return true;  // FRAME: a length hint only
+    case '.':
+      return false;  // STOP
+    case 'N':
+      push(make_value(Kind::kNone));
+      return true;
+    case 0x88:
+      push(integer_value(1, Kind::kBool));
+      return true;  // NEWTRUE
+    case 0x89:
+      push(integer_value(0, Kind::kBool));
+      return true;  // NEWFALSE
+    case 'J':
+      push(integer_value(std::int32_t(std::uint32_t(read_le(4)))));
+      return true;  // BININT
+    case 'K':
+      push(integer_value(std::int64_t(read_le(1))));
+      return true;  // BININT1
+    case 'M':
+      push(integer_value(std::int64_t(read_le(2))));
+      return true;  // BININT2
+    case 0x8a: {    // LONG1: little-endian two's complement
       const auto n = std::size_t(read_le(1));
-      if (n > 8) throw PickleError("pickle LONG1 of " + std::to_string(n) + " bytes overflows int64");
+      if (n > 8)
+        throw PickleError("pickle LONG1 of " + std::to_string(n) + " bytes overflows int64");
       std::uint64_t v = n == 0 ? 0 : read_le(n);
       if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);
       push(integer_value(std::int64_t(v)));
@@ -179,14 +195,28 @@ bool Machine::step(std::uint8_t op) {
       push(std::move(v));
       return true;
     }
-    case 'X': push(string_value(take(read_le(4)))); return true;     // BINUNICODE
-    case 0x8c: push(string_value(take(read_le(1)))); return true;    // SHORT_BINUNICODE
-    case 0x8d: push(string_value(take(read_le(8)))); return true;    // BINUNICODE8
-    case 'T': push(string_value(take(read_le(4)))); return true;     // BINSTRING
-    case 'U': push(string_value(take(read_le(1)))); return true;     // SHORT_BINSTRING
-    case 'B': push(string_value(take(read_le(4)))); return true;     // BINBYTES
-    case 'C': push(string_value(take(read_le(1)))); return true;     // SHORT_BINBYTES
-    case 'c': {  // GLOBAL "module\nname\n"
+    case 'X':
+      push(string_value(take(read_le(4))));
+      return true;  // BINUNICODE
+    case 0x8c:
+      push(string_value(take(read_le(1))));
+      return true;  // SHORT_BINUNICODE
+    case 0x8d:
+      push(string_value(take(read_le(8))));
+      return true;  // BINUNICODE8
+    case 'T':
+      push(string_value(take(read_le(4))));
+      return true;  // BINSTRING
+    case 'U':
+      push(string_value(take(read_le(1))));
+      return true;  // SHORT_BINSTRING
+    case 'B':
+      push(string_value(take(read_le(4))));
+      return true;  // BINBYTES
+    case 'C':
+      push(string_value(take(read_le(1))));
+      return true;  // SHORT_BINBYTES
+    case 'c': {     // GLOBAL "module\nname\n"
       const std::string module(read_line());
       const std::string name(read_line());
       ValuePtr g = make_value(Kind::kGlobal);
@@ -202,16 +232,21 @@ bool Machine::step(std::uint8_t op) {
       push(std::move(g));
       return true;
     }
-    case 'R':      // REDUCE
-    case 0x81: {   // NEWOBJ: cls, args -> cls.__new__(cls, *args); same meaning for our globals
+    case 'R':     // REDUCE
+    case 0x81: {  // NEWOBJ: cls, args -> cls.__new__(cls, *args); same meaning for our globals
       ValuePtr args = pop_kind(Kind::kTuple, "REDUCE arguments");
       ValuePtr callable = pop_kind(Kind::kGlobal, "REDUCE callable");
       push(hooks_.reduce(callable->text, args));
       return true;
     }
-    case 'b': pop(); return true;  // BUILD: sets state (OrderedDict._metadata): ignored
-    case 'Q': push(hooks_.persistent_load(pop())); return true;  // BINPERSID
-    default: return step_containers(op);
+    case 'b':
+      pop();
+      return true;  // BUILD: sets state (OrderedDict._metadata): ignored
+    case 'Q':
+      push(hooks_.persistent_load(pop()));
+      return true;  // BINPERSID
+    default:
+      return step_containers(op);
   }
 }
 
@@ -221,21 +256,40 @@ bool Machine::step_containers(std::uint8_t op) {
       if (marks_.size() >= kMaxMarkDepth) throw PickleError("pickle nests MARKs too deeply");
       marks_.push_back(stack_.size());
       return true;
-    case '0': pop(); return true;         // POP
-    case '1': pop_mark(); return true;    // POP_MARK
-    case '2': push(top()); return true;   // DUP
-    case '}': push(make_value(Kind::kDict)); return true;                 // EMPTY_DICT
-    case ']': push(make_value(Kind::kList)); return true;                 // EMPTY_LIST
-    case ')': push(sequence_value(Kind::kTuple, {})); return true;        // EMPTY_TUPLE
-    case 't': push(sequence_value(Kind::kTuple, pop_mark())); return true;  // TUPLE
-    case 'l': push(sequence_value(Kind::kList, pop_mark())); return true;   // LIST
-    case 0x85: case 0x86: case 0x87: {  // TUPLE1/2/3
+    case '0':
+      pop();
+      return true;  // POP
+    case '1':
+      pop_mark();
+      return true;  // POP_MARK
+    case '2':
+      push(top());
+      return true;  // DUP
+    case '}':
+      push(make_value(Kind::kDict));
+      return true;  // EMPTY_DICT
+    case ']':
+      push(make_value(Kind::kList));
+      return true;  // EMPTY_LIST
+    case ')':
+      push(sequence_value(Kind::kTuple, {}));
+      return true;  // EMPTY_TUPLE
+    case 't':
+      push(sequence_value(Kind::kTuple, pop_mark()));
+      return true;  // TUPLE
+    case 'l':
+      push(sequence_value(Kind::kList, pop_mark()));
+      return true;  // LIST
+    case 0x85:
+    case 0x86:
+    case 0x87: {  // TUPLE1/2/3
       std::vector<ValuePtr> items(op - 0x84);
       for (auto it = items.rbegin(); it != items.rend(); ++it) *it = pop();
       push(sequence_value(Kind::kTuple, std::move(items)));
       return true;
     }
-    case 'd': case 'u': {  // DICT, SETITEMS
+    case 'd':
+    case 'u': {  // DICT, SETITEMS
       std::vector<ValuePtr> items = pop_mark();
       if (items.size() % 2 != 0) throw PickleError("pickle dict items are not key/value pairs");
       ValuePtr dict = op == 'd' ? make_value(Kind::kDict) : top();
@@ -249,9 +303,13 @@ bool Machine::step_containers(std::uint8_t op) {
       set_item(*top(), std::move(key), std::move(value));
       return true;
     }
-    case 'a': case 'e': {  // APPEND, APPENDS
+    case 'a':
+    case 'e': {  // APPEND, APPENDS
       std::vector<ValuePtr> items;
-      if (op == 'a') items.push_back(pop()); else items = pop_mark();
+      if (op == 'a')
+        items.push_back(pop());
+      else
+        items = pop_mark();
       PickleValue& list = *top();
       if (list.kind != Kind::kList) {
         throw PickleError(std::string("APPEND to a ") + kind_name(list.kind) + ", not a list");
@@ -259,17 +317,28 @@ bool Machine::step_containers(std::uint8_t op) {
       list.items.insert(list.items.end(), items.begin(), items.end());
       return true;
     }
-    default: return step_memo(op);
+    default:
+      return step_memo(op);
   }
 }
 
 bool Machine::step_memo(std::uint8_t op) {
   switch (op) {
-    case 'q': memo_[read_le(1)] = top(); return true;          // BINPUT
-    case 'r': memo_[read_le(4)] = top(); return true;          // LONG_BINPUT
-    case 0x94: memo_[memo_.size()] = top(); return true;       // MEMOIZE
-    case 'h': push(memo_get(read_le(1))); return true;         // BINGET
-    case 'j': push(memo_get(read_le(4))); return true;         // LONG_BINGET
+    case 'q':
+      memo_[read_le(1)] = top();
+      return true;  // BINPUT
+    case 'r':
+      memo_[read_le(4)] = top();
+      return true;  // LONG_BINPUT
+    case 0x94:
+      memo_[memo_.size()] = top();
+      return true;  // MEMOIZE
+    case 'h':
+      push(memo_get(read_le(1)));
+      return true;  // BINGET
+    case 'j':
+      push(memo_get(read_le(4)));
+      return true;  // LONG_BINGET
     default: {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -289,17 +358,28 @@ ValuePtr make_value(PickleValue::Kind kind) {
 
 const char* kind_name(PickleValue::Kind kind) {
   switch (kind) {
-    case Kind::kNone: return "None";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "string";
-    case Kind::kTuple: return "tuple";
-    case Kind::kList: return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kGlobal: return "global";
-    case Kind::kTensor: return "tensor";
-    case Kind::kOpaque: return "unsupported object";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "string";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kList:
+      return "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kGlobal:
+      return "global";
+    case Kind::kTensor:
+      return "tensor";
+    case Kind::kOpaque:
+      return "unsupported object";
   }
   return "?";
 }

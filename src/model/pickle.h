@@ -30,15 +30,26 @@ using ValuePtr = std::shared_ptr<PickleValue>;
 
 // One unpickled object. Lists and dicts are shared (memo, BINGET) and mutable, as in Python.
 struct PickleValue {
-  enum class Kind { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kTensor,
-                    kOpaque };
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kTuple,
+    kList,
+    kDict,
+    kGlobal,
+    kTensor,
+    kOpaque
+  };
   Kind kind = Kind::kNone;
-  std::int64_t integer = 0;                           // kBool, kInt
-  double real = 0.0;                                  // kFloat
-  std::string text;                                   // kString; kGlobal/kOpaque: "module.name"
-  std::vector<ValuePtr> items;                        // kTuple, kList
+  std::int64_t integer = 0;                            // kBool, kInt
+  double real = 0.0;                                   // kFloat
+  std::string text;                                    // kString; kGlobal/kOpaque: "module.name"
+  std::vector<ValuePtr> items;                         // kTuple, kList
   std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // kDict, in insertion order
-  torch::Tensor tensor;                               // kTensor
+  torch::Tensor tensor;                                // kTensor
 };
 
 ValuePtr make_value(PickleValue::Kind kind);

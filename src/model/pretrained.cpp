@@ -89,8 +89,8 @@ std::string torchvision_weights_hash_prefix(const std::string& file_name) {
   const size_t dash = stem.rfind('-');
   if (dash == std::string::npos) return "";
   const std::string prefix = stem.substr(dash + 1);
-  const bool hex = prefix.size() >= 8 &&
-                   prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
+  const bool hex =
+      prefix.size() >= 8 && prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
   return hex ? prefix : "";
 }
 
@@ -109,9 +109,10 @@ std::string torch_hub_checkpoint_dir() {
   } else if (const std::string user_home = env_or_empty("HOME"); !user_home.empty()) {
     torch_home = fs::path(user_home) / ".cache" / "torch";
   } else {
-    throw CheckpointError("cannot locate the torch hub cache: TORCH_HOME, XDG_CACHE_HOME and "
-                          "HOME are all unset",
-                          "set TORCH_HOME to a writable directory");
+    throw CheckpointError(
+        "cannot locate the torch hub cache: TORCH_HOME, XDG_CACHE_HOME and "
+        "HOME are all unset",
+        "set TORCH_HOME to a writable directory");
   }
   return (torch_home / "hub" / "checkpoints").string();
 }
@@ -193,9 +194,9 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
     const auto it = by_name.find(name);
     if (is_head) continue;  // fastai's head is always new
     if (it == by_name.end()) {
-      throw CheckpointError("'" + source + "' has no tensor '" + name + "' (model.pretrained)",
-                            "model.pretrained must hold torchvision " + model->spec().arch +
-                                " weights");
+      throw CheckpointError(
+          "'" + source + "' has no tensor '" + name + "' (model.pretrained)",
+          "model.pretrained must hold torchvision " + model->spec().arch + " weights");
     }
     const torch::Tensor& src = *it->second;
     if (src.sizes() != dst.sizes()) {
@@ -203,9 +204,9 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
         classifier_replaced = true;
         continue;
       }
-      throw CheckpointError("'" + source + "': tensor '" + name + "' has shape " +
-                                shape_str(src) + ", the " + model->spec().arch +
-                                " model expects " + shape_str(dst) + " (model.pretrained)",
+      throw CheckpointError("'" + source + "': tensor '" + name + "' has shape " + shape_str(src) +
+                                ", the " + model->spec().arch + " model expects " + shape_str(dst) +
+                                " (model.pretrained)",
                             "is it a " + model->spec().arch + " weight file?");
     }
     copies.emplace_back(dst, &src);
@@ -218,8 +219,8 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
   }
   if (!unexpected.empty()) {
     throw CheckpointError("'" + source + "' has " + std::to_string(unexpected.size()) +
-                              " tensor(s) the " + model->spec().arch + " model does not: " +
-                              list_keys(unexpected) + " (model.pretrained)",
+                              " tensor(s) the " + model->spec().arch +
+                              " model does not: " + list_keys(unexpected) + " (model.pretrained)",
                           "is it a " + model->spec().arch + " weight file?");
   }
 
@@ -227,10 +228,9 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
   for (auto& [dst, src] : copies) dst.copy_(*src);
   if (classifier_replaced) {
     const auto fc = by_name.find("fc.weight");
-    const std::string old_classes =
-        fc != by_name.end() && fc->second->dim() == 2
-            ? std::to_string(fc->second->size(0)) + " classes"
-            : "absent";
+    const std::string old_classes = fc != by_name.end() && fc->second->dim() == 2
+                                        ? std::to_string(fc->second->size(0)) + " classes"
+                                        : "absent";
     spdlog::info("classifier fc ({}) replaced by the new head for {} classes", old_classes,
                  model_num_classes(model));
   }

@@ -16,17 +16,15 @@ namespace {
 
 torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
                        std::int64_t stride) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                               .stride(stride)
-                               .padding(kernel / 2)
-                               .bias(false));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
 }  // namespace
 
 const std::vector<std::string>& resnet_arch_names() {
-  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50",
-                                                  "resnet101", "resnet152"};
+  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50", "resnet101",
+                                                  "resnet152"};
   return kNames;
 }
 
@@ -36,8 +34,10 @@ ResNetSpec resnet_spec(const std::string& arch) {
   if (arch == "resnet50") return {arch, true, {3, 4, 6, 3}};
   if (arch == "resnet101") return {arch, true, {3, 4, 23, 3}};
   if (arch == "resnet152") return {arch, true, {3, 8, 36, 3}};
-  throw ConfigError("model.arch: expected one of resnet18, resnet34, resnet50, resnet101, "
-                    "resnet152, got '" + arch + "'");
+  throw ConfigError(
+      "model.arch: expected one of resnet18, resnet34, resnet50, resnet101, "
+      "resnet152, got '" +
+      arch + "'");
 }
 
 ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t width,
@@ -58,9 +58,9 @@ ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t widt
     bn2_ = register_module("bn2", torch::nn::BatchNorm2d(width));
   }
   if (stride != 1 || in_channels != out_channels) {
-    downsample_ = register_module(
-        "downsample", torch::nn::Sequential(conv(in_channels, out_channels, 1, stride),
-                                            torch::nn::BatchNorm2d(out_channels)));
+    downsample_ = register_module("downsample",
+                                  torch::nn::Sequential(conv(in_channels, out_channels, 1, stride),
+                                                        torch::nn::BatchNorm2d(out_channels)));
   }
 }
 
@@ -83,11 +83,10 @@ namespace {
 torch::nn::Sequential make_fastai_head(std::int64_t features, std::int64_t num_classes,
                                        double dropout) {
   constexpr std::int64_t kHidden = 512;
-  torch::nn::Sequential head(
-      torch::nn::BatchNorm1d(2 * features), torch::nn::Dropout(dropout / 2),
-      torch::nn::Linear(2 * features, kHidden), torch::nn::ReLU(),
-      torch::nn::BatchNorm1d(kHidden), torch::nn::Dropout(dropout),
-      torch::nn::Linear(kHidden, num_classes));
+  torch::nn::Sequential head(torch::nn::BatchNorm1d(2 * features), torch::nn::Dropout(dropout / 2),
+                             torch::nn::Linear(2 * features, kHidden), torch::nn::ReLU(),
+                             torch::nn::BatchNorm1d(kHidden), torch::nn::Dropout(dropout),
+                             torch::nn::Linear(kHidden, num_classes));
   torch::NoGradGuard no_grad;
   for (auto& module : head->modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {  // fastai: kaiming_normal_, bias 0
@@ -105,10 +104,9 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKin
     : spec_(spec) {
   LTFIT_CHECK(spec.blocks.size() == 4, "a ResNet has four stages");
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
-  conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7)
-                                                          .stride(2)
-                                                          .padding(3)
-                                                          .bias(false)));
+  conv1_ = register_module(
+      "conv1",
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
   bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
   layer1_ = register_module("layer1", make_stage(64, spec.blocks[0], 1));
   layer2_ = register_module("layer2", make_stage(128, spec.blocks[1], 2));
@@ -126,13 +124,12 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKin
   if (head == HeadKind::kLinear) {
     fc_ = register_module("fc", torch::nn::Linear(spec.feature_channels(), num_classes));
   } else {
-    head_ = register_module("head",
-                            make_fastai_head(spec.feature_channels(), num_classes, dropout));
+    head_ =
+        register_module("head", make_fastai_head(spec.feature_channels(), num_classes, dropout));
   }
 }
 
-torch::nn::Sequential ResNetImpl::make_stage(std::int64_t width, int blocks,
-                                             std::int64_t stride) {
+torch::nn::Sequential ResNetImpl::make_stage(std::int64_t width, int blocks, std::int64_t stride) {
   torch::nn::Sequential stage;
   for (int i = 0; i < blocks; ++i) {
     stage->push_back(ResidualBlock(in_channels_, width, i == 0 ? stride : 1, spec_.bottleneck));

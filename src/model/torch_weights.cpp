@@ -37,11 +37,16 @@ struct DtypeName {
 };
 
 constexpr DtypeName kDtypes[] = {
-    {"FloatStorage", "float32", torch::kFloat32},   {"DoubleStorage", "float64", torch::kFloat64},
-    {"HalfStorage", "float16", torch::kFloat16},    {"BFloat16Storage", "bfloat16", torch::kBFloat16},
-    {"LongStorage", "int64", torch::kInt64},        {"IntStorage", "int32", torch::kInt32},
-    {"ShortStorage", "int16", torch::kInt16},       {"CharStorage", "int8", torch::kInt8},
-    {"ByteStorage", "uint8", torch::kUInt8},        {"BoolStorage", "bool", torch::kBool},
+    {"FloatStorage", "float32", torch::kFloat32},
+    {"DoubleStorage", "float64", torch::kFloat64},
+    {"HalfStorage", "float16", torch::kFloat16},
+    {"BFloat16Storage", "bfloat16", torch::kBFloat16},
+    {"LongStorage", "int64", torch::kInt64},
+    {"IntStorage", "int32", torch::kInt32},
+    {"ShortStorage", "int16", torch::kInt16},
+    {"CharStorage", "int8", torch::kInt8},
+    {"ByteStorage", "uint8", torch::kUInt8},
+    {"BoolStorage", "bool", torch::kBool},
     {"ComplexFloatStorage", "complex64", torch::kComplexFloat},
     {"ComplexDoubleStorage", "complex128", torch::kComplexDouble},
 };
@@ -75,7 +80,8 @@ std::int64_t int_at(const ValuePtr& tuple, std::size_t i, const char* what) {
 
 std::vector<std::int64_t> ints_of(const ValuePtr& v, const char* what) {
   if (v->kind != Kind::kTuple && v->kind != Kind::kList) {
-    throw PickleError(std::string(what) + ": expected a tuple, got a " + pickle::kind_name(v->kind));
+    throw PickleError(std::string(what) + ": expected a tuple, got a " +
+                      pickle::kind_name(v->kind));
   }
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < v->items.size(); ++i) out.push_back(int_at(v, i, what));
@@ -136,7 +142,8 @@ class StateDictUnpickler {
     const std::int64_t numel = int_at(pid, 4, "storage size");
 
     auto it = storages_.find(key->text);
-    if (it == storages_.end()) it = storages_.emplace(key->text, read_record(key->text, *dtype, numel)).first;
+    if (it == storages_.end())
+      it = storages_.emplace(key->text, read_record(key->text, *dtype, numel)).first;
     if (it->second.scalar_type() != *dtype || it->second.numel() < numel) {
       throw PickleError("storage " + key->text + " is used with two different dtypes or sizes");
     }
@@ -196,8 +203,7 @@ class StateDictUnpickler {
     }
     if (!empty && last >= storage_numel) {
       throw PickleError("tensor view (offset " + std::to_string(offset) + ") reaches element " +
-                        std::to_string(last) + " of a storage of " +
-                        std::to_string(storage_numel));
+                        std::to_string(last) + " of a storage of " + std::to_string(storage_numel));
     }
   }
 
@@ -322,7 +328,8 @@ StateDict read_torch_state_dict(const std::string& path) {
     throw CheckpointError(path + ": weight file does not exist (or is not a regular file)");
   }
   if (is_legacy_format(path)) {
-    throw CheckpointError(path + ": legacy (pre-1.6) torch.save format: re-save it with "
+    throw CheckpointError(path +
+                          ": legacy (pre-1.6) torch.save format: re-save it with "
                           "torch.save(..., _use_new_zipfile_serialization=True)");
   }
   try {

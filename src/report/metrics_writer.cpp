@@ -35,8 +35,8 @@ void MetricsWriter::on_step(const StepStats& s) {
 
 void MetricsWriter::on_epoch_end(const EpochStats& e) {
   epochs_ << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f}\n", e.epoch,
-                         e.stage, e.train_loss, e.valid_loss, e.accuracy, e.error_rate,
-                         e.seconds, e.images_per_second, e.data_wait_seconds);
+                         e.stage, e.train_loss, e.valid_loss, e.accuracy, e.error_rate, e.seconds,
+                         e.images_per_second, e.data_wait_seconds);
   epochs_.flush();
 }
 

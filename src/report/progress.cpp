@@ -28,8 +28,8 @@ void ProgressReporter::on_stage_begin(const StageInfo& stage) {
   steps_per_epoch_ = stage.steps_per_epoch;
   spdlog::info("stage '{}': {} epoch(s) of {} steps", stage.name, stage.epochs,
                stage.steps_per_epoch);
-  spdlog::info("{:>5}  {:>10}  {:>10}  {:>8}  {:>10}  {:>6}", "epoch", "train_loss",
-               "valid_loss", "accuracy", "error_rate", "time");
+  spdlog::info("{:>5}  {:>10}  {:>10}  {:>8}  {:>10}  {:>6}", "epoch", "train_loss", "valid_loss",
+               "accuracy", "error_rate", "time");
   done_ = 0;
   next_decile_ = 1;
   epoch_start_ = Clock::now();
@@ -45,9 +45,10 @@ void ProgressReporter::draw(std::int64_t done, bool force) {
   const auto now = Clock::now();
   const double elapsed = seconds_between(epoch_start_, now);
   const double rate = static_cast<double>(done * batch_size_) / std::max(elapsed, 1e-9);
-  const double eta = elapsed / static_cast<double>(done) *
-                     static_cast<double>(steps_per_epoch_ - done);
-  const double frac = static_cast<double>(done) / static_cast<double>(std::max<std::int64_t>(steps_per_epoch_, 1));
+  const double eta =
+      elapsed / static_cast<double>(done) * static_cast<double>(steps_per_epoch_ - done);
+  const double frac =
+      static_cast<double>(done) / static_cast<double>(std::max<std::int64_t>(steps_per_epoch_, 1));
   if (tty_) {
     if (!force && seconds_between(last_draw_, now) < 0.1) return;
     last_draw_ = now;
@@ -59,8 +60,8 @@ void ProgressReporter::draw(std::int64_t done, bool force) {
     std::fflush(stderr);
   } else if (frac * 10 >= next_decile_) {
     while (frac * 10 >= next_decile_) ++next_decile_;
-    spdlog::info("  {:3.0f}% {}/{}  {:.1f} img/s  ETA {}", frac * 100, done, steps_per_epoch_,
-                 rate, format_mm_ss(eta));
+    spdlog::info("  {:3.0f}% {}/{}  {:.1f} img/s  ETA {}", frac * 100, done, steps_per_epoch_, rate,
+                 format_mm_ss(eta));
   }
 }
 

@@ -61,8 +61,9 @@ void open_archive(const std::string& path, torch::serialize::InputArchive& archi
   try {
     archive.load_from(path);
   } catch (const std::exception& e) {
-    throw CheckpointError("checkpoint '" + path + "' is not a readable ltfit checkpoint " +
-                              "(corrupt or truncated?)", kHint);
+    throw CheckpointError(
+        "checkpoint '" + path + "' is not a readable ltfit checkpoint " + "(corrupt or truncated?)",
+        kHint);
   }
 }
 

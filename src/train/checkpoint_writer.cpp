@@ -9,7 +9,10 @@ namespace ltfit {
 
 CheckpointWriter::CheckpointWriter(std::string dir, ResNet model,
                                    torch::optim::Optimizer& optimizer, CheckpointMeta base)
-    : dir_(std::move(dir)), model_(std::move(model)), optimizer_(optimizer), base_(std::move(base)) {}
+    : dir_(std::move(dir)),
+      model_(std::move(model)),
+      optimizer_(optimizer),
+      base_(std::move(base)) {}
 
 void CheckpointWriter::on_epoch_end(const EpochStats& epoch) {
   const auto start = std::chrono::steady_clock::now();
@@ -26,7 +29,8 @@ void CheckpointWriter::on_epoch_end(const EpochStats& epoch) {
     std::filesystem::copy_file(last, best + ".tmp",
                                std::filesystem::copy_options::overwrite_existing);
     std::filesystem::rename(best + ".tmp", best);
-    spdlog::debug("epoch {}: new best accuracy {:.4f}, saved {}", epoch.epoch, epoch.accuracy, best);
+    spdlog::debug("epoch {}: new best accuracy {:.4f}, saved {}", epoch.epoch, epoch.accuracy,
+                  best);
   }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

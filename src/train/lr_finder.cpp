@@ -96,8 +96,8 @@ std::optional<double> suggest_valley(const std::vector<double>& all_lrs,
     }
   }
   const double sections = static_cast<double>(max_end - max_start) / 3.0;
-  const std::size_t idx = max_start + static_cast<std::size_t>(sections) +
-                          static_cast<std::size_t>(sections / 2.0);
+  const std::size_t idx =
+      max_start + static_cast<std::size_t>(sections) + static_cast<std::size_t>(sections / 2.0);
   return lrs[std::min(idx, n - 1)];
 }
 
@@ -121,8 +121,8 @@ LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, Loader& 
     set_hyper_parameters(optimizer, std::vector<double>(groups, lr), kLrFindMomentum);
     optimizer.zero_grad(true);
     const torch::Tensor x = normalize_images(batch->images, trainer.device, trainer.channels_last);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(
-        model->forward(x), batch->labels.to(trainer.device));
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model->forward(x), batch->labels.to(trainer.device));
     const double value = loss.item<double>();
     average = options.beta * average + (1.0 - options.beta) * value;
     const double smooth = average / (1.0 - std::pow(options.beta, static_cast<double>(step + 1)));

@@ -50,8 +50,8 @@ std::vector<StagePlan> plan_recipe(const TrainConfig& train) {
   unfrozen_shape.div = kFineTuneDiv;
   const std::vector<double> slice =
       train.lr.size() == 2 ? train.lr : std::vector<double>{base / kFineTuneLrMult, base};
-  plan.push_back({"unfrozen", train.epochs, false, spread_lrs(slice, kLayerGroups, false),
-                  unfrozen_shape});
+  plan.push_back(
+      {"unfrozen", train.epochs, false, spread_lrs(slice, kLayerGroups, false), unfrozen_shape});
   return plan;
 }
 

@@ -103,9 +103,8 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
                  summary.skipped_images);
   }
   write_summary((run_dir / "summary.json").string(), summary);
-  spdlog::info("done in {}: accuracy {:.4f} (best {:.4f}); wrote {}",
-               format_mm_ss(train_seconds), summary.accuracy, summary.best_accuracy,
-               run_dir.string());
+  spdlog::info("done in {}: accuracy {:.4f} (best {:.4f}); wrote {}", format_mm_ss(train_seconds),
+               summary.accuracy, summary.best_accuracy, run_dir.string());
   return summary;
 }
 

@@ -46,7 +46,8 @@ std::vector<EpochStats> Trainer::fit_one_cycle(const StagePlan& stage) {
     schedules.push_back({steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
                          s.moms[0], s.moms[1], s.moms[2]});
   }
-  for (auto* o : observers_) o->on_stage_begin({stage.name, global_epoch_, stage.epochs, steps_per_epoch});
+  for (auto* o : observers_)
+    o->on_stage_begin({stage.name, global_epoch_, stage.epochs, steps_per_epoch});
   loss_avg_ = 0.0;
   loss_n_ = 0;
   std::vector<EpochStats> stats;
@@ -55,10 +56,12 @@ std::vector<EpochStats> Trainer::fit_one_cycle(const StagePlan& stage) {
     const EpochTrain trained = train_epoch(schedules, e * steps_per_epoch);
     for (auto* o : observers_) o->on_validation_begin(valid_.batches_per_epoch());
     const EvalResult valid = evaluate(model_, valid_, {options_.device, options_.channels_last});
-    EpochStats epoch{global_epoch_, stage.name, trained.smooth_loss, valid.loss, valid.accuracy,
-                     1.0 - valid.accuracy, seconds_since(start),
-                     static_cast<double>(trained.images) / std::max(trained.seconds, 1e-9),
-                     trained.data_wait};
+    EpochStats epoch{
+        global_epoch_,        stage.name,
+        trained.smooth_loss,  valid.loss,
+        valid.accuracy,       1.0 - valid.accuracy,
+        seconds_since(start), static_cast<double>(trained.images) / std::max(trained.seconds, 1e-9),
+        trained.data_wait};
     stats.push_back(epoch);
     for (auto* o : observers_) o->on_epoch_end(epoch);
     ++global_epoch_;

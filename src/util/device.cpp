@@ -1,7 +1,7 @@
 #include "ltfit/util/device.h"
 
-#include <torch/cuda.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 
 #include "ltfit/util/error.h"
 

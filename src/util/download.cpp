@@ -37,8 +37,11 @@ void init_curl_once() {
 class DownloadProgress {
  public:
   DownloadProgress(std::string name, bool enabled)
-      : name_(std::move(name)), enabled_(enabled), tty_(isatty(fileno(stderr)) != 0),
-        start_(Clock::now()), last_(start_) {}
+      : name_(std::move(name)),
+        enabled_(enabled),
+        tty_(isatty(fileno(stderr)) != 0),
+        start_(Clock::now()),
+        last_(start_) {}
 
   void update(curl_off_t total, curl_off_t done, bool final) {
     if (!enabled_) return;

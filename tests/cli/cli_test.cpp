@@ -16,8 +16,11 @@ namespace {
 
 // A config for a seconds-long CPU run on a dataset at `root`, writing runs under `out`.
 std::string tiny_config(const fs::path& root, const fs::path& out) {
-  return "run: {name: tiny, out_dir: " + out.string() + ", seed: 5}\n"
-         "data: {root: " + root.string() + ", image_size: 32, batch_size: 8, workers: 2}\n"
+  return "run: {name: tiny, out_dir: " + out.string() +
+         ", seed: 5}\n"
+         "data: {root: " +
+         root.string() +
+         ", image_size: 32, batch_size: 8, workers: 2}\n"
          "model: {arch: resnet18, pretrained: none, head: linear}\n"
          "train: {recipe: one_cycle, epochs: 2, lr: 2.0e-3, device: cpu}\n"
          "eval: {tta: false}\n";
@@ -44,8 +47,8 @@ TEST_CASE("config mistakes exit 2 naming the file and key", "[cli]") {
   ltfit::testing::write_file(config, "data:\n  batch_sise: 16\n");
   auto r = run_ltfit("train --config " + config.string());
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("bad.yaml:2") && Contains("data.batch_sise") &&
-                           Contains("batch_size"));
+  CHECK_THAT(r.output,
+             Contains("bad.yaml:2") && Contains("data.batch_sise") && Contains("batch_size"));
 
   r = run_ltfit("train --config " + (dir.path() / "missing.yaml").string());
   CHECK(r.exit_code == 2);
@@ -91,8 +94,9 @@ TEST_CASE("pretrained weights that cannot be had or read exit 4", "[cli]") {
 
 TEST_CASE("train writes the run directory and evaluate reproduces its accuracy", "[cli]") {
   ltfit::testing::TempDir dir;
-  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 32 --valid 16 --seed 3")
-              .exit_code == 0);
+  REQUIRE(
+      run_ltfit("synth --out " + dir.str() + "/data --train 32 --valid 16 --seed 3").exit_code ==
+      0);
   // An unreadable image is skipped, counted and named; training goes on.
   ltfit::testing::write_file(dir.path() / "data/train/cat/broken.jpg", "this is not a JPEG");
   const fs::path config = dir.path() / "c.yaml";
@@ -132,12 +136,13 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
 
   // export: Python's torch.load reads it, and torchvision's ResNet-18 loads it strictly.
   const fs::path pth = dir.path() / "model.pth";
-  const auto exported = run_ltfit("export --checkpoint " + (run / "checkpoints/best.ckpt").string() +
-                                  " --out " + pth.string());
+  const auto exported = run_ltfit(
+      "export --checkpoint " + (run / "checkpoints/best.ckpt").string() + " --out " + pth.string());
   INFO(exported.output);
   REQUIRE(exported.exit_code == 0);
   const fs::path check = dir.path() / "check.py";
-  ltfit::testing::write_file(check,
+  ltfit::testing::write_file(
+      check,
       "import sys, torch\n"
       "sd = torch.load(sys.argv[1], weights_only=True)\n"
       "assert len(sd) == 122 and tuple(sd['fc.weight'].shape) == (2, 512), len(sd)\n"
@@ -148,7 +153,8 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
       "torchvision.models.resnet18(num_classes=2).load_state_dict(sd, strict=True)\n"
       "print('OK')\n");
   int status = std::system(("python3 " + check.string() + " " + pth.string() + " > " +
-                            (dir.path() / "check.out").string() + " 2>&1").c_str());
+                            (dir.path() / "check.out").string() + " 2>&1")
+                               .c_str());
   INFO(ltfit::testing::read_file(dir.path() / "check.out"));
   CHECK(status == 0);
   CHECK_THAT(ltfit::testing::read_file(dir.path() / "check.out"), Contains("OK"));
@@ -167,9 +173,11 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   CHECK(run_ltfit("predict --weights x.pth " + image).exit_code == 2);  // --arch missing
 
   // A second run never overwrites the first: it gets a numbered sibling.
-  const auto again = run_ltfit("train --json --config " + config.string() + " --set train.epochs=1");
+  const auto again =
+      run_ltfit("train --json --config " + config.string() + " --set train.epochs=1");
   REQUIRE(again.exit_code == 0);
-  CHECK(nlohmann::json::parse(again.stdout_text)["run_dir"] == (dir.path() / "runs/tiny-2").string());
+  CHECK(nlohmann::json::parse(again.stdout_text)["run_dir"] ==
+        (dir.path() / "runs/tiny-2").string());
 }
 
 TEST_CASE("a dataset whose every image is unreadable exits 3", "[cli]") {
@@ -194,7 +202,8 @@ TEST_CASE("bench-loader and show-batch run on a generated set", "[cli]") {
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 4").exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
   ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
-  const auto bench = run_ltfit("bench-loader --json --batches 3 --workers 2 --config " + config.string());
+  const auto bench =
+      run_ltfit("bench-loader --json --batches 3 --workers 2 --config " + config.string());
   INFO(bench.output);
   REQUIRE(bench.exit_code == 0);
   const auto result = nlohmann::json::parse(bench.stdout_text);

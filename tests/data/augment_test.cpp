@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <vector>
 
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <torch/torch.h>
 
 #include "support/test_support.h"
 
@@ -80,10 +80,10 @@ std::array<double, 2> apply(const std::array<double, 9>& m, double x, double y) 
 }
 
 bool same_params(const AugmentParams& a, const AugmentParams& b) {
-  return a.crop_row_pct == b.crop_row_pct && a.crop_col_pct == b.crop_col_pct &&
-         a.flip == b.flip && a.rotate_degrees == b.rotate_degrees && a.zoom == b.zoom &&
-         a.zoom_row_pct == b.zoom_row_pct && a.zoom_col_pct == b.zoom_col_pct &&
-         a.warp == b.warp && a.brightness == b.brightness && a.contrast == b.contrast;
+  return a.crop_row_pct == b.crop_row_pct && a.crop_col_pct == b.crop_col_pct && a.flip == b.flip &&
+         a.rotate_degrees == b.rotate_degrees && a.zoom == b.zoom &&
+         a.zoom_row_pct == b.zoom_row_pct && a.zoom_col_pct == b.zoom_col_pct && a.warp == b.warp &&
+         a.brightness == b.brightness && a.contrast == b.contrast;
 }
 
 }  // namespace
@@ -94,14 +94,13 @@ TEST_CASE("draw_augment: same seed gives the same parameters, another seed other
   CHECK(same_params(ltfit::draw_augment(config, 42), ltfit::draw_augment(config, 42)));
   int differing = 0;
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    differing += !same_params(ltfit::draw_augment(config, seed),
-                              ltfit::draw_augment(config, seed + 1000));
+    differing +=
+        !same_params(ltfit::draw_augment(config, seed), ltfit::draw_augment(config, seed + 1000));
   }
   CHECK(differing == 20);
 }
 
-TEST_CASE("draw_augment: 10,000 draws stay in range at fastai's frequencies",
-          "[augment][data]") {
+TEST_CASE("draw_augment: 10,000 draws stay in range at fastai's frequencies", "[augment][data]") {
   const AugmentConfig c;  // fastai defaults
   constexpr int kDraws = 10000;
   int flips = 0, warps = 0, rotations = 0, zooms = 0, brightness = 0, contrast = 0;
@@ -191,8 +190,7 @@ TEST_CASE("load_augmented_image: a reduced JPEG decode still matches the full im
   const std::string path = write_image(dir.path() / "smooth.jpg", source);
   const cv::Mat out = to_bgr(load(path, 64, AugmentParams{}));
   cv::Mat expected;
-  cv::resize(source(cv::Rect(100, 0, 600, 600)), expected, cv::Size(64, 64), 0, 0,
-             cv::INTER_AREA);
+  cv::resize(source(cv::Rect(100, 0, 600, 600)), expected, cv::Size(64, 64), 0, 0, cv::INTER_AREA);
   CHECK(mean_abs_diff(out, expected) < 3);
 }
 
@@ -215,8 +213,7 @@ TEST_CASE("load_augmented_image: flip mirrors the unflipped result", "[augment][
   CHECK(max_abs_diff(flipped, plain) > 10);
 }
 
-TEST_CASE("load_augmented_image: rotation by 90 degrees moves a marked corner",
-          "[augment][data]") {
+TEST_CASE("load_augmented_image: rotation by 90 degrees moves a marked corner", "[augment][data]") {
   TempDir dir;
   cv::Mat source(100, 100, CV_8UC3, cv::Scalar(128, 128, 128));
   source(cv::Rect(80, 0, 20, 20)).setTo(cv::Scalar(0, 0, 255));  // top-right corner red
@@ -234,10 +231,9 @@ TEST_CASE("load_augmented_image: rotation by 90 degrees moves a marked corner",
   CHECK(red(2, 2) != red(2, 2 + 25));  // the mark is a corner, not the whole image
 }
 
-TEST_CASE("load_augmented_image: zoom 2 at the centre shows the central half",
-          "[augment][data]") {
+TEST_CASE("load_augmented_image: zoom 2 at the centre shows the central half", "[augment][data]") {
   TempDir dir;
-  cv::Mat source(200, 200, CV_8UC3, cv::Scalar(255, 0, 0));      // blue
+  cv::Mat source(200, 200, CV_8UC3, cv::Scalar(255, 0, 0));         // blue
   source(cv::Rect(50, 50, 100, 100)).setTo(cv::Scalar(0, 0, 255));  // red central half
   const std::string path = write_image(dir.path() / "centre.png", source);
   AugmentParams p;
@@ -262,10 +258,8 @@ TEST_CASE("sampling_matrix: symmetric warp follows fastai's direction, 0 is the 
   const auto m = ltfit::sampling_matrix(p, 64, 64, 64);
   const auto& w = p.warp;
   const std::array<std::array<double, 2>, 4> corners = {{{-1, -1}, {-1, 1}, {1, -1}, {1, 1}}};
-  const std::array<std::array<double, 2>, 4> targets = {{{-1 - w[3], -1 - w[1]},
-                                                         {-1 - w[2], 1 + w[1]},
-                                                         {1 + w[3], -1 - w[0]},
-                                                         {1 + w[2], 1 + w[0]}}};
+  const std::array<std::array<double, 2>, 4> targets = {
+      {{-1 - w[3], -1 - w[1]}, {-1 - w[2], 1 + w[1]}, {1 + w[3], -1 - w[0]}, {1 + w[2], 1 + w[0]}}};
   const auto pixel = [](double x) { return (x + 1) * 32 - 0.5; };
   for (int i = 0; i < 4; ++i) {
     const auto src = apply(m, pixel(targets[i][0]), pixel(targets[i][1]));

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include "ltfit/data/image_io.h"
 #include "support/test_support.h"
@@ -69,8 +69,8 @@ void check_quadrants(const torch::Tensor& image, const Quadrants& expected, int 
 TEST_CASE("lossless formats decode to the exact colours", "[data][formats]") {
   // BMP, 8-bit RGBA and palette PNGs and lossless WebP are exact; 16-bit PNGs keep the high
   // byte (v*257 -> v).
-  const char* name = GENERATE("rgb.bmp", "rgba.png", "palette_transparent.png", "rgb16.png",
-                              "lossless.webp");
+  const char* name =
+      GENERATE("rgb.bmp", "rgba.png", "palette_transparent.png", "rgb16.png", "lossless.webp");
   INFO(name);
   check_quadrants(load_fixture(name), kColours, /*tolerance=*/1);
 }

@@ -6,10 +6,10 @@
 #include <array>
 #include <filesystem>
 
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <torch/torch.h>
 
 #include "support/test_support.h"
 

@@ -1,6 +1,6 @@
 // The batching loader: determinism across worker counts, epochs, errors, bad input, shutdown.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -63,7 +63,8 @@ TEST_CASE("1 and 4 workers yield identical batches; epochs differ", "[data][load
   CHECK(torch::equal(again[0].images, a[0].images));
 }
 
-TEST_CASE("validation batches keep order, keep the last partial batch, centre-crop", "[data][loader]") {
+TEST_CASE("validation batches keep order, keep the last partial batch, centre-crop",
+          "[data][loader]") {
   ltfit::testing::TempDir dir;
   const auto samples = small_set(dir, 12);
   ltfit::LoaderOptions options = train_options(2);
@@ -94,8 +95,8 @@ TEST_CASE("an exception in a worker reaches the consumer naming the image", "[da
     }
     FAIL("the injected failure did not surface");
   } catch (const ltfit::DataError& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains(victim) &&
-                             Catch::Matchers::Contains("injected failure"));
+    CHECK_THAT(e.what(),
+               Catch::Matchers::Contains(victim) && Catch::Matchers::Contains("injected failure"));
   }
   // The loader is still usable and shuts down cleanly (its destructor joins the workers).
   loader.start_epoch(1);
@@ -112,7 +113,8 @@ TEST_CASE("destroying a loader mid-epoch joins its workers", "[data][loader]") {
   SUCCEED("no hang, no crash");
 }
 
-TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decode", "[data][loader]") {
+TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decode",
+          "[data][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = small_set(dir, 10);
   const fs::path zoo = dir.path() / "zoo";
@@ -126,7 +128,8 @@ TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decod
   ltfit::testing::write_file(zoo / "truncated.jpg", good.substr(0, good.size() / 2));
   cv::imwrite((zoo / "tiny.png").string(), cv::Mat(1, 1, CV_8UC3, cv::Scalar(10, 200, 30)));
   cv::imwrite((zoo / "huge.jpg").string(), cv::Mat(10000, 10000, CV_8UC3, cv::Scalar(90, 90, 90)));
-  for (const char* name : {"empty.jpg", "text.jpg", "noise.jpg", "truncated.jpg", "tiny.png", "huge.jpg"}) {
+  for (const char* name :
+       {"empty.jpg", "text.jpg", "noise.jpg", "truncated.jpg", "tiny.png", "huge.jpg"}) {
     samples.push_back({(zoo / name).string(), 0});
   }
   ltfit::LoaderOptions options = train_options(2);
@@ -156,7 +159,8 @@ TEST_CASE("sample seeds and worker counts", "[data][loader]") {
   CHECK(ltfit::default_worker_count() == ltfit::available_cores());
 }
 
-TEST_CASE("normalisation: ImageNet mean/std, NCHW view, equal to the tensor formula", "[data][loader]") {
+TEST_CASE("normalisation: ImageNet mean/std, NCHW view, equal to the tensor formula",
+          "[data][loader]") {
   const torch::Tensor images = torch::randint(0, 256, {2, 5, 7, 3}, torch::kUInt8);
   const torch::Tensor mean = torch::tensor({0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f});
   const torch::Tensor inv_std =

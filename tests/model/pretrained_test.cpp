@@ -1,7 +1,7 @@
 #include "ltfit/model/pretrained.h"
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -61,8 +61,10 @@ size_t count_files(const fs::path& dir) {
 // A torchvision-like state dict: every parameter and buffer of `model`, cloned.
 StateDict state_of(ResNet& model) {
   StateDict state;
-  for (const auto& item : model->named_parameters()) state.emplace_back(item.key(), item.value().clone());
-  for (const auto& item : model->named_buffers()) state.emplace_back(item.key(), item.value().clone());
+  for (const auto& item : model->named_parameters())
+    state.emplace_back(item.key(), item.value().clone());
+  for (const auto& item : model->named_buffers())
+    state.emplace_back(item.key(), item.value().clone());
   return state;
 }
 
@@ -153,7 +155,8 @@ TEST_CASE("fetch_cached_weights downloads, verifies and then reuses the cache", 
   const fs::path cache_dir = cache.path() / "hub" / "checkpoints";
   HttpServer server(served.path());
 
-  const std::string path = ltfit::fetch_cached_weights(name, server.url() + "/", cache_dir.string());
+  const std::string path =
+      ltfit::fetch_cached_weights(name, server.url() + "/", cache_dir.string());
   CHECK(path == (cache_dir / name).string());
   CHECK(ltfit::testing::read_file(path) == content);
   CHECK(count_files(cache_dir) == 1);  // no .partial left
@@ -172,8 +175,8 @@ TEST_CASE("fetch_cached_weights rejects a file whose hash does not match its nam
   ltfit::testing::write_file(served.path() / name, content);
   HttpServer server(served.path());
 
-  const std::string message = checkpoint_error(
-      [&] { ltfit::fetch_cached_weights(name, server.url(), cache.str()); });
+  const std::string message =
+      checkpoint_error([&] { ltfit::fetch_cached_weights(name, server.url(), cache.str()); });
   CHECK_THAT(message, Catch::Contains(server.url() + "/" + name) && Catch::Contains(sha) &&
                           Catch::Contains("f37072fd"));
   CHECK(count_files(cache.path()) == 0);
@@ -250,7 +253,8 @@ TEST_CASE("load_pretrained_body copies the body and replaces the classifier", "[
   SECTION("1000 classes: fc copied too") {
     ResNet model(ltfit::resnet_spec("resnet18"), 1000);
     ltfit::load_pretrained_body(model, state, "w.pth");
-    CHECK(torch::equal(param(model, "fc.weight"), entry(const_cast<StateDict&>(state), "fc.weight")));
+    CHECK(
+        torch::equal(param(model, "fc.weight"), entry(const_cast<StateDict&>(state), "fc.weight")));
   }
   SECTION("fastai head: fc ignored, head untouched") {
     ResNet model(ltfit::resnet_spec("resnet18"), 2, HeadKind::kFastai, 0.5);

@@ -1,8 +1,8 @@
 // ResNet module tree against torchvision: names, counts, shapes (ResNet-18/34/50 counts are
 // torchvision's `sum(p.numel() for p in resnetNN().parameters())`; state-dict sizes are
 // len(resnetNN().state_dict())).
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <set>
 
@@ -26,9 +26,8 @@ TEST_CASE("ResNet parameter counts equal torchvision's", "[model]") {
     std::int64_t params;
     std::size_t state_entries;
   };
-  const Case cases[] = {{"resnet18", 11689512, 122},
-                        {"resnet34", 21797672, 218},
-                        {"resnet50", 25557032, 320}};
+  const Case cases[] = {
+      {"resnet18", 11689512, 122}, {"resnet34", 21797672, 218}, {"resnet50", 25557032, 320}};
   for (const auto& c : cases) {
     INFO(c.arch);
     ltfit::ResNet net(ltfit::resnet_spec(c.arch), 1000);

@@ -1,9 +1,9 @@
 // read/write_torch_state_dict against PyTorch itself: fixtures are written by torch.save
 // (make_weights_fixtures.py, with the expected values as JSON) and ltfit's output is read back by
 // torch.load(weights_only=True). Values must match exactly (no tolerance: no arithmetic happens).
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <cstdio>
 #include <random>
@@ -68,15 +68,24 @@ void check_equals_expected(const ltfit::StateDict& sd, const std::string& file) 
 
 std::string dtype_name(torch::Dtype d) {
   switch (d) {
-    case torch::kFloat32: return "float32";
-    case torch::kFloat64: return "float64";
-    case torch::kFloat16: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kInt64: return "int64";
-    case torch::kInt32: return "int32";
-    case torch::kUInt8: return "uint8";
-    case torch::kBool: return "bool";
-    default: return "other";
+    case torch::kFloat32:
+      return "float32";
+    case torch::kFloat64:
+      return "float64";
+    case torch::kFloat16:
+      return "float16";
+    case torch::kBFloat16:
+      return "bfloat16";
+    case torch::kInt64:
+      return "int64";
+    case torch::kInt32:
+      return "int32";
+    case torch::kUInt8:
+      return "uint8";
+    case torch::kBool:
+      return "bool";
+    default:
+      return "other";
   }
 }
 
@@ -90,7 +99,8 @@ void check_dtypes(const ltfit::StateDict& sd, const std::string& file) {
 
 std::string verify(const std::string& written, const std::string& reference, bool module) {
   return run("python3 '" + script() + "' verify '" + written + "' '" + reference + "'" +
-             (module ? " module" : "")).second;
+             (module ? " module" : ""))
+      .second;
 }
 
 }  // namespace

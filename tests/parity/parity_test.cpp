@@ -2,9 +2,9 @@
 // difference <= 1e-4). Needs the files written by tests/parity/make_parity.py (Python torch +
 // torchvision, test oracles only); run through scripts/run_parity.sh, which CTest reports as
 // skipped when torchvision is not installed. Tagged [parity]: not in the default test run.
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -50,8 +50,8 @@ CommandResult run_ltfit(const std::string& args, const std::string& env) {
   const fs::path err_file = scratch.path() / "stderr.txt";
   const fs::path script = scratch.path() / "run.sh";
   // A script file keeps `args` free of a second level of shell quoting.
-  write_file(script, env + " " + std::string(LTFIT_BINARY) + " " + args + " >" + out_file.string() + " 2>" +
-                         err_file.string() + " </dev/null\necho $?\n");
+  write_file(script, env + " " + std::string(LTFIT_BINARY) + " " + args + " >" + out_file.string() +
+                         " 2>" + err_file.string() + " </dev/null\necho $?\n");
   int status = 0;
   const std::string code_text = run_and_capture("bash " + script.string(), &status);
   CommandResult result;

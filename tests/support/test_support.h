@@ -25,8 +25,8 @@ class TempDir {
 };
 
 struct CommandResult {
-  int exit_code = -1;   // process exit status
-  std::string output;   // stdout and stderr interleaved
+  int exit_code = -1;       // process exit status
+  std::string output;       // stdout and stderr interleaved
   std::string stdout_text;  // stdout only
 };
 
@@ -42,9 +42,8 @@ std::string read_file(const std::filesystem::path& path);
 
 // Writes a small synthetic set (folders layout) into `dir` with images of min_side..max_side px
 // and returns its indexed training samples.
-std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train,
-                                             int valid, int min_side, int max_side,
-                                             std::uint64_t seed = 0);
+std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train, int valid,
+                                             int min_side, int max_side, std::uint64_t seed = 0);
 
 // Source tree root (for configs/ and fixtures).
 std::filesystem::path source_dir();

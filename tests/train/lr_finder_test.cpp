@@ -1,6 +1,6 @@
 // The LR range test: schedule, suggestions, divergence stop, state restored afterwards.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 

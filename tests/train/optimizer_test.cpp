@@ -1,6 +1,6 @@
 // Optimizer construction: layer groups, decoupled weight decay and its BN/bias exemption.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include "ltfit/model/resnet.h"
 #include "ltfit/train/optimizer.h"
@@ -29,7 +29,10 @@ TEST_CASE("BN and bias parameters are exempt from weight decay unless wd_bn_bias
     const torch::Tensor conv = params["layer1.0.conv1.weight"].clone();
     const torch::Tensor bn = params["layer1.0.bn1.weight"].clone();
     const torch::Tensor bias = params["fc.bias"].clone().fill_(1.0);
-    { torch::NoGradGuard g; params["fc.bias"].fill_(1.0); }
+    {
+      torch::NoGradGuard g;
+      params["fc.bias"].fill_(1.0);
+    }
     decay_step(*optimizer, model);
     const double factor = 1.0 - 0.1 * 0.5;  // p <- p * (1 - lr * wd)
     CHECK(torch::allclose(params["layer1.0.conv1.weight"], conv * factor));

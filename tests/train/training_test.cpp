@@ -1,6 +1,6 @@
 // A few real training steps on a tiny generated image set, and checkpoint round trips.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -51,7 +51,8 @@ TEST_CASE("a few AdamW steps on one batch lower the loss", "[train]") {
   model->train();
   for (int step = 0; step < 8; ++step) {
     optimizer->zero_grad();
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), batch->labels);
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model->forward(x), batch->labels);
     losses.push_back(loss.item<double>());
     loss.backward();
     optimizer->step();
@@ -110,11 +111,15 @@ TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[tr
   torch::manual_seed(3);
   ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
   saved->train();
-  { torch::NoGradGuard g; saved->forward(torch::randn({4, 3, 32, 32})); }  // move BN stats
+  {
+    torch::NoGradGuard g;
+    saved->forward(torch::randn({4, 3, 32, 32}));
+  }  // move BN stats
   saved->eval();
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, saved->layer_group_parameters());
   const std::string path = (dir.path() / "checkpoints" / "last.ckpt").string();
-  ltfit::save_checkpoint(path, saved, optimizer.get(), {"run: {seed: 7}\n", {"cat", "dog"}, 3, 30, 0.75, 0.5});
+  ltfit::save_checkpoint(path, saved, optimizer.get(),
+                         {"run: {seed: 7}\n", {"cat", "dog"}, 3, 30, 0.75, 0.5});
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
 
   torch::manual_seed(4);
@@ -131,7 +136,8 @@ TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[tr
   CHECK(torch::equal(saved->forward(x), loaded->forward(x)));
 }
 
-TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused", "[train][checkpoint]") {
+TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused",
+          "[train][checkpoint]") {
   ltfit::testing::TempDir dir;
   ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
   const std::string path = (dir.path() / "a.ckpt").string();
@@ -153,6 +159,7 @@ TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused", "
   CHECK_THROWS_AS(ltfit::load_checkpoint(path, r34, nullptr), ltfit::CheckpointError);
   ltfit::ResNet three(ltfit::resnet_spec("resnet18"), 3);
   CHECK_THROWS_AS(ltfit::load_checkpoint(path, three, nullptr), ltfit::CheckpointError);
-  CHECK_THROWS_WITH(ltfit::load_checkpoint(path, three, nullptr), Catch::Matchers::Contains("fc.weight"));
+  CHECK_THROWS_WITH(ltfit::load_checkpoint(path, three, nullptr),
+                    Catch::Matchers::Contains("fc.weight"));
   CHECK(torch::equal(before, other->named_parameters()["conv1.weight"]));
 }

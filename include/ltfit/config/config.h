@@ -25,13 +25,13 @@ struct RunConfig {
 
 // `data.augment:` fastai get_transforms() parameters; training split only.
 struct AugmentConfig {
-  bool flip = true;            // random horizontal flip, p 0.5
-  double max_rotate = 10.0;    // rotation range in degrees, ±max_rotate
-  double max_zoom = 1.1;       // zoom drawn from [1, max_zoom]; 1 disables
-  double max_lighting = 0.2;   // brightness/contrast strength; 0 disables
-  double max_warp = 0.2;       // symmetric perspective warp magnitude; 0 disables
-  double p_affine = 0.75;      // probability of each affine transform (rotate, zoom, warp)
-  double p_lighting = 0.75;    // probability of each lighting transform
+  bool flip = true;           // random horizontal flip, p 0.5
+  double max_rotate = 10.0;   // rotation range in degrees, ±max_rotate
+  double max_zoom = 1.1;      // zoom drawn from [1, max_zoom]; 1 disables
+  double max_lighting = 0.2;  // brightness/contrast strength; 0 disables
+  double max_warp = 0.2;      // symmetric perspective warp magnitude; 0 disables
+  double p_affine = 0.75;     // probability of each affine transform (rotate, zoom, warp)
+  double p_lighting = 0.75;   // probability of each lighting transform
 
   bool operator==(const AugmentConfig&) const = default;
 };
@@ -61,21 +61,21 @@ struct ModelConfig {
 
 // `train.optimizer:` the optimizer and its hyper-parameters.
 struct OptimizerConfig {
-  std::string name = "adamw";          // adamw | sgd
+  std::string name = "adamw";               // adamw | sgd
   std::vector<double> betas = {0.9, 0.99};  // Adam betas (beta1 is driven by one-cycle)
-  double eps = 1.0e-5;                 // Adam epsilon
-  double weight_decay = 0.01;          // decoupled weight decay: p <- p * (1 - lr * wd)
-  bool wd_bn_bias = false;             // also decay BatchNorm and bias parameters (fastai v2's
-                                       // wd_bn_bias; false exempts them, v2's default)
+  double eps = 1.0e-5;                      // Adam epsilon
+  double weight_decay = 0.01;               // decoupled weight decay: p <- p * (1 - lr * wd)
+  bool wd_bn_bias = false;                  // also decay BatchNorm and bias parameters (fastai v2's
+                                            // wd_bn_bias; false exempts them, v2's default)
 
   bool operator==(const OptimizerConfig&) const = default;
 };
 
 // `train.one_cycle:` fastai's one-cycle schedule shape.
 struct OneCycleConfig {
-  double pct_start = 0.3;                       // fraction of steps spent warming up
-  double div = 25.0;                            // start LR = max LR / div
-  double div_final = 1.0e5;                     // final LR = max LR / div_final
+  double pct_start = 0.3;                         // fraction of steps spent warming up
+  double div = 25.0;                              // start LR = max LR / div
+  double div_final = 1.0e5;                       // final LR = max LR / div_final
   std::vector<double> moms = {0.95, 0.85, 0.95};  // momentum start, middle, end
 
   bool operator==(const OneCycleConfig&) const = default;

@@ -30,8 +30,8 @@ struct AugmentParams {
   double zoom_row_pct = 0.5;  // zoom centre along y in [0,1]
   double zoom_col_pct = 0.5;  // zoom centre along x in [0,1]
   std::array<double, 4> warp = {0, 0, 0, 0};  // symmetric warp magnitudes, each ±max_warp
-  double brightness = 0.5;    // fastai's `change` in (0,1); 0.5 = unchanged
-  double contrast = 1.0;      // fastai's contrast scale (log-uniform in [1-l, 1/(1-l)])
+  double brightness = 0.5;                    // fastai's `change` in (0,1); 0.5 = unchanged
+  double contrast = 1.0;  // fastai's contrast scale (log-uniform in [1-l, 1/(1-l)])
 };
 
 // Draws one sample's parameters per fastai's get_transforms() and `config`.
@@ -39,8 +39,8 @@ AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed);
 
 // Row-major 3x3 matrix mapping an output pixel (x, y, 1) of the size x size result to source
 // pixel coordinates in an image of src_width x src_height (homogeneous; divide by the third).
-std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width,
-                                      int src_height, int size);
+std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width, int src_height,
+                                      int size);
 
 // The lighting lookup table: out = 255 * sigmoid((logit(v/255) + logit(brightness)) * contrast).
 std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
@@ -48,7 +48,6 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
 // Decodes `path` (reduced-scale JPEG decode when possible) and applies `params` in one pass.
 // Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws.
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
-                                                  const AugmentParams& params,
-                                                  std::string* error);
+                                                  const AugmentParams& params, std::string* error);
 
 }  // namespace ltfit

@@ -23,28 +23,28 @@
 namespace ltfit {
 
 struct LoaderOptions {
-  int image_size = 224;       // output side, pixels
-  int batch_size = 16;        // images per batch
-  bool train = false;         // shuffle, random crop + flip, drop the last partial batch
-  AugmentConfig augment;      // used when train
-  std::uint64_t seed = 0;     // base of every random choice
-  int workers = 0;            // decode threads; 0 = auto (default_worker_count())
-  bool pin_memory = false;    // allocate batches in page-locked memory (for CUDA copies)
+  int image_size = 224;     // output side, pixels
+  int batch_size = 16;      // images per batch
+  bool train = false;       // shuffle, random crop + flip, drop the last partial batch
+  AugmentConfig augment;    // used when train
+  std::uint64_t seed = 0;   // base of every random choice
+  int workers = 0;          // decode threads; 0 = auto (default_worker_count())
+  bool pin_memory = false;  // allocate batches in page-locked memory (for CUDA copies)
   // Called on the worker thread before each image is loaded; may throw. For fault-injection
   // tests (an exception here must reach the consumer with the image's path).
   std::function<void(const std::string& path)> before_load;
 };
 
 struct Batch {
-  torch::Tensor images;                 // uint8 [N,H,W,3] RGB
-  torch::Tensor labels;                 // int64 [N]
-  std::vector<std::int64_t> indices;    // positions in the sample list, for predictions
+  torch::Tensor images;               // uint8 [N,H,W,3] RGB
+  torch::Tensor labels;               // int64 [N]
+  std::vector<std::int64_t> indices;  // positions in the sample list, for predictions
 };
 
 // Images that could not be decoded, each counted once per loader.
 struct SkippedImages {
-  std::int64_t count = 0;                // number of distinct unreadable files
-  std::vector<std::string> examples;     // "path: reason", first few
+  std::int64_t count = 0;             // number of distinct unreadable files
+  std::vector<std::string> examples;  // "path: reason", first few
 };
 
 class Loader {

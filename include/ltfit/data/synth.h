@@ -14,14 +14,15 @@
 namespace ltfit {
 
 struct SynthOptions {
-  std::string out_dir;             // destination root (created if missing)
-  int train = 1000;                // training images, split evenly between the classes
-  int valid = 200;                 // validation images, split evenly between the classes
-  std::string layout = "folders";  // folders: {train,valid}/{cat,dog}/N.jpg | kaggle: train/cat.N.jpg
-  std::uint64_t seed = 0;          // drives every random choice
-  int jpeg_quality = 75;           // OpenCV JPEG quality, 0-100
-  int min_side = 300;              // smallest image side, pixels
-  int max_side = 500;              // largest image side, pixels
+  std::string out_dir;  // destination root (created if missing)
+  int train = 1000;     // training images, split evenly between the classes
+  int valid = 200;      // validation images, split evenly between the classes
+  std::string layout =
+      "folders";           // folders: {train,valid}/{cat,dog}/N.jpg | kaggle: train/cat.N.jpg
+  std::uint64_t seed = 0;  // drives every random choice
+  int jpeg_quality = 75;   // OpenCV JPEG quality, 0-100
+  int min_side = 300;      // smallest image side, pixels
+  int max_side = 500;      // largest image side, pixels
 };
 
 struct SynthResult {

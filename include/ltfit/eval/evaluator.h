@@ -15,14 +15,14 @@ namespace ltfit {
 class Loader;
 
 struct EvalResult {
-  double loss = 0.0;              // mean cross-entropy
-  double accuracy = 0.0;          // fraction correct
-  std::int64_t count = 0;         // images evaluated (unreadable ones excluded)
-  double seconds = 0.0;           // wall time
-  torch::Tensor probabilities;    // float [count, classes]
-  torch::Tensor targets;          // int64 [count]
-  torch::Tensor indices;          // int64 [count] positions in the loader's sample list
-  torch::Tensor confusion;        // int64 [classes, classes], rows = actual, cols = predicted
+  double loss = 0.0;            // mean cross-entropy
+  double accuracy = 0.0;        // fraction correct
+  std::int64_t count = 0;       // images evaluated (unreadable ones excluded)
+  double seconds = 0.0;         // wall time
+  torch::Tensor probabilities;  // float [count, classes]
+  torch::Tensor targets;        // int64 [count]
+  torch::Tensor indices;        // int64 [count] positions in the loader's sample list
+  torch::Tensor confusion;      // int64 [classes, classes], rows = actual, cols = predicted
 };
 
 struct EvalOptions {

@@ -24,9 +24,9 @@ namespace ltfit {
 
 // The depth-specific shape of a ResNet.
 struct ResNetSpec {
-  std::string arch;                  // resnet18 ... resnet152
-  bool bottleneck = false;           // Bottleneck (expansion 4) or BasicBlock (expansion 1)
-  std::vector<int> blocks;           // blocks per stage, e.g. {2, 2, 2, 2}
+  std::string arch;         // resnet18 ... resnet152
+  bool bottleneck = false;  // Bottleneck (expansion 4) or BasicBlock (expansion 1)
+  std::vector<int> blocks;  // blocks per stage, e.g. {2, 2, 2, 2}
   std::int64_t feature_channels() const { return bottleneck ? 2048 : 512; }
 };
 
@@ -84,7 +84,7 @@ class ResNetImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr};
   torch::nn::Sequential layer1_{nullptr}, layer2_{nullptr}, layer3_{nullptr}, layer4_{nullptr};
-  torch::nn::Linear fc_{nullptr};      // linear head
+  torch::nn::Linear fc_{nullptr};        // linear head
   torch::nn::Sequential head_{nullptr};  // fastai head (after concat pooling)
 };
 TORCH_MODULE(ResNet);

@@ -9,22 +9,22 @@
 namespace ltfit {
 
 struct RunSummary {
-  std::string run_dir;                 // where the run lives
-  std::string arch;                    // model.arch
-  std::string device;                  // e.g. "cpu (2 threads)"
-  std::vector<std::string> classes;    // label order
-  int epochs = 0;                      // epochs trained over all stages
-  std::int64_t train_images = 0;       // training set size
-  std::int64_t valid_images = 0;       // validation set size
-  double accuracy = 0.0;               // final plain validation accuracy
-  double error_rate = 0.0;             // 1 - accuracy
-  double valid_loss = 0.0;             // final validation loss
-  std::optional<double> tta_accuracy;  // with test-time augmentation (null when not run)
-  double best_accuracy = 0.0;          // best epoch's accuracy (best.ckpt)
-  double train_seconds = 0.0;          // training incl. per-epoch validation
-  std::optional<double> tta_seconds;   // TTA evaluation (null when not run)
-  double total_seconds = 0.0;          // train + TTA, as the study counts it
-  std::int64_t skipped_images = 0;     // unreadable images skipped
+  std::string run_dir;                        // where the run lives
+  std::string arch;                           // model.arch
+  std::string device;                         // e.g. "cpu (2 threads)"
+  std::vector<std::string> classes;           // label order
+  int epochs = 0;                             // epochs trained over all stages
+  std::int64_t train_images = 0;              // training set size
+  std::int64_t valid_images = 0;              // validation set size
+  double accuracy = 0.0;                      // final plain validation accuracy
+  double error_rate = 0.0;                    // 1 - accuracy
+  double valid_loss = 0.0;                    // final validation loss
+  std::optional<double> tta_accuracy;         // with test-time augmentation (null when not run)
+  double best_accuracy = 0.0;                 // best epoch's accuracy (best.ckpt)
+  double train_seconds = 0.0;                 // training incl. per-epoch validation
+  std::optional<double> tta_seconds;          // TTA evaluation (null when not run)
+  double total_seconds = 0.0;                 // train + TTA, as the study counts it
+  std::int64_t skipped_images = 0;            // unreadable images skipped
   std::vector<std::string> skipped_examples;  // "path: reason" for the first few
 };
 

@@ -22,20 +22,20 @@ namespace ltfit {
 class Loader;
 
 struct LrFindOptions {
-  double start_lr = 1e-7;   // first LR
-  double end_lr = 10.0;     // LR after num_steps steps
-  int num_steps = 100;      // batches at most
-  double beta = 0.98;       // loss smoothing
-  double stop_factor = 4.0; // stop when smoothed loss > stop_factor * best
+  double start_lr = 1e-7;    // first LR
+  double end_lr = 10.0;      // LR after num_steps steps
+  int num_steps = 100;       // batches at most
+  double beta = 0.98;        // loss smoothing
+  double stop_factor = 4.0;  // stop when smoothed loss > stop_factor * best
 };
 
 struct LrFindResult {
-  std::vector<double> lrs;       // LR of each step taken
-  std::vector<double> losses;    // raw batch loss
-  std::vector<double> smoothed;  // debiased exponential moving average
+  std::vector<double> lrs;         // LR of each step taken
+  std::vector<double> losses;      // raw batch loss
+  std::vector<double> smoothed;    // debiased exponential moving average
   std::optional<double> steepest;  // fastai v1 suggestion (null if too few points)
   std::optional<double> valley;    // fastai v2 suggestion
-  bool diverged = false;         // stopped early on divergence
+  bool diverged = false;           // stopped early on divergence
 };
 
 // LR at step `step` of the sweep.

@@ -12,32 +12,32 @@ namespace ltfit {
 
 // One optimizer step.
 struct StepStats {
-  std::int64_t step = 0;        // global 0-based step across all stages
-  int epoch = 0;                // global 0-based epoch
-  std::vector<double> lrs;      // learning rate per layer group
-  double momentum = 0.0;        // Adam beta1 / SGD momentum
-  double loss = 0.0;            // this batch's training loss
-  double loss_scale = 1.0;      // mixed-precision loss scale (1 in fp32)
+  std::int64_t step = 0;    // global 0-based step across all stages
+  int epoch = 0;            // global 0-based epoch
+  std::vector<double> lrs;  // learning rate per layer group
+  double momentum = 0.0;    // Adam beta1 / SGD momentum
+  double loss = 0.0;        // this batch's training loss
+  double loss_scale = 1.0;  // mixed-precision loss scale (1 in fp32)
 };
 
 // One finished epoch (train + validation).
 struct EpochStats {
-  int epoch = 0;                  // global 0-based epoch
-  std::string stage;              // "frozen" | "unfrozen" | "one_cycle"
-  double train_loss = 0.0;        // smoothed training loss at the epoch's end (fastai's)
-  double valid_loss = 0.0;        // mean validation cross-entropy
-  double accuracy = 0.0;          // validation accuracy in [0,1]
-  double error_rate = 0.0;        // 1 - accuracy
-  double seconds = 0.0;           // wall time of the epoch incl. validation
-  double images_per_second = 0.0; // training images / training seconds
-  double data_wait_seconds = 0.0; // time the loop waited for the loader
+  int epoch = 0;                   // global 0-based epoch
+  std::string stage;               // "frozen" | "unfrozen" | "one_cycle"
+  double train_loss = 0.0;         // smoothed training loss at the epoch's end (fastai's)
+  double valid_loss = 0.0;         // mean validation cross-entropy
+  double accuracy = 0.0;           // validation accuracy in [0,1]
+  double error_rate = 0.0;         // 1 - accuracy
+  double seconds = 0.0;            // wall time of the epoch incl. validation
+  double images_per_second = 0.0;  // training images / training seconds
+  double data_wait_seconds = 0.0;  // time the loop waited for the loader
 };
 
 // A stage (one fit_one_cycle call) is starting.
 struct StageInfo {
-  std::string name;              // "frozen" | "unfrozen" | "one_cycle"
-  int first_epoch = 0;           // global epoch of its first epoch
-  int epochs = 0;                // epochs in the stage
+  std::string name;     // "frozen" | "unfrozen" | "one_cycle"
+  int first_epoch = 0;  // global epoch of its first epoch
+  int epochs = 0;       // epochs in the stage
   std::int64_t steps_per_epoch = 0;
 };
 

@@ -18,11 +18,11 @@ namespace ltfit {
 constexpr int kLayerGroups = 3;  // body[:6], body[6:], head
 
 struct StagePlan {
-  std::string name;              // "one_cycle" | "frozen" | "unfrozen"
-  int epochs = 1;                // epochs in this stage
-  bool frozen = false;           // body frozen (its BatchNorm layers still train)
-  std::vector<double> group_lrs; // peak LR per layer group
-  OneCycleConfig shape;          // schedule shape for this stage
+  std::string name;               // "one_cycle" | "frozen" | "unfrozen"
+  int epochs = 1;                 // epochs in this stage
+  bool frozen = false;            // body frozen (its BatchNorm layers still train)
+  std::vector<double> group_lrs;  // peak LR per layer group
+  OneCycleConfig shape;           // schedule shape for this stage
 };
 
 // Peak LR per layer group, fastai's lr_range: one value -> the same for every group;

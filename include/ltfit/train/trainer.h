@@ -44,8 +44,7 @@ class Trainer {
     double data_wait = 0.0;
     std::int64_t images = 0;
   };
-  EpochTrain train_epoch(const std::vector<OneCycleSchedule>& schedules,
-                         std::int64_t stage_step0);
+  EpochTrain train_epoch(const std::vector<OneCycleSchedule>& schedules, std::int64_t stage_step0);
   double train_step(const torch::Tensor& images, const torch::Tensor& labels);
 
   ResNet model_;
@@ -56,7 +55,7 @@ class Trainer {
   std::vector<TrainObserver*> observers_;
   std::int64_t global_step_ = 0;
   int global_epoch_ = 0;
-  double loss_avg_ = 0.0;   // fastai's SmoothenValue (beta 0.98), per stage
+  double loss_avg_ = 0.0;  // fastai's SmoothenValue (beta 0.98), per stage
   std::int64_t loss_n_ = 0;
 };
 

@@ -62,13 +62,14 @@ class RuntimeError : public Error {
 };
 
 namespace detail {
-[[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
+[[noreturn]] void check_failed(const char* expr, const char* file, int line,
+                               const std::string& msg);
 }  // namespace detail
 
 }  // namespace ltfit
 
 // Internal invariant check; on in every build type. Throws std::logic_error (a bug, exit 1).
-#define LTFIT_CHECK(cond, msg)                                          \
-  do {                                                                  \
+#define LTFIT_CHECK(cond, msg)                                                    \
+  do {                                                                            \
     if (!(cond)) ::ltfit::detail::check_failed(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

@@ -4,7 +4,9 @@
 #include <memory>
 #include <string>
 
-namespace spdlog::sinks { class sink; }
+namespace spdlog::sinks {
+class sink;
+}
 
 namespace ltfit {
 
