@@ -35,7 +35,13 @@ constexpr double kMaxFaceFraction = 0.70;
 constexpr double kMaxRotationDegrees = 20.0;
 constexpr int kMinSideLimit = 32;
 constexpr int kMaxSideLimit = 4096;
-constexpr std::array<const char*, 2> kClassNames = {"cat", "dog"};
+// Class names per task: index 0 is drawn by the first figure, 1 by the second.
+constexpr std::array<const char*, 2> kCatsDogsNames = {"cat", "dog"};
+constexpr std::array<const char*, 2> kBearsRabbitsNames = {"bear", "rabbit"};
+
+const std::array<const char*, 2>& class_names(const std::string& task) {
+  return task == "bears_rabbits" ? kBearsRabbitsNames : kCatsDogsNames;
+}
 
 // Shared by both classes (RGB): fur-like tones and a few background colours.
 constexpr std::array<std::array<int, 3>, 14> kPalette = {{
@@ -227,6 +233,45 @@ void draw_dog(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s) {
                  false);
 }
 
+// Bear: broad round face, two small round ears on top, a wide muzzle.
+void draw_bear(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s) {
+  const double ax = rng.uniform(1.0, 1.12), ay = rng.uniform(0.88, 1.0);
+  const double ear_x = rng.uniform(0.6, 0.8), ear_y = -rng.uniform(0.75, 0.9);
+  const double ear_r = rng.uniform(0.26, 0.34);
+  for (const double side : {-1.0, 1.0}) {
+    filled_ellipse(image, f, side * ear_x, ear_y, ear_r, ear_r, 0, s.ear, s, true);
+    filled_ellipse(image, f, side * ear_x, ear_y, ear_r * 0.5, ear_r * 0.5, 0, s.inner, s, false);
+  }
+  filled_ellipse(image, f, 0, 0, ax, ay, 0, s.face, s, true);
+  draw_eyes_and_nose(image, f, rng, s, 0.15);
+  filled_ellipse(image, f, 0, rng.uniform(0.4, 0.5), rng.uniform(0.42, 0.55),
+                 rng.uniform(0.28, 0.35), 0, s.inner, s, true);
+  filled_ellipse(image, f, 0, 0.3, rng.uniform(0.15, 0.2), rng.uniform(0.1, 0.13), 0, s.dark, s,
+                 false);
+}
+
+// Rabbit: narrower face, two long upright ears on top, whiskers.
+void draw_rabbit(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s) {
+  const double ax = rng.uniform(0.8, 0.92), ay = rng.uniform(0.92, 1.05);
+  const double ear_x = rng.uniform(0.3, 0.45), ear_w = rng.uniform(0.18, 0.26);
+  const double ear_h = rng.uniform(0.8, 1.05), ear_tilt = rng.uniform(0, 18);
+  for (const double side : {-1.0, 1.0}) {
+    const double ear_y = -ay - ear_h * 0.7;
+    filled_ellipse(image, f, side * ear_x, ear_y, ear_w, ear_h, side * ear_tilt, s.ear, s, true);
+    filled_ellipse(image, f, side * ear_x, ear_y, ear_w * 0.5, ear_h * 0.75, side * ear_tilt,
+                   s.inner, s, false);
+  }
+  filled_ellipse(image, f, 0, 0, ax, ay, 0, s.face, s, true);
+  draw_eyes_and_nose(image, f, rng, s, 0.15);
+  for (const double side : {-1.0, 1.0}) {
+    for (int k = 0; k < 2; ++k) {
+      cv::line(image, f.to_pixel(side * 0.2, 0.35 + 0.1 * k),
+               f.to_pixel(side * rng.uniform(1.0, 1.3), 0.2 + 0.25 * k + rng.uniform(-0.05, 0.05)),
+               s.outline, std::max(1, s.stroke / 2), cv::LINE_AA);
+    }
+  }
+}
+
 Style draw_style(SplitMix64& rng, const cv::Scalar& background, double radius) {
   Style s;
   s.face = contrasting_colour(rng, background, 110);
@@ -240,7 +285,7 @@ Style draw_style(SplitMix64& rng, const cv::Scalar& background, double radius) {
   return s;
 }
 
-cv::Mat draw_image(std::uint64_t seed, bool is_dog, const SynthOptions& o) {
+cv::Mat draw_image(std::uint64_t seed, bool second_class, const SynthOptions& o) {
   SplitMix64 rng(seed);
   const int width = rng.uniform_int(o.min_side, o.max_side);
   const int height = rng.uniform_int(o.min_side, o.max_side);
@@ -255,10 +300,10 @@ cv::Mat draw_image(std::uint64_t seed, bool is_dog, const SynthOptions& o) {
                               height - 1.05 * frame.radius)};
   frame.angle_degrees = rng.uniform(-kMaxRotationDegrees, kMaxRotationDegrees);
   const Style style = draw_style(rng, background, frame.radius);
-  if (is_dog) {
-    draw_dog(image, frame, rng, style);
+  if (o.task == "bears_rabbits") {
+    (second_class ? draw_rabbit : draw_bear)(image, frame, rng, style);
   } else {
-    draw_cat(image, frame, rng, style);
+    (second_class ? draw_dog : draw_cat)(image, frame, rng, style);
   }
   draw_clutter(image, rng, 2, 0);  // a few strokes in front, as real photos have occlusions
   return image;
@@ -268,7 +313,7 @@ cv::Mat draw_image(std::uint64_t seed, bool is_dog, const SynthOptions& o) {
 struct Job {
   int split = 0;  // 0 train, 1 valid
   int index = 0;  // index within the split
-  bool is_dog = false;
+  bool is_dog = false;  // the task's second class
   fs::path path;
 };
 
@@ -288,7 +333,7 @@ std::vector<Job> plan_jobs(const SynthOptions& o) {
     const int cats = (count + 1) / 2;
     for (int i = 0; i < count; ++i) {
       Job job{split, i, i >= cats, {}};
-      const char* name = kClassNames[job.is_dog ? 1 : 0];
+      const char* name = class_names(o.task)[job.is_dog ? 1 : 0];
       if (kaggle) {
         const int n = kaggle_next[job.is_dog ? 1 : 0]++;
         job.path = root / "train" / (std::string(name) + "." + std::to_string(n) + ".jpg");
@@ -365,6 +410,9 @@ void validate(const SynthOptions& o) {
                       std::to_string(o.valid));
   if (o.layout != "folders" && o.layout != "kaggle") {
     throw ConfigError("synth: --layout: expected folders or kaggle, got '" + o.layout + "'");
+  }
+  if (o.task != "cats_dogs" && o.task != "bears_rabbits") {
+    throw ConfigError("synth: --task: expected cats_dogs or bears_rabbits, got '" + o.task + "'");
   }
   if (o.jpeg_quality < 0 || o.jpeg_quality > 100) {
     throw ConfigError("synth: jpeg_quality: expected 0-100, got " + std::to_string(o.jpeg_quality));

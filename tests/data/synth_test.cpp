@@ -149,6 +149,9 @@ TEST_CASE("synth: bad options are config errors, unwritable output a data error"
   o = small_options(dir.path());
   o.jpeg_quality = 101;
   CHECK_THROWS_AS(ltfit::write_synthetic_dataset(o), ltfit::ConfigError);
+  o = small_options(dir.path());
+  o.task = "birds";
+  CHECK_THROWS_AS(ltfit::write_synthetic_dataset(o), ltfit::ConfigError);
   ltfit::testing::write_file(dir.path() / "blocker", "a file where a directory should go");
   o = small_options(dir.path() / "blocker");
   CHECK_THROWS_AS(ltfit::write_synthetic_dataset(o), ltfit::DataError);
@@ -172,4 +175,24 @@ TEST_CASE("synth: jpeg_quality sets the compression", "[data][synth]") {
   ltfit::write_synthetic_dataset(o);
   const fs::path file = fs::path("train") / "cat" / "00000.jpg";
   CHECK(fs::file_size(low.path() / file) * 2 < fs::file_size(high.path() / file));
+}
+
+TEST_CASE("synth: the bears_rabbits task has its own classes and images, same backgrounds",
+          "[data][synth]") {
+  TempDir cats_dogs, bears_rabbits;
+  ltfit::write_synthetic_dataset(small_options(cats_dogs.path()));
+  auto o = small_options(bears_rabbits.path());
+  o.task = "bears_rabbits";
+  ltfit::write_synthetic_dataset(o);
+  CHECK(count_files(bears_rabbits.path() / "train" / "bear") == 3);
+  CHECK(count_files(bears_rabbits.path() / "train" / "rabbit") == 2);
+  CHECK(count_files(bears_rabbits.path() / "valid" / "rabbit") == 1);
+  CHECK_FALSE(fs::exists(bears_rabbits.path() / "train" / "cat"));
+  // Same seed, same background and size, different figure.
+  const cv::Mat cat = cv::imread((cats_dogs.path() / "train/cat/00000.jpg").string());
+  const cv::Mat bear = cv::imread((bears_rabbits.path() / "train/bear/00000.jpg").string());
+  REQUIRE(!cat.empty());
+  REQUIRE(!bear.empty());
+  CHECK(cat.size() == bear.size());
+  CHECK(cv::norm(cat, bear, cv::NORM_L1) > 0);
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Transfer learning without downloaded weights: pretrain a ResNet-18 on one synthetic task
+# (cats vs dogs), then fine-tune it with fastai's `fine_tune` recipe on another (bears vs
+# rabbits: same faces and palettes, other ears, little data), next to the same recipe from random
+# init. Prints validation accuracy and loss per epoch for both and how much sooner the pretrained
+# model gets there. Everything is written under $WORK (default /tmp/ltfit-transfer).
+#   bench/transfer_learning.sh            # ~4 minutes on two CPU cores
+#   TARGET_TRAIN=400 bench/transfer_learning.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LTFIT="${LTFIT:-${BUILD_DIR:-$ROOT/build}/ltfit}"
+WORK="${WORK:-/tmp/ltfit-transfer}"
+TARGET_TRAIN="${TARGET_TRAIN:-200}"  # few labelled images: where pretraining matters
+TARGET_VALID="${TARGET_VALID:-400}"
+EPOCHS="${EPOCHS:-4}"                # unfrozen epochs after the frozen one
+PYTHON="${PYTHON:-python3}"
+
+[[ -x "$LTFIT" ]] || { echo "no ltfit binary at $LTFIT: run scripts/setup.sh first" >&2; exit 1; }
+cd "$ROOT"
+mkdir -p "$WORK"
+start=$(date +%s)
+
+if [[ ! -f "$WORK/source/.complete" ]]; then
+  rm -rf "$WORK/source"
+  "$LTFIT" synth --out "$WORK/source" --task cats_dogs --train 1000 --valid 400 --seed 0
+  touch "$WORK/source/.complete"
+fi
+rm -rf "$WORK/target"
+"$LTFIT" synth --out "$WORK/target" --task bears_rabbits --train "$TARGET_TRAIN" \
+  --valid "$TARGET_VALID" --seed 1
+
+if [[ ! -f "$WORK/source.pth" ]]; then
+  echo "== pretraining on cats vs dogs (configs/quickstart.yaml) =="
+  rm -rf "$WORK/pretrain"
+  "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$WORK/source" \
+    --run-dir "$WORK/pretrain"
+  "$LTFIT" export --checkpoint "$WORK/pretrain/checkpoints/last.ckpt" --out "$WORK/source.pth"
+fi
+
+common=(--config configs/quickstart.yaml --set "data.root=$WORK/target" --set model.head=fastai
+        --set train.recipe=fine_tune --set train.freeze_epochs=1 --set "train.epochs=$EPOCHS"
+        --set train.lr=3.0e-3 --set run.seed=7)
+for init in pretrained random; do
+  weights="$WORK/source.pth"
+  [[ "$init" == random ]] && weights=none
+  echo "== fine_tune on bears vs rabbits from $init weights =="
+  rm -rf "$WORK/$init"
+  "$LTFIT" train "${common[@]}" --set "model.pretrained=$weights" --run-dir "$WORK/$init"
+done
+
+"$PYTHON" - "$WORK" <<'PY'
+import csv, sys
+work = sys.argv[1]
+runs = {name: list(csv.DictReader(open(f"{work}/{name}/epochs.csv")))
+        for name in ("pretrained", "random")}
+print("\nbears vs rabbits, validation after each epoch (epoch 0 is the frozen one)")
+print(f"{'epoch':>5} {'stage':>9} | {'pretrained acc':>14} {'loss':>7} | {'random acc':>10} {'loss':>7}")
+for p, r in zip(runs["pretrained"], runs["random"]):
+    print(f"{p['epoch']:>5} {p['stage']:>9} | {float(p['accuracy']):>14.4f} {float(p['valid_loss']):>7.4f}"
+          f" | {float(r['accuracy']):>10.4f} {float(r['valid_loss']):>7.4f}")
+final_random = float(runs["random"][-1]["accuracy"])
+first = next((int(p["epoch"]) for p in runs["pretrained"] if float(p["accuracy"]) >= final_random), None)
+n = len(runs["random"])
+if first is not None:
+    print(f"\nthe pretrained model reaches random init's final accuracy ({final_random:.4f}, after {n} "
+          f"epochs) after {first + 1} epoch(s): {n / (first + 1):.1f}x fewer epochs")
+else:
+    print(f"\nthe pretrained model never reached random init's final accuracy ({final_random:.4f})")
+print(f"final accuracy: pretrained {float(runs['pretrained'][-1]['accuracy']):.4f}, random {final_random:.4f}")
+PY
+echo "== transfer-learning check wall time: $(( $(date +%s) - start )) s (runs in $WORK)"
