@@ -352,7 +352,7 @@ void convert_checkpoint(const Context& context, const Located& at, CheckpointCon
 void convert_train(const Context& context, const Located& at, TrainConfig& train) {
   expect_map(context, at,
              {"recipe", "epochs", "freeze_epochs", "lr", "optimizer", "one_cycle", "precision",
-              "channels_last", "device", "checkpoint", "time_limit"});
+              "channels_last", "device", "checkpoint", "time_limit", "profile"});
   read(context, child(at, "recipe"), train.recipe);
   read(context, child(at, "epochs"), train.epochs);
   read(context, child(at, "freeze_epochs"), train.freeze_epochs);
@@ -364,13 +364,18 @@ void convert_train(const Context& context, const Located& at, TrainConfig& train
   read(context, child(at, "device"), train.device);
   convert_checkpoint(context, child(at, "checkpoint"), train.checkpoint);
   read(context, child(at, "time_limit"), train.time_limit_seconds);
+  read(context, child(at, "profile"), train.profile);
 }
 
 void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
-  expect_map(context, at, {"tta", "tta_beta", "tta_scale"});
+  expect_map(context, at, {"tta", "tta_mode", "tta_beta", "tta_scale", "tta_n"});
   read(context, child(at, "tta"), eval.tta);
+  read(context, child(at, "tta_mode"), eval.tta_mode);
+  // fastai v2 blends with lerp weight 0.25, v1 with beta 0.4: an unset beta follows the mode.
+  if (eval.tta_mode == "v2") eval.tta_beta = 0.25;
   read(context, child(at, "tta_beta"), eval.tta_beta);
   read(context, child(at, "tta_scale"), eval.tta_scale);
+  read(context, child(at, "tta_n"), eval.tta_n);
 }
 
 Config convert(const Context& context, const YAML::Node& root) {

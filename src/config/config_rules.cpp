@@ -138,6 +138,9 @@ void validate_eval(const EvalConfig& eval, const Fail& fail) {
   require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
           eval.tta_beta);
   require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
+  require_one_of(fail, "eval.tta_mode", eval.tta_mode, {"v1", "v2"});
+  require(fail, eval.tta_n >= 1 && eval.tta_n <= 64, "eval.tta_n", "an integer in [1, 64]",
+          eval.tta_n);
 }
 
 }  // namespace

@@ -135,14 +135,17 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   } else {
     out << YAML::Null;
   }
+  put_bool(out, "profile", train.profile);
   out << YAML::EndMap;
 }
 
 void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
   begin_section(out, "eval");
   put_bool(out, "tta", eval.tta);
+  put_string(out, "tta_mode", eval.tta_mode);
   put_plain(out, "tta_beta", format_number(eval.tta_beta));
   put_plain(out, "tta_scale", format_number(eval.tta_scale));
+  put_plain(out, "tta_n", std::to_string(eval.tta_n));
   out << YAML::EndMap;
 }
 

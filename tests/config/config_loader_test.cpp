@@ -130,6 +130,10 @@ TEST_CASE("out-of-range values are errors naming key, line and value as written"
              Contains("t.yaml:3: train.checkpoint.keep: expected an integer >= 1, got 0"));
   CHECK_THAT(error_of_string("eval:\n  tta_scale: 0.5\n"),
              Contains("eval.tta_scale: expected a number >= 1, got 0.5"));
+  CHECK_THAT(error_of_string("eval:\n  tta_mode: v3\n"),
+             Contains("eval.tta_mode: expected one of v1, v2, got v3"));
+  CHECK_THAT(error_of_string("eval:\n  tta_n: 0\n"),
+             Contains("eval.tta_n: expected an integer in [1, 64], got 0"));
   CHECK_THAT(error_of_string("data:\n  augment:\n    p_affine: 1.5\n"),
              Contains("data.augment.p_affine: expected a probability in [0, 1], got 1.5"));
   CHECK_THAT(error_of_string("train:\n  device: cuda:x\n"),
@@ -260,7 +264,8 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.train.device = "cuda:1";
     c.train.checkpoint = {2.5, 3};
     c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
-    c.eval = {false, 0.3, 1.2};
+    c.eval = {false, "v2", 0.3, 1.2, 6};
+    c.train.profile = true;
     const std::string text = to_yaml(c);
     CHECK_THAT(text, Contains("time_limit: 5h50m7s"));
     CHECK_THAT(text, Contains("  batch_size: 3\n"));
@@ -289,3 +294,18 @@ TEST_CASE("the shipped configs load cleanly", "[config]") {
 
 }  // namespace
 }  // namespace ltfit
+
+TEST_CASE("TTA's blend weight follows the mode unless it is set", "[config]") {
+  using ltfit::Config;
+  using ltfit::load_config_from_string;
+  using ltfit::parse_override;
+  CHECK(load_config_from_string("eval:\n  tta: true\n", "t.yaml").eval.tta_beta == 0.4);
+  CHECK(load_config_from_string("eval:\n  tta_mode: v2\n", "t.yaml").eval.tta_beta == 0.25);
+  CHECK(load_config_from_string("eval:\n  tta_mode: v2\n  tta_beta: 0.5\n", "t.yaml")
+            .eval.tta_beta == 0.5);
+  const Config config = load_config_from_string("eval:\n  tta: true\n", "t.yaml",
+                                                {parse_override("eval.tta_mode=v2")});
+  CHECK(config.eval.tta_mode == "v2");
+  CHECK(config.eval.tta_beta == 0.25);
+  CHECK_FALSE(config.train.profile);
+}

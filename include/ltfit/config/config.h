@@ -102,15 +102,18 @@ struct TrainConfig {
   std::string device = "auto";               // auto | cpu | cuda | cuda:N
   CheckpointConfig checkpoint;               // checkpoint cadence
   std::optional<double> time_limit_seconds;  // stop cleanly before this wall time (null: none)
+  bool profile = false;  // synchronise the device around each timed phase (exact, a bit slower)
 
   bool operator==(const TrainConfig&) const = default;
 };
 
 // `eval:` evaluation after training.
 struct EvalConfig {
-  bool tta = true;          // also evaluate with test-time augmentation
-  double tta_beta = 0.4;    // final = beta * plain + (1 - beta) * augmented
-  double tta_scale = 1.35;  // TTA corner zoom factor
+  bool tta = true;              // also evaluate with test-time augmentation
+  std::string tta_mode = "v1";  // v1: 8 corner-zoom x flip views | v2: tta_n training-augmented views
+  double tta_beta = 0.4;  // final = beta * plain + (1 - beta) * augmented (v2 default: 0.25)
+  double tta_scale = 1.35;  // v1: corner zoom factor
+  int tta_n = 4;            // v2: augmented passes
 
   bool operator==(const EvalConfig&) const = default;
 };
