@@ -78,7 +78,7 @@ std::int64_t Loader::batches_per_epoch() const {
   return options_.train ? n / b : (n + b - 1) / b;
 }
 
-void Loader::start_epoch(int epoch) {
+void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
   std::vector<std::int64_t> order;
   if (options_.train) {
     order = epoch_permutation(size(), options_.seed, epoch);
@@ -92,8 +92,9 @@ void Loader::start_epoch(int epoch) {
     ++state_->generation;
     state_->order = std::move(order);
     state_->num_batches = batches_per_epoch();
-    state_->next_to_build = 0;
-    state_->next_to_deliver = 0;
+    const std::int64_t first = std::clamp<std::int64_t>(skip_batches, 0, state_->num_batches);
+    state_->next_to_build = first;
+    state_->next_to_deliver = first;
     state_->done.clear();
     state_->error = nullptr;
   }
@@ -153,7 +154,8 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
   const Sample& sample = samples_[static_cast<std::size_t>(position)];
   try {
     if (options_.before_load) options_.before_load(sample.path);
-    if (!options_.train) return load_square_image(sample.path, options_.image_size, {}, error);
+    if (!options_.train && !options_.augment_in_order)
+      return load_square_image(sample.path, options_.image_size, {}, error);
     const AugmentParams params =
         draw_augment(options_.augment, sample_seed(options_.seed, epoch, position));
     return load_augmented_image(sample.path, options_.image_size, params, error);

@@ -175,3 +175,42 @@ TEST_CASE("normalisation: ImageNet mean/std, NCHW view, equal to the tensor form
   CHECK(nhwc.is_contiguous(torch::MemoryFormat::ChannelsLast));
   CHECK(torch::equal(nhwc.contiguous(), expected));
 }
+
+TEST_CASE("starting an epoch at batch k yields exactly the uninterrupted epoch's batches from k",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir);
+  ltfit::Loader loader(samples, train_options(2));
+  const auto full = one_epoch(loader, 2);
+  REQUIRE(full.size() == 4);
+  loader.start_epoch(2, /*skip_batches=*/3);
+  auto resumed = loader.next();
+  REQUIRE(resumed);
+  CHECK(resumed->indices == full[3].indices);
+  CHECK(torch::equal(resumed->images, full[3].images));
+  CHECK_FALSE(loader.next());
+  loader.start_epoch(2, /*skip_batches=*/99);  // past the end: an empty epoch, not an error
+  CHECK_FALSE(loader.next());
+}
+
+TEST_CASE("augment_in_order: every sample in order, augmented per epoch (TTA v2 passes)",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir, 12);
+  ltfit::LoaderOptions options = train_options(2);
+  options.train = false;
+  options.augment_in_order = true;
+  ltfit::Loader augmented(samples, options);
+  options.augment_in_order = false;
+  ltfit::Loader plain(samples, options);
+  const auto pass0 = one_epoch(augmented, 0);
+  const auto pass1 = one_epoch(augmented, 1);
+  const auto centre = one_epoch(plain, 0);
+  REQUIRE(pass0.size() == centre.size());  // no drop_last: 12 samples / 5 -> 3 batches
+  CHECK(pass0.size() == 3);
+  CHECK(pass0.back().labels.size(0) == 2);
+  for (std::size_t i = 0; i < pass0.size(); ++i) CHECK(pass0[i].indices == centre[i].indices);
+  CHECK_FALSE(torch::equal(pass0[0].images, centre[0].images));
+  CHECK_FALSE(torch::equal(pass0[0].images, pass1[0].images));
+  CHECK(torch::equal(pass0[0].images, one_epoch(augmented, 0)[0].images));
+}

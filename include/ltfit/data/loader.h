@@ -26,7 +26,10 @@ struct LoaderOptions {
   int image_size = 224;     // output side, pixels
   int batch_size = 16;      // images per batch
   bool train = false;       // shuffle, random crop + flip, drop the last partial batch
-  AugmentConfig augment;    // used when train
+  AugmentConfig augment;    // used when train or augment_in_order
+  // Not training (in order, every sample, no drop) but with training augmentation drawn from
+  // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
+  bool augment_in_order = false;
   std::uint64_t seed = 0;   // base of every random choice
   int workers = 0;          // decode threads; 0 = auto (default_worker_count())
   bool pin_memory = false;  // allocate batches in page-locked memory (for CUDA copies)
@@ -55,7 +58,9 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Starts an epoch (0-based); any batches of a previous epoch still in flight are discarded.
-  void start_epoch(int epoch);
+  // `skip_batches` > 0 starts at that batch of the epoch (resuming mid-epoch): the batches after
+  // it are exactly those an uninterrupted epoch would have delivered.
+  void start_epoch(int epoch, std::int64_t skip_batches = 0);
   // The next batch of the current epoch, or nullopt at its end. Throws what a worker threw.
   std::optional<Batch> next();
 
