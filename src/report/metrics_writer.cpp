@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "ltfit/util/error.h"
+#include "ltfit/util/format.h"
 
 namespace ltfit {
 
@@ -15,15 +16,45 @@ std::ofstream open_csv(const std::string& path, const std::string& header) {
   return out;
 }
 
+// Keeps the header and the rows whose first column is below `limit`, then opens for appending.
+// A missing file starts afresh.
+std::ofstream reopen_csv(const std::string& path, const std::string& header, std::int64_t limit) {
+  std::ifstream in(path);
+  if (!in) return open_csv(path, header);
+  std::string kept = header + '\n', line;
+  std::getline(in, line);  // the old header
+  while (std::getline(in, line)) {
+    const auto comma = line.find(',');
+    try {
+      if (comma != std::string::npos && std::stoll(line.substr(0, comma)) < limit) {
+        kept += line + '\n';
+      }
+    } catch (const std::exception&) {  // a torn last line from a crash: dropped
+    }
+  }
+  write_text_atomic(path, kept);
+  std::ofstream out(path, std::ios::app);
+  if (!out) throw RuntimeError("cannot write '" + path + "'", "check the run directory");
+  return out;
+}
+
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& run_dir, int groups) {
-  epochs_ = open_csv(run_dir + "/epochs.csv",
-                     "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,"
-                     "images_per_second,data_wait_seconds");
-  std::string header = "step,epoch";
-  for (int g = 0; g < groups; ++g) header += ",lr_" + std::to_string(g);
-  steps_ = open_csv(run_dir + "/steps.csv", header + ",momentum,loss,loss_scale");
+MetricsWriter::MetricsWriter(const std::string& run_dir, int groups,
+                             std::optional<ResumeAt> resume) {
+  const std::string epochs_header =
+      "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,images_per_second,"
+      "data_wait_seconds";
+  std::string steps_header = "step,epoch";
+  for (int g = 0; g < groups; ++g) steps_header += ",lr_" + std::to_string(g);
+  steps_header += ",momentum,loss,loss_scale";
+  if (resume) {
+    epochs_ = reopen_csv(run_dir + "/epochs.csv", epochs_header, resume->epochs_done);
+    steps_ = reopen_csv(run_dir + "/steps.csv", steps_header, resume->global_step);
+  } else {
+    epochs_ = open_csv(run_dir + "/epochs.csv", epochs_header);
+    steps_ = open_csv(run_dir + "/steps.csv", steps_header);
+  }
 }
 
 void MetricsWriter::on_step(const StepStats& s) {

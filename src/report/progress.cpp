@@ -36,7 +36,6 @@ void ProgressReporter::on_stage_begin(const StageInfo& stage) {
 }
 
 void ProgressReporter::on_step(const StepStats& step) {
-  if (done_ == 0) epoch_start_ = Clock::now();
   ++done_;
   draw(done_, done_ == steps_per_epoch_);
 }
@@ -74,6 +73,7 @@ void ProgressReporter::on_epoch_end(const EpochStats& e) {
                e.valid_loss, e.accuracy, e.error_rate, format_mm_ss(e.seconds));
   done_ = 0;
   next_decile_ = 1;
+  epoch_start_ = Clock::now();  // the next epoch's clock starts now, loader warm-up included
 }
 
 }  // namespace ltfit

@@ -5,6 +5,9 @@
 
 #include <filesystem>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/cuda.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -14,7 +17,7 @@ namespace ltfit {
 
 namespace {
 
-constexpr std::int64_t kFormatVersion = 1;
+constexpr std::int64_t kFormatVersion = 2;  // 1: weights, optimizer, epochs (no position)
 const char* const kHint = "use another checkpoint (checkpoints/last.ckpt or best.ckpt)";
 
 void fsync_path(const std::string& path) {
@@ -33,6 +36,50 @@ void write_meta(torch::serialize::OutputArchive& archive, const CheckpointMeta& 
   archive.write("global_step", c10::IValue(meta.global_step));
   archive.write("accuracy", c10::IValue(meta.accuracy));
   archive.write("valid_loss", c10::IValue(meta.valid_loss));
+  const TrainPosition& p = meta.position;
+  archive.write("position",
+                c10::IValue(c10::List<std::int64_t>({p.stage, p.epoch_in_stage, p.batch_in_epoch,
+                                                     p.loss_count, meta.scaler.growth_tracker})));
+  archive.write("position_real",
+                c10::IValue(c10::List<double>(
+                    {p.loss_avg, meta.best_accuracy, meta.scaler.scale, meta.train_seconds})));
+}
+
+// The global generators: CPU always, each visible CUDA device's when CUDA is initialised.
+void write_rng(torch::serialize::OutputArchive& archive) {
+  torch::serialize::OutputArchive rng;
+  auto cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    rng.write("cpu", cpu.get_state(), /*is_buffer=*/true);
+  }
+  if (torch::cuda::is_available()) {
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(torch::cuda::device_count()); ++i) {
+      auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, i));
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      rng.write("cuda" + std::to_string(i), gen.get_state(), /*is_buffer=*/true);
+    }
+  }
+  archive.write("rng", rng);
+}
+
+void set_rng_states(torch::serialize::InputArchive& archive) {
+  torch::serialize::InputArchive rng;
+  if (!archive.try_read("rng", rng)) throw std::runtime_error("no random generator state");
+  torch::Tensor state;
+  if (!rng.try_read("cpu", state, /*is_buffer=*/true)) throw std::runtime_error("no CPU RNG");
+  auto cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_state(state);
+  }
+  if (!torch::cuda::is_available()) return;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(torch::cuda::device_count()); ++i) {
+    if (!rng.try_read("cuda" + std::to_string(i), state, /*is_buffer=*/true)) continue;
+    auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, i));
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  }
 }
 
 CheckpointMeta read_meta(torch::serialize::InputArchive& archive) {
@@ -41,8 +88,10 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive) {
     if (!archive.try_read(key, value)) throw std::runtime_error(std::string("no '") + key + "'");
     return value;
   };
-  if (read("format_version").toInt() != kFormatVersion) {
-    throw std::runtime_error("unsupported checkpoint format version");
+  const std::int64_t version = read("format_version").toInt();
+  if (version < 1 || version > kFormatVersion) {
+    throw std::runtime_error("unsupported checkpoint format version " + std::to_string(version) +
+                             " (this ltfit reads 1 to " + std::to_string(kFormatVersion) + ")");
   }
   CheckpointMeta meta;
   meta.config_yaml = read("config_yaml").toStringRef();
@@ -51,6 +100,18 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& archive) {
   meta.global_step = read("global_step").toInt();
   meta.accuracy = read("accuracy").toDouble();
   meta.valid_loss = read("valid_loss").toDouble();
+  if (version < 2) {  // weights only; positioned at the last completed epoch's end
+    meta.best_accuracy = meta.accuracy;
+    return meta;
+  }
+  const auto ints = read("position").toIntVector();
+  const auto reals = read("position_real").toDoubleVector();
+  if (ints.size() != 5 || reals.size() != 4) throw std::runtime_error("malformed position");
+  meta.position = {static_cast<int>(ints[0]), static_cast<int>(ints[1]), ints[2], reals[0],
+                   ints[3]};
+  meta.scaler = {reals[2], ints[4]};
+  meta.best_accuracy = reals[1];
+  meta.train_seconds = reals[3];
   return meta;
 }
 
@@ -107,6 +168,7 @@ void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optim
     optimizer->save(state);
     archive.write("optimizer", state);
   }
+  write_rng(archive);
   const std::string tmp = path + ".tmp";
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   try {
@@ -133,7 +195,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
-                               torch::optim::Optimizer* optimizer) {
+                               torch::optim::Optimizer* optimizer, bool restore_rng) {
   torch::serialize::InputArchive archive;
   open_archive(path, archive);
   try {
@@ -144,6 +206,7 @@ CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
       if (!archive.try_read("optimizer", state)) throw std::runtime_error("no optimizer state");
       optimizer->load(state);
     }
+    if (restore_rng) set_rng_states(archive);
     return meta;
   } catch (const CheckpointError&) {
     throw;

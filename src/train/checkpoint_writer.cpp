@@ -1,38 +1,128 @@
 #include "ltfit/train/checkpoint_writer.h"
 
-#include <chrono>
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
+
+#include "ltfit/util/error.h"
 
 namespace ltfit {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kNumberedPrefix = "step-";
+constexpr double kSafetySeconds = 1.0;  // added to the time-limit margin
+
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Makes `link` name the same file as `target`: a hard link (or a copy where links are not
+// possible) made under a temporary name and renamed over `link`.
+void point_at(const fs::path& target, const fs::path& link) {
+  const fs::path tmp = link.string() + ".tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_hard_link(target, tmp, ec);
+  if (ec) fs::copy_file(target, tmp, fs::copy_options::overwrite_existing);
+  fs::rename(tmp, link);
+}
+
+}  // namespace
+
 CheckpointWriter::CheckpointWriter(std::string dir, ResNet model,
-                                   torch::optim::Optimizer& optimizer, CheckpointMeta base)
+                                   torch::optim::Optimizer& optimizer, CheckpointMeta base,
+                                   CheckpointWriterOptions options)
     : dir_(std::move(dir)),
       model_(std::move(model)),
       optimizer_(optimizer),
-      base_(std::move(base)) {}
+      base_(std::move(base)),
+      options_(std::move(options)),
+      best_accuracy_(options_.best_accuracy) {}
 
-void CheckpointWriter::on_epoch_end(const EpochStats& epoch) {
-  const auto start = std::chrono::steady_clock::now();
-  CheckpointMeta meta = base_;
-  meta.epochs_done = epoch.epoch + 1;
-  meta.global_step = steps_done_;
-  meta.accuracy = epoch.accuracy;
-  meta.valid_loss = epoch.valid_loss;
-  const std::string last = dir_ + "/last.ckpt";
-  save_checkpoint(last, model_, &optimizer_, meta);
-  if (epoch.accuracy > best_accuracy_) {
-    best_accuracy_ = epoch.accuracy;
-    const std::string best = dir_ + "/best.ckpt";
-    std::filesystem::copy_file(last, best + ".tmp",
-                               std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::rename(best + ".tmp", best);
-    spdlog::debug("epoch {}: new best accuracy {:.4f}, saved {}", epoch.epoch, epoch.accuracy,
-                  best);
+bool CheckpointWriter::stop_requested() {
+  const auto now = Clock::now();
+  slowest_step_ = std::max(slowest_step_, seconds_between(last_poll_, now));
+  last_poll_ = now;
+  if (options_.stop_signal && options_.stop_signal()) {
+    if (!stop_logged_) spdlog::warn("stop requested: finishing this step, writing a checkpoint");
+    stop_logged_ = true;
+    return true;
   }
-  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!options_.time_limit_seconds) return false;
+  const double margin = slowest_step_ + 2.0 * slowest_save_ + kSafetySeconds;
+  if (seconds_between(start_, now) + margin < *options_.time_limit_seconds) return false;
+  if (!time_limit_hit_) {
+    spdlog::warn("train.time_limit ({:.0f} s) would be passed before the next step ends: "
+                 "writing a checkpoint and stopping",
+                 *options_.time_limit_seconds);
+  }
+  time_limit_hit_ = true;
+  return true;
+}
+
+bool CheckpointWriter::checkpoint_due() {
+  const double every = options_.cadence.every_minutes * 60.0;
+  return every > 0 && seconds_between(last_save_, Clock::now()) >= every;
+}
+
+void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, const char* reason) {
+  const auto start = Clock::now();
+  if (epoch != nullptr) {
+    last_accuracy_ = epoch->accuracy;
+    last_valid_loss_ = epoch->valid_loss;
+  }
+  const bool new_best = epoch != nullptr && epoch->accuracy > best_accuracy_;
+  if (new_best) best_accuracy_ = epoch->accuracy;
+  CheckpointMeta meta = base_;
+  meta.epochs_done = state.global_epoch;
+  meta.global_step = state.global_step;
+  meta.accuracy = last_accuracy_;
+  meta.valid_loss = last_valid_loss_;
+  meta.position = state.position;
+  meta.best_accuracy = best_accuracy_;
+  meta.scaler = state.scaler;
+  meta.train_seconds = options_.prior_train_seconds + seconds_between(start_, start);
+  const fs::path numbered =
+      fs::path(dir_) / fmt::format("{}{:09d}.ckpt", kNumberedPrefix, state.global_step);
+  save_checkpoint(numbered.string(), model_, &optimizer_, meta);
+  point_at(numbered, fs::path(dir_) / "last.ckpt");
+  if (new_best) point_at(numbered, fs::path(dir_) / "best.ckpt");
+  prune();
+  const double took = seconds_between(start, Clock::now());
+  slowest_save_ = std::max(slowest_save_, took);
+  save_seconds_ += took;
+  last_save_ = Clock::now();
+  spdlog::debug("checkpoint ({}) at step {}: {}{}", reason, state.global_step, numbered.string(),
+                new_best ? ", new best" : "");
+}
+
+void CheckpointWriter::prune() {
+  std::vector<fs::path> numbered;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kNumberedPrefix, 0) == 0 && entry.path().extension() == ".ckpt") {
+      numbered.push_back(entry.path());
+    }
+  }
+  std::sort(numbered.begin(), numbered.end());  // zero-padded step numbers sort by age
+  const auto keep = static_cast<std::size_t>(std::max(1, options_.cadence.keep));
+  for (std::size_t i = 0; i + keep < numbered.size(); ++i) {
+    std::error_code ec;
+    fs::remove(numbered[i], ec);  // last.ckpt and best.ckpt are separate links: they stay
+  }
+}
+
+std::optional<std::string> find_resume_checkpoint(const std::string& run_dir) {
+  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.ckpt";
+  if (fs::is_regular_file(last)) return last.string();
+  return std::nullopt;
 }
 
 }  // namespace ltfit

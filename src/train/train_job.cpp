@@ -19,12 +19,15 @@
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/trainer.h"
 #include "ltfit/util/device.h"
+#include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/log.h"
 
 namespace ltfit {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 void log_dataset(const DatasetIndex& index) {
   std::string classes;
@@ -33,11 +36,55 @@ void log_dataset(const DatasetIndex& index) {
                index.train.size(), index.valid.size(), classes);
 }
 
+fs::path open_run_dir(const Config& config, const TrainJobOptions& options) {
+  if (!options.resume && !options.reuse_run_dir) return create_run_dir(config.run, options.run_dir);
+  fs::path dir;
+  if (options.run_dir) {
+    dir = *options.run_dir;
+  } else if (options.resume) {
+    const auto owner = run_dir_of_checkpoint(*options.resume);
+    if (!owner) return create_run_dir(config.run, std::nullopt);
+    dir = *owner;
+  } else {
+    dir = fs::path(config.run.out_dir) / config.run.name;
+  }
+  fs::create_directories(dir / "checkpoints");
+  return dir;
+}
+
+// Loads the checkpoint into the built model and optimizer; returns where to continue.
+CheckpointMeta resume_from(const std::string& path, ResNet& model,
+                           torch::optim::Optimizer& optimizer,
+                           const std::vector<std::string>& classes) {
+  CheckpointMeta meta = load_checkpoint(path, model, &optimizer, /*restore_rng=*/true);
+  if (meta.classes != classes) {
+    throw CheckpointError("checkpoint '" + path + "' was trained on other classes than data.root",
+                          "resume with the same data, or start a new run");
+  }
+  spdlog::info("resuming from {}: {} epoch(s) and {} step(s) done (stage {}, epoch {} of it, "
+               "batch {})",
+               path, meta.epochs_done, meta.global_step, meta.position.stage,
+               meta.position.epoch_in_stage, meta.position.batch_in_epoch);
+  return meta;
+}
+
+void set_channels_last(ResNet& model) {
+  for (auto& p : model->parameters()) {
+    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
 }  // namespace
+
+std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) {
+  const fs::path parent = fs::absolute(checkpoint).parent_path();
+  if (parent.filename() != "checkpoints") return std::nullopt;
+  return parent.parent_path().string();
+}
 
 RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const std::filesystem::path run_dir = create_run_dir(config.run, options.run_dir);
+  const fs::path run_dir = open_run_dir(config, options);
   write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
   ScopedLogFile log_file((run_dir / "train.log").string());
   spdlog::info("run directory: {}", run_dir.string());
@@ -59,24 +106,36 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   ResNet model = build_model(config.model, static_cast<std::int64_t>(index.classes.size()));
   model->to(device);
   const bool channels_last = config.train.channels_last;
-  if (channels_last) {
-    for (auto& p : model->parameters()) {
-      if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
-    }
-  }
+  if (channels_last) set_channels_last(model);
   auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
 
-  MetricsWriter metrics(run_dir.string(), kLayerGroups);
+  CheckpointMeta resumed;
+  TrainState start_state;
+  if (options.resume) {
+    resumed = resume_from(*options.resume, model, *optimizer, index.classes);
+    start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler};
+  }
+  std::optional<MetricsWriter::ResumeAt> metrics_resume;
+  if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
+  MetricsWriter metrics(run_dir.string(), kLayerGroups, metrics_resume);
   ProgressReporter progress(config.data.batch_size);
-  CheckpointWriter checkpoints((run_dir / "checkpoints").string(), model, *optimizer,
-                               {to_yaml(config), index.classes});
+  CheckpointWriter checkpoints(
+      (run_dir / "checkpoints").string(), model, *optimizer, {to_yaml(config), index.classes},
+      {config.train.checkpoint, config.train.time_limit_seconds, options.stop_signal,
+       resumed.train_seconds, options.resume ? resumed.best_accuracy : -1.0});
   Trainer trainer(model, *optimizer, train_loader, valid_loader, {device, channels_last},
-                  {&progress, &metrics, &checkpoints});
+                  {&progress, &metrics}, &checkpoints);
   std::vector<EpochStats> history;
-  for (const StagePlan& stage : plan_recipe(config.train)) {
-    for (auto& e : trainer.fit_one_cycle(stage)) history.push_back(e);
+  try {
+    history = trainer.fit(plan_recipe(config.train), start_state);
+  } catch (const InterruptedError& e) {
+    throw InterruptedError(
+        std::string(e.what()) + ": " + checkpoints.last_path(),
+        "continue with: ltfit train --resume auto --run-dir " + run_dir.string() +
+            " --config " + (run_dir / "config.yaml").string());
   }
   const double train_seconds =
+      resumed.train_seconds +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunSummary summary;
@@ -84,12 +143,12 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.arch = config.model.arch;
   summary.device = describe_device(device);
   summary.classes = index.classes;
-  summary.epochs = static_cast<int>(history.size());
+  summary.epochs = trainer.state().global_epoch;
   summary.train_images = static_cast<std::int64_t>(index.train.size());
   summary.valid_images = static_cast<std::int64_t>(index.valid.size());
-  summary.accuracy = history.back().accuracy;
-  summary.error_rate = history.back().error_rate;
-  summary.valid_loss = history.back().valid_loss;
+  summary.accuracy = history.empty() ? resumed.accuracy : history.back().accuracy;
+  summary.error_rate = 1.0 - summary.accuracy;
+  summary.valid_loss = history.empty() ? resumed.valid_loss : history.back().valid_loss;
   summary.best_accuracy = checkpoints.best_accuracy();
   summary.train_seconds = train_seconds;
   summary.total_seconds = train_seconds;

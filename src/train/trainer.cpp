@@ -22,82 +22,123 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+std::vector<OneCycleSchedule> stage_schedules(const StagePlan& stage,
+                                              std::int64_t steps_per_epoch) {
+  std::vector<OneCycleSchedule> schedules;
+  const auto& s = stage.shape;
+  for (const double lr : stage.group_lrs) {
+    schedules.push_back({steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
+                         s.moms[0], s.moms[1], s.moms[2]});
+  }
+  return schedules;
+}
+
 }  // namespace
 
 Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train, Loader& valid,
-                 TrainerOptions options, std::vector<TrainObserver*> observers)
+                 TrainerOptions options, std::vector<TrainObserver*> observers,
+                 TrainControl* control)
     : model_(std::move(model)),
       optimizer_(optimizer),
       train_(train),
       valid_(valid),
       options_(options),
-      observers_(std::move(observers)) {}
+      observers_(std::move(observers)),
+      control_(control) {}
+
+std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const TrainState& start) {
+  state_ = start;
+  std::vector<EpochStats> stats;
+  for (int s = start.position.stage; s < static_cast<int>(plan.size()); ++s) {
+    if (s != start.position.stage) state_.position = {s, 0, 0, 0.0, 0};
+    run_stage(plan[static_cast<std::size_t>(s)], stats);
+  }
+  return stats;
+}
 
 std::vector<EpochStats> Trainer::fit_one_cycle(const StagePlan& stage) {
+  state_.position = {};
+  std::vector<EpochStats> stats;
+  run_stage(stage, stats);
+  return stats;
+}
+
+void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) {
+  TrainPosition& at = state_.position;
+  if (at.epoch_in_stage >= stage.epochs) return;  // resumed at this stage's very end
   set_body_frozen(model_, stage.frozen);
   const std::int64_t steps_per_epoch = train_.batches_per_epoch();
   if (steps_per_epoch < 1) {
     throw DataError("the training set has fewer images than one batch (data.batch_size)",
                     "lower data.batch_size or add images");
   }
-  std::vector<OneCycleSchedule> schedules;
-  for (const double lr : stage.group_lrs) {
-    const auto& s = stage.shape;
-    schedules.push_back({steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
-                         s.moms[0], s.moms[1], s.moms[2]});
+  const std::vector<OneCycleSchedule> schedules = stage_schedules(stage, steps_per_epoch);
+  for (auto* o : observers_) {
+    o->on_stage_begin({stage.name, state_.global_epoch - at.epoch_in_stage, stage.epochs,
+                       steps_per_epoch});
   }
-  for (auto* o : observers_)
-    o->on_stage_begin({stage.name, global_epoch_, stage.epochs, steps_per_epoch});
-  loss_avg_ = 0.0;
-  loss_n_ = 0;
-  std::vector<EpochStats> stats;
-  for (int e = 0; e < stage.epochs; ++e) {
+  while (at.epoch_in_stage < stage.epochs) {
     const auto start = Clock::now();
-    const EpochTrain trained = train_epoch(schedules, e * steps_per_epoch);
+    const EpochTrain trained = train_epoch(schedules, steps_per_epoch);
     for (auto* o : observers_) o->on_validation_begin(valid_.batches_per_epoch());
     const EvalResult valid = evaluate(model_, valid_, {options_.device, options_.channels_last});
-    EpochStats epoch{
-        global_epoch_,        stage.name,
+    const EpochStats epoch{
+        state_.global_epoch,  stage.name,
         trained.smooth_loss,  valid.loss,
         valid.accuracy,       1.0 - valid.accuracy,
         seconds_since(start), static_cast<double>(trained.images) / std::max(trained.seconds, 1e-9),
         trained.data_wait};
     stats.push_back(epoch);
+    ++state_.global_epoch;
+    ++at.epoch_in_stage;
+    at.batch_in_epoch = 0;
     for (auto* o : observers_) o->on_epoch_end(epoch);
-    ++global_epoch_;
+    if (control_ == nullptr) continue;
+    control_->save(state_, &epoch, "epoch");
+    if (control_->stop_requested()) {
+      throw InterruptedError("training stopped after epoch " + std::to_string(epoch.epoch) +
+                             "; a checkpoint was written");
+    }
   }
-  return stats;
 }
 
 Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& schedules,
-                                         std::int64_t stage_step0) {
+                                         std::int64_t steps_per_epoch) {
   EpochTrain result;
   const auto start = Clock::now();
+  TrainPosition& at = state_.position;
+  const std::int64_t first_batch = at.batch_in_epoch;
+  const std::int64_t stage_step0 = at.epoch_in_stage * steps_per_epoch;
   model_->train();
-  train_.start_epoch(global_epoch_);
-  std::int64_t step = stage_step0;
+  train_.start_epoch(state_.global_epoch, first_batch);
   std::vector<double> lrs(schedules.size());
   for (;;) {
     const auto wait_start = Clock::now();
     std::optional<Batch> batch = train_.next();
     result.data_wait += seconds_since(wait_start);
     if (!batch) break;
+    const std::int64_t step = stage_step0 + at.batch_in_epoch;
     for (std::size_t g = 0; g < schedules.size(); ++g) lrs[g] = lr_at(schedules[g], step);
     const double momentum = momentum_at(schedules.front(), step);
     set_hyper_parameters(optimizer_, lrs, momentum);
     const double loss = train_step(batch->images, batch->labels);
-    loss_avg_ = kLossSmoothing * loss_avg_ + (1.0 - kLossSmoothing) * loss;
-    ++loss_n_;
+    at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
+    ++at.loss_count;
     result.images += batch->labels.size(0);
-    for (auto* o : observers_) o->on_step({global_step_, global_epoch_, lrs, momentum, loss, 1.0});
-    ++global_step_;
-    ++step;
+    const StepStats stats{state_.global_step, state_.global_epoch, lrs,
+                          momentum,           loss,                state_.scaler.scale};
+    for (auto* o : observers_) o->on_step(stats);
+    ++state_.global_step;
+    ++at.batch_in_epoch;
+    after_step();
   }
-  if (result.images == 0) {
-    throw DataError("no training image could be read in epoch " + std::to_string(global_epoch_),
-                    "check the images under data.root (the log names the unreadable ones)");
+  if (result.images == 0 && first_batch == 0) {
+    throw DataError(
+        "no training image could be read in epoch " + std::to_string(state_.global_epoch),
+        "check the images under data.root (the log names the unreadable ones)");
   }
-  result.smooth_loss = loss_avg_ / (1.0 - std::pow(kLossSmoothing, static_cast<double>(loss_n_)));
+  const double count = static_cast<double>(at.loss_count);
+  result.smooth_loss = count > 0 ? at.loss_avg / (1.0 - std::pow(kLossSmoothing, count)) : 0.0;
   result.seconds = seconds_since(start);
   return result;
 }
@@ -110,12 +151,23 @@ double Trainer::train_step(const torch::Tensor& images, const torch::Tensor& lab
   const double value = loss.item<double>();
   if (!std::isfinite(value)) {
     throw RuntimeError("training loss became " + std::to_string(value) + " at step " +
-                           std::to_string(global_step_),
+                           std::to_string(state_.global_step),
                        "lower train.lr; the last good checkpoint is kept");
   }
   loss.backward();
   optimizer_.step();
   return value;
+}
+
+void Trainer::after_step() {
+  if (control_ == nullptr) return;
+  const bool stop = control_->stop_requested();
+  if (stop || control_->checkpoint_due()) control_->save(state_, nullptr, stop ? "stop" : "periodic");
+  if (stop) {
+    throw InterruptedError("training stopped at step " + std::to_string(state_.global_step) +
+                           " (epoch " + std::to_string(state_.global_epoch) +
+                           "); a checkpoint was written");
+  }
 }
 
 void set_body_frozen(ResNet& model, bool frozen) {

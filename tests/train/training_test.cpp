@@ -82,7 +82,7 @@ TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", 
 
   REQUIRE(stats.size() == 2);
   REQUIRE(recorder.steps.size() == 4);  // 16 images / 8 per batch x 2 epochs
-  CHECK(trainer.global_step() == 4);
+  CHECK(trainer.state().global_step == 4);
   ltfit::OneCycleSchedule head{4, 1e-2, 0.3, 25.0, 1e5, 0.95, 0.85, 0.95};
   for (const auto& s : recorder.steps) {
     CHECK(s.lrs[2] == Approx(ltfit::lr_at(head, s.step)));

@@ -2,7 +2,9 @@
 // so the files are complete up to the last finished step even after a crash.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "ltfit/train/observer.h"
@@ -11,8 +13,15 @@ namespace ltfit {
 
 class MetricsWriter : public TrainObserver {
  public:
-  // Opens (truncates) `<run_dir>/epochs.csv` and `<run_dir>/steps.csv`; `groups` LR columns.
-  MetricsWriter(const std::string& run_dir, int groups);
+  // Where a resumed run continues: rows from here on are dropped and written again.
+  struct ResumeAt {
+    std::int64_t global_step = 0;  // steps.csv keeps rows with step < global_step
+    int epochs_done = 0;           // epochs.csv keeps rows with epoch < epochs_done
+  };
+  // Opens `<run_dir>/epochs.csv` and `<run_dir>/steps.csv` (`groups` LR columns): new files, or
+  // with `resume` the existing ones cut back to the checkpoint (rewritten atomically).
+  MetricsWriter(const std::string& run_dir, int groups,
+                std::optional<ResumeAt> resume = std::nullopt);
   void on_step(const StepStats& step) override;
   void on_epoch_end(const EpochStats& epoch) override;
 

@@ -1,35 +1,74 @@
-// An observer that writes checkpoints/last.ckpt after every epoch and copies it to best.ckpt
-// when validation accuracy improves. Files are replaced atomically (checkpoint.h).
+// Where a training run's checkpoints go and when it stops early: the run's TrainControl.
+//
+// Every save writes `checkpoints/step-<global step>.ckpt` (atomically, checkpoint.h), points
+// `last.ckpt` at it and, at an epoch end with a new best validation accuracy, `best.ckpt`; only
+// the `keep` newest numbered files stay. Links are hard links where the file system allows (no
+// extra disk), copies otherwise; each is put in place by rename, so a kill at any moment leaves
+// the previous checkpoint loadable. Saves happen at every epoch end, every `every_minutes`
+// mid-epoch, and before stopping on a signal or before `time_limit` would be passed (the margin
+// covers the slowest step seen, validation included, and the slowest save). Not thread-safe.
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include <torch/optim/optimizer.h>
 
+#include "ltfit/config/config.h"
 #include "ltfit/model/resnet.h"
 #include "ltfit/train/checkpoint.h"
-#include "ltfit/train/observer.h"
+#include "ltfit/train/trainer.h"
 
 namespace ltfit {
 
-class CheckpointWriter : public TrainObserver {
+struct CheckpointWriterOptions {
+  CheckpointConfig cadence;                  // every_minutes, keep
+  std::optional<double> time_limit_seconds;  // stop before this much wall time in this session
+  std::function<bool()> stop_signal;         // true once a stop was requested (SIGINT/SIGTERM)
+  double prior_train_seconds = 0.0;          // training time of earlier sessions (resume)
+  double best_accuracy = -1.0;               // best accuracy of earlier sessions (resume)
+};
+
+class CheckpointWriter : public TrainControl {
  public:
+  // `base` supplies config_yaml and classes for every checkpoint.
   CheckpointWriter(std::string dir, ResNet model, torch::optim::Optimizer& optimizer,
-                   CheckpointMeta base);
-  void on_step(const StepStats& step) override { steps_done_ = step.step + 1; }
-  void on_epoch_end(const EpochStats& epoch) override;
+                   CheckpointMeta base, CheckpointWriterOptions options);
+
+  bool stop_requested() override;
+  bool checkpoint_due() override;
+  void save(const TrainState& state, const EpochStats* epoch, const char* reason) override;
+
   double best_accuracy() const { return best_accuracy_; }
-  double seconds() const { return seconds_; }  // time spent writing checkpoints
+  double seconds() const { return save_seconds_; }  // time spent writing checkpoints
+  bool time_limit_reached() const { return time_limit_hit_; }
+  std::string last_path() const { return dir_ + "/last.ckpt"; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  void prune();
+
   std::string dir_;
   ResNet model_;
   torch::optim::Optimizer& optimizer_;
   CheckpointMeta base_;
-  std::int64_t steps_done_ = 0;
+  CheckpointWriterOptions options_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_save_ = Clock::now();
+  Clock::time_point last_poll_ = Clock::now();
+  double slowest_step_ = 0.0;  // longest gap between two polls (a step, or an epoch end)
+  double slowest_save_ = 0.0;
+  double save_seconds_ = 0.0;
   double best_accuracy_ = -1.0;
-  double seconds_ = 0.0;
+  double last_accuracy_ = 0.0;
+  double last_valid_loss_ = 0.0;
+  bool time_limit_hit_ = false;
+  bool stop_logged_ = false;
 };
+
+// The newest checkpoint of a run directory (`<run_dir>/checkpoints/last.ckpt`), or nullopt.
+std::optional<std::string> find_resume_checkpoint(const std::string& run_dir);
 
 }  // namespace ltfit

@@ -1,7 +1,9 @@
 // The training loop: next batch -> forward -> loss -> backward -> step, one-cycle per step.
 //
-// The Trainer takes parts that are already built (model, optimizer, loaders, observers) and
-// only applies the schedule; it does not parse config, build models or write reports.
+// The Trainer takes parts that are already built (model, optimizer, loaders, observers, a
+// TrainControl) and only applies the schedule; it does not parse config, build models or write
+// reports. It can start anywhere in a recipe (TrainState from a checkpoint): the schedule, the
+// loader's batch order and augmentation, and the smoothed loss continue exactly where they were.
 // Not thread-safe; one Trainer per model.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <torch/types.h>
 
 #include "ltfit/model/resnet.h"
+#include "ltfit/train/checkpoint.h"
 #include "ltfit/train/observer.h"
 #include "ltfit/train/recipe.h"
 
@@ -25,27 +28,57 @@ struct TrainerOptions {
   bool channels_last = false;          // NHWC activations
 };
 
+// Everything the trainer counts, as saved in and restored from a checkpoint.
+struct TrainState {
+  TrainPosition position;        // stage, epoch in stage, batch in epoch, smoothed loss
+  std::int64_t global_step = 0;  // completed optimizer steps
+  int global_epoch = 0;          // completed epochs over all stages
+  LossScalerState scaler;        // fp16 loss scaler
+};
+
+// Consulted by the trainer after every optimizer step and at every epoch end: where checkpoints
+// are written and where stop requests (signals, time limits) come from.
+class TrainControl {
+ public:
+  virtual ~TrainControl() = default;
+  // After a step: stop now (the trainer saves first, then throws InterruptedError)?
+  virtual bool stop_requested() = 0;
+  // After a step: is a mid-epoch checkpoint due?
+  virtual bool checkpoint_due() = 0;
+  // Saves the full training state; `epoch` holds the stats when called at an epoch's end.
+  // `reason` says why ("epoch", "periodic", "stop") for the log.
+  virtual void save(const TrainState& state, const EpochStats* epoch, const char* reason) = 0;
+};
+
 class Trainer {
  public:
   Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train, Loader& valid,
-          TrainerOptions options, std::vector<TrainObserver*> observers);
+          TrainerOptions options, std::vector<TrainObserver*> observers,
+          TrainControl* control = nullptr);
 
-  // Runs one stage (freezing the body if the stage says so); returns its epochs' stats.
+  // Runs the recipe's stages from `start` (default: the beginning); returns the epochs' stats
+  // of this call. Throws InterruptedError after saving when the control asks to stop.
+  std::vector<EpochStats> fit(const std::vector<StagePlan>& plan, const TrainState& start = {});
+
+  // Runs one stage from its beginning (freezing the body if the stage says so).
   std::vector<EpochStats> fit_one_cycle(const StagePlan& stage);
 
-  std::int64_t global_step() const { return global_step_; }
-  int global_epoch() const { return global_epoch_; }
+  const TrainState& state() const { return state_; }
 
  private:
-  // Trains one epoch; returns (smoothed loss, train seconds, data wait seconds, images).
   struct EpochTrain {
     double smooth_loss = 0.0;
     double seconds = 0.0;
     double data_wait = 0.0;
     std::int64_t images = 0;
   };
-  EpochTrain train_epoch(const std::vector<OneCycleSchedule>& schedules, std::int64_t stage_step0);
+  // Runs `stage` from state_.position (its epoch and batch); appends its epochs to `stats`.
+  void run_stage(const StagePlan& stage, std::vector<EpochStats>& stats);
+  EpochTrain train_epoch(const std::vector<OneCycleSchedule>& schedules,
+                         std::int64_t steps_per_epoch);
   double train_step(const torch::Tensor& images, const torch::Tensor& labels);
+  // After a step: periodic checkpoint and stop requests.
+  void after_step();
 
   ResNet model_;
   torch::optim::Optimizer& optimizer_;
@@ -53,10 +86,8 @@ class Trainer {
   Loader& valid_;
   TrainerOptions options_;
   std::vector<TrainObserver*> observers_;
-  std::int64_t global_step_ = 0;
-  int global_epoch_ = 0;
-  double loss_avg_ = 0.0;  // fastai's SmoothenValue (beta 0.98), per stage
-  std::int64_t loss_n_ = 0;
+  TrainControl* control_;
+  TrainState state_;
 };
 
 // Freezes (or unfreezes) the body: layer groups 0 and 1 stop getting gradients, except their

@@ -61,6 +61,14 @@ class RuntimeError : public Error {
       : Error(message, std::move(hint), ExitCode::kRuntime) {}
 };
 
+// Training stopped on request (SIGINT/SIGTERM, train.time_limit) after writing a checkpoint.
+// Exit 130.
+class InterruptedError : public Error {
+ public:
+  explicit InterruptedError(const std::string& message, std::string hint = "")
+      : Error(message, std::move(hint), ExitCode::kInterrupted) {}
+};
+
 namespace detail {
 [[noreturn]] void check_failed(const char* expr, const char* file, int line,
                                const std::string& msg);

@@ -1,0 +1,51 @@
+#include "ltfit/util/signals.h"
+
+#include <csignal>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;  // the first stop signal received, 0 if none
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
+bool g_installed = false;
+
+extern "C" void on_stop_signal(int signal) {
+  if (g_signal != 0) {  // second request: stop for real
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  g_signal = signal;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  LTFIT_CHECK(!g_installed, "only one StopSignals at a time");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // reads and waits in progress carry on
+  sigaction(SIGINT, &action, &g_old_int);
+  sigaction(SIGTERM, &action, &g_old_term);
+  g_installed = true;
+  g_signal = 0;
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  g_installed = false;
+}
+
+bool StopSignals::requested() { return g_signal != 0; }
+
+int StopSignals::signal_number() { return static_cast<int>(g_signal); }
+
+void StopSignals::reset() { g_signal = 0; }
+
+}  // namespace ltfit

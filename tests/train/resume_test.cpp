@@ -1,0 +1,162 @@
+// Runs that survive interruption: a run stopped mid-epoch (or at an epoch's end) and resumed
+// from its checkpoint ends with the same weights and metrics as an uninterrupted run (CPU,
+// run.deterministic); checkpoint retention; metrics files cut back on resume.
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/model/model_factory.h"
+#include "ltfit/train/checkpoint.h"
+#include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/train_job.h"
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using ltfit::testing::TempDir;
+
+namespace {
+
+// Two stages (fine_tune: frozen, unfrozen), a fastai head with dropout (the RNG matters), 3
+// steps per epoch.
+ltfit::Config resume_config(const fs::path& data) {
+  return ltfit::load_config_from_string(
+      "run: {name: r, seed: 3, deterministic: true}\n"
+      "data: {root: " +
+          data.string() +
+          ", image_size: 32, batch_size: 8, workers: 2}\n"
+          "model: {arch: resnet18, pretrained: none, head: fastai}\n"
+          "train: {recipe: fine_tune, freeze_epochs: 1, epochs: 2, lr: 2.0e-3, device: cpu,\n"
+          "        checkpoint: {every_minutes: 0, keep: 2}}\n"
+          "eval: {tta: false}\n",
+      "resume_test.yaml");
+}
+
+std::vector<std::string> lines_of(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Column `column` of a CSV file, header excluded.
+std::vector<std::string> csv_column(const fs::path& path, int column) {
+  std::vector<std::string> values;
+  const auto lines = lines_of(path);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    std::stringstream row(lines[i]);
+    std::string cell;
+    for (int c = 0; c <= column; ++c) std::getline(row, cell, ',');
+    values.push_back(cell);
+  }
+  return values;
+}
+
+void check_same_weights(const ltfit::Config& config, const fs::path& a, const fs::path& b) {
+  ltfit::ResNet ma = ltfit::build_model(config.model, 2);
+  ltfit::ResNet mb = ltfit::build_model(config.model, 2);
+  ltfit::load_checkpoint(a.string(), ma, nullptr);
+  ltfit::load_checkpoint(b.string(), mb, nullptr);
+  const auto pa = ma->named_parameters();
+  const auto pb = mb->named_parameters();
+  for (const auto& item : pa) {
+    INFO(item.key());
+    CHECK(torch::equal(item.value(), pb[item.key()]));
+  }
+  for (const auto& item : ma->named_buffers()) {
+    INFO(item.key());
+    CHECK(torch::equal(item.value(), *mb->named_buffers().find(item.key())));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("interrupted and resumed runs end exactly like an uninterrupted one", "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  const ltfit::Config config = resume_config(dir.path() / "data");
+  ltfit::TrainJobOptions whole;
+  whole.run_dir = (dir.path() / "whole").string();
+  const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);
+  REQUIRE(expected.epochs == 3);
+
+  // Polls happen after every step (3 per epoch) and at every epoch end: stop after poll 2 is
+  // mid-epoch 0 (frozen stage), after poll 8 is mid-epoch 1 (the unfrozen stage's first), after
+  // poll 4 is at epoch 0's end.
+  const int stop_after = GENERATE(2, 4, 8);
+  INFO("stop after poll " << stop_after);
+  const fs::path run = dir.path() / ("cut" + std::to_string(stop_after));
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= stop_after; };
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  const fs::path last = run / "checkpoints" / "last.ckpt";
+  REQUIRE(fs::exists(last));
+  const ltfit::CheckpointMeta meta = ltfit::read_checkpoint_meta(last.string());
+  CHECK(meta.global_step > 0);
+  CHECK(meta.global_step < 9);
+
+  ltfit::TrainJobOptions resume;
+  resume.resume = last.string();
+  const ltfit::RunSummary resumed = ltfit::run_train_job(config, resume);
+  CHECK(resumed.run_dir == fs::absolute(run).string());
+  CHECK(resumed.epochs == expected.epochs);
+  CHECK(resumed.accuracy == expected.accuracy);
+  CHECK(resumed.valid_loss == expected.valid_loss);
+  check_same_weights(config, dir.path() / "whole" / "checkpoints" / "last.ckpt", last);
+  // The metrics files hold each step and epoch once, with the uninterrupted run's values.
+  CHECK(csv_column(run / "steps.csv", 0) == csv_column(dir.path() / "whole" / "steps.csv", 0));
+  CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
+  CHECK(csv_column(run / "epochs.csv", 3) == csv_column(dir.path() / "whole" / "epochs.csv", 3));
+}
+
+TEST_CASE("checkpoints: keep the newest N numbered files, last and best always loadable",
+          "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  ltfit::Config config = resume_config(dir.path() / "data");
+  config.train.checkpoint.every_minutes = 1e-6;  // a checkpoint after every step
+  config.train.checkpoint.keep = 2;
+  ltfit::TrainJobOptions options;
+  options.run_dir = (dir.path() / "run").string();
+  ltfit::run_train_job(config, options);
+  int numbered = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "run" / "checkpoints")) {
+    const std::string name = entry.path().filename().string();
+    CHECK(name.find(".tmp") == std::string::npos);
+    numbered += name.rfind("step-", 0) == 0 ? 1 : 0;
+  }
+  CHECK(numbered == 2);
+  const auto last = ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/last.ckpt").string());
+  CHECK(last.global_step == 9);
+  CHECK(last.epochs_done == 3);
+  CHECK(last.position.stage == 1);
+  CHECK(last.position.epoch_in_stage == 2);
+  const auto best = ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/best.ckpt").string());
+  CHECK(best.accuracy == best.best_accuracy);
+  CHECK(best.best_accuracy == last.best_accuracy);
+}
+
+TEST_CASE("a time limit stops the run in time with a checkpoint", "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  ltfit::Config config = resume_config(dir.path() / "data");
+  config.train.epochs = 50;
+  config.train.time_limit_seconds = 4.0;
+  ltfit::TrainJobOptions options;
+  options.run_dir = (dir.path() / "run").string();
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(ltfit::run_train_job(config, options), ltfit::InterruptedError);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(took < 4.0 + 2.0);  // the run's own clock starts a little after ours
+  const auto meta =
+      ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/last.ckpt").string());
+  CHECK(meta.global_step > 0);
+  CHECK(meta.epochs_done < 51);
+}
