@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# GPU check: builds ltfit (unless SKIP_SETUP=1), runs the [cuda] tests, then trains one epoch on
+# the synthetic set in each precision and prints epoch time, images/s and accuracy per precision.
+# Exits non-zero if any step fails (every step still runs, so the table shows what worked).
+#
+#   scripts/gpu_check.sh                                   # setup.sh, then the checks
+#   SKIP_SETUP=1 BUILD_DIR=/path/to/build scripts/gpu_check.sh   # offline: use an existing build
+#
+# Environment: BUILD_DIR (default ./build), SKIP_SETUP=1 (no apt/pip/cmake: the binaries in
+# BUILD_DIR must exist), PRECISIONS (default "fp32 fp16 bf16"), DEVICE (default cuda),
+# TRAIN_IMAGES / VALID_IMAGES (synthetic set size, default 512 / 128), WORK_DIR (default /tmp),
+# PYTHON (default python3, used to read the JSON and CSV results).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+PRECISIONS="${PRECISIONS:-fp32 fp16 bf16}"
+DEVICE="${DEVICE:-cuda}"
+TRAIN_IMAGES="${TRAIN_IMAGES:-512}"
+VALID_IMAGES="${VALID_IMAGES:-128}"
+WORK_DIR="${WORK_DIR:-/tmp}"
+PYTHON="${PYTHON:-python3}"
+LTFIT="$BUILD_DIR/ltfit"
+TESTS="$BUILD_DIR/tests/ltfit_tests"
+SYNTH="$WORK_DIR/gpu-synth"
+failures=()
+
+log() { printf '\033[1m[gpu_check]\033[0m %s\n' "$*" >&2; }
+fail() {
+  log "FAILED: $*"
+  failures+=("$*")
+}
+
+build() {
+  if [[ "${SKIP_SETUP:-0}" == 1 ]]; then
+    log "SKIP_SETUP=1: using the existing build in $BUILD_DIR"
+  else
+    BUILD_DIR="$BUILD_DIR" "$ROOT/scripts/setup.sh" || return 1
+  fi
+  for bin in "$LTFIT" "$TESTS"; do
+    [[ -x "$bin" ]] || { log "missing $bin (build first, or set BUILD_DIR)"; return 1; }
+  done
+}
+
+# Prints "seconds images_per_second accuracy max_loss_scale" of a finished run: the last epoch of
+# its epochs.csv, the summary JSON that `ltfit train --json` printed, and steps.csv's loss_scale.
+read_results() {
+  local run_dir="$1" summary="$2"
+  "$PYTHON" - "$run_dir" "$summary" <<'PY'
+import csv, json, sys
+run_dir, summary = sys.argv[1], json.load(open(sys.argv[2]))
+try:
+    last = list(csv.DictReader(open(run_dir + "/epochs.csv")))[-1]
+    seconds, ips = float(last["seconds"]), float(last["images_per_second"])
+except (OSError, IndexError, KeyError, ValueError):
+    seconds = summary["train_seconds"] / max(summary["epochs"], 1)
+    ips = summary["train_images"] * summary["epochs"] / max(summary["train_seconds"], 1e-9)
+try:
+    scale = max(float(r["loss_scale"]) for r in csv.DictReader(open(run_dir + "/steps.csv")))
+except (OSError, KeyError, ValueError):
+    scale = float("nan")
+print(f"{seconds:.2f} {ips:.1f} {summary['accuracy']:.4f} {scale:g}")
+PY
+}
+
+# Trains one epoch in precision $1; appends a row to the table.
+train_one() {
+  local p="$1" run_dir="$WORK_DIR/gpu-$1" out="$WORK_DIR/gpu-$1.json" row
+  rm -rf "$run_dir"
+  log "training 1 epoch, precision $p, device $DEVICE"
+  if ! (cd "$ROOT" && "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$SYNTH" \
+          --set "train.precision=$p" --set train.epochs=1 --set "train.device=$DEVICE" \
+          --run-dir "$run_dir" --json >"$out"); then
+    fail "train $p"
+    rows+=("$p - - - - FAILED")
+    return
+  fi
+  if ! row="$(read_results "$run_dir" "$out")"; then
+    fail "reading the results of $p"
+    rows+=("$p - - - - FAILED")
+    return
+  fi
+  # fp16 must train with loss scaling (the scale starts at 2^16); fp32/bf16 keep it at 1.
+  local scale="${row##* }"
+  if [[ "$p" == fp16 && "$scale" == 1 ]] || [[ "$p" != fp16 && "$scale" != 1 ]]; then
+    fail "$p trained with loss scale $scale"
+    rows+=("$p $row WRONG_SCALE")
+    return
+  fi
+  rows+=("$p $row ok")
+}
+
+print_table() {
+  printf '\n%-10s %9s %10s %9s %11s  %s\n' precision epoch_s images/s accuracy loss_scale status
+  for r in "${rows[@]}"; do
+    # shellcheck disable=SC2086
+    printf '%-10s %9s %10s %9s %11s  %s\n' $r
+  done
+}
+
+rows=()
+if ! build; then
+  fail "build"
+  exit 1
+fi
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+log "running the [cuda] tests"
+"$TESTS" "[cuda]" || fail "ltfit_tests [cuda]"
+log "writing the synthetic set to $SYNTH"
+rm -rf "$SYNTH"
+if "$LTFIT" synth --out "$SYNTH" --train "$TRAIN_IMAGES" --valid "$VALID_IMAGES"; then
+  for p in $PRECISIONS; do train_one "$p"; done
+else
+  fail "synth"
+fi
+print_table
+if ((${#failures[@]})); then
+  log "${#failures[@]} failure(s): ${failures[*]}"
+  exit 1
+fi
+log "all GPU checks passed"
