@@ -1,9 +1,12 @@
+// Plain evaluation over a loader: see evaluator.h.
 #include "ltfit/eval/evaluator.h"
 
 #include <chrono>
 
+#include <spdlog/spdlog.h>
 #include <torch/nn/functional/loss.h>
 
+#include "ltfit/train/amp.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/util/error.h"
 
@@ -19,7 +22,7 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last);
-    const torch::Tensor logits = model->forward(x).to(torch::kCPU, torch::kFloat32);
+    const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -30,19 +33,53 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
   }
   model->train(was_training);
   if (probs.empty()) throw DataError("no readable image to evaluate");
+  EvalResult result =
+      score_predictions(torch::cat(probs), torch::cat(targets), torch::cat(indices), loss_sum);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string resolve_eval_precision(const std::string& requested, const torch::Device& device) {
+  precision_dtype(requested);  // validates the name
+  if (requested == "fp16" && device.is_cpu()) {
+    spdlog::info("precision fp16 needs a CUDA device: evaluating in fp32 on the CPU");
+    return "fp32";
+  }
+  return requested;
+}
+
+torch::Tensor forward_logits(ResNet& model, const torch::Tensor& images,
+                             const EvalOptions& options) {
+  // fp16 on a CPU is not autocast (resolve_eval_precision has said so): fp32 there.
+  const torch::Dtype dtype = options.precision == "fp16" && options.device.is_cpu()
+                                 ? torch::kFloat
+                                 : precision_dtype(options.precision);
+  AutocastGuard autocast(options.device.type(), dtype);
+  return model->forward(images).to(torch::kFloat32);
+}
+
+EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
+                             torch::Tensor indices, double loss_sum) {
   EvalResult result;
-  result.probabilities = torch::cat(probs);
-  result.targets = torch::cat(targets);
-  result.indices = torch::cat(indices);
-  result.count = result.targets.size(0);
+  result.count = targets.numel();
+  if (result.count == 0) throw DataError("no readable image to evaluate");
+  LTFIT_CHECK(probabilities.dim() == 2 && probabilities.size(0) == result.count,
+              "probabilities must be [N, classes] with one row per target");
+  result.probabilities = std::move(probabilities);
+  result.targets = std::move(targets);
+  result.indices = std::move(indices);
   result.loss = loss_sum / static_cast<double>(result.count);
   const torch::Tensor predicted = result.probabilities.argmax(1);
   result.accuracy = predicted.eq(result.targets).to(torch::kFloat64).mean().item<double>();
   const std::int64_t classes = result.probabilities.size(1);
   result.confusion = torch::bincount(result.targets * classes + predicted, {}, classes * classes)
                          .reshape({classes, classes});
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets) {
+  const torch::Tensor p = probabilities.gather(1, targets.unsqueeze(1)).clamp_min(1e-12);
+  return -p.to(torch::kFloat64).log().sum().item<double>();
 }
 
 }  // namespace ltfit

@@ -1,9 +1,12 @@
 // Plain evaluation of a classifier over a loader: loss, accuracy, per-sample probabilities.
 //
-// Runs under NoGradGuard with the model in eval mode (restored afterwards). Not thread-safe.
+// Runs under NoGradGuard with the model in eval mode (restored afterwards), the forward pass
+// under autocast when EvalOptions::precision asks for it; every output is float32 whatever the
+// precision (logits are converted before the loss and softmax). Not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -15,22 +18,40 @@ namespace ltfit {
 class Loader;
 
 struct EvalResult {
-  double loss = 0.0;            // mean cross-entropy
+  double loss = 0.0;            // mean cross-entropy (TTA: mean NLL of the blended probabilities)
   double accuracy = 0.0;        // fraction correct
   std::int64_t count = 0;       // images evaluated (unreadable ones excluded)
   double seconds = 0.0;         // wall time
-  torch::Tensor probabilities;  // float [count, classes]
+  torch::Tensor probabilities;  // float32 [count, classes], CPU
   torch::Tensor targets;        // int64 [count]
   torch::Tensor indices;        // int64 [count] positions in the loader's sample list
   torch::Tensor confusion;      // int64 [classes, classes], rows = actual, cols = predicted
 };
 
 struct EvalOptions {
-  torch::Device device = torch::kCPU;
-  bool channels_last = false;
+  torch::Device device = torch::kCPU;  // where the model lives
+  bool channels_last = false;          // feed NHWC batches
+  std::string precision = "fp32";      // fp32 | bf16 (CPU or CUDA) | fp16 (CUDA): autocast dtype
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
 EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options);
+
+// `requested` (e.g. train.precision) as evaluation can run it on `device`: fp16 on a CPU falls
+// back to fp32 with an info log line; fp32 and bf16 are kept. ConfigError for an unknown name.
+std::string resolve_eval_precision(const std::string& requested, const torch::Device& device);
+
+// [N,3,H,W] float32 normalised on options.device -> [N,classes] float32 logits on that device,
+// the forward run under autocast per options.precision. Call under NoGradGuard, model in eval().
+torch::Tensor forward_logits(ResNet& model, const torch::Tensor& images,
+                             const EvalOptions& options);
+
+// Scores CPU predictions: accuracy, confusion and count from `probabilities` [N,C] float32 and
+// `targets` [N] int64; loss = loss_sum / N; seconds left at 0. DataError when N is 0.
+EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
+                             torch::Tensor indices, double loss_sum);
+
+// Sum over samples of -log p[target] (p clamped to >= 1e-12), for probabilities [N,C].
+double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets);
 
 }  // namespace ltfit

@@ -1,0 +1,73 @@
+// Evaluating and predicting with a saved checkpoint: what `ltfit evaluate` and `ltfit predict`
+// run, kept out of the command files.
+//
+// The model is rebuilt from the checkpoint's own config (arch, head, classes) and run under the
+// checkpoint's train.precision where the device supports it (fp16 on a CPU falls back to fp32,
+// logged). Not thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "ltfit/config/config.h"
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/eval/evaluator.h"
+#include "ltfit/eval/tta.h"
+#include "ltfit/model/resnet.h"
+#include "ltfit/train/checkpoint.h"
+
+namespace ltfit {
+
+struct LoadedModel {
+  ResNet model{nullptr};  // weights loaded, on the requested device
+  Config config;          // the run's resolved config
+  CheckpointMeta meta;    // classes, epochs, ...
+};
+
+// Rebuilds and loads the model of `checkpoint` onto `device`. CheckpointError (exit 4) names
+// the file when it is missing, corrupt or does not match its own config.
+LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device);
+
+// `base` with the command line's overrides: a different `mode` (v1 | v2, empty: keep) takes that
+// mode's fastai default beta (0.4 | 0.25) unless `beta` is given. ConfigError for bad values.
+EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
+                        std::optional<double> beta);
+
+// The evaluation options for `loaded` on `device`, precision `precision` (empty: the
+// checkpoint's train.precision), resolved by resolve_eval_precision.
+EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& device,
+                             const std::string& precision);
+
+struct CheckpointEvalRequest {
+  std::string checkpoint;          // .ckpt file
+  std::string data;                // <class>/ folders; empty: the config's validation split
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  std::string precision;           // fp32 | fp16 | bf16; empty: the checkpoint's train.precision
+  bool tta = false;                // also run test-time augmentation
+  std::string tta_mode;            // v1 | v2; empty: the checkpoint's eval.tta_mode
+  std::optional<double> tta_beta;  // blend weight of the plain predictions; see tta_settings
+};
+
+struct CheckpointEvaluation {
+  std::string checkpoint;            // as requested
+  std::string arch;                  // model.arch
+  std::string device;                // describe_device()
+  std::string precision;             // the precision actually used
+  std::vector<std::string> classes;  // label order
+  std::vector<Sample> samples;       // the evaluated set; result indices point into it
+  EvalResult plain;                  // plain figures (with TTA: the TTA run's plain pass)
+  std::optional<TtaResult> tta;      // when requested
+};
+
+// Loads the checkpoint, indexes the data and evaluates (plain, or TTA with its plain pass).
+CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request);
+
+// TTA on loose image files (labels unknown: 0), for `ltfit predict --tta`. Unreadable images are
+// skipped and logged; TtaResult indices point into `paths`. DataError if none is readable.
+TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>& paths,
+                             const EvalConfig& eval, const EvalOptions& options);
+
+}  // namespace ltfit
