@@ -10,10 +10,13 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
+#include "ltfit/eval/tta.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/report/metrics_writer.h"
 #include "ltfit/report/progress.h"
 #include "ltfit/report/run_dir.h"
+#include "ltfit/report/timing.h"
+#include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/recipe.h"
@@ -93,6 +96,8 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   torch::manual_seed(config.run.seed);
   const torch::Device device = resolve_device(config.train.device);
   spdlog::info("device: {}", describe_device(device));
+  check_precision(config.train.precision, device);
+  configure_backends(device, config.run.deterministic);
   const DatasetIndex index = index_dataset(config.data, config.run.seed);
   log_dataset(index);
   LoaderOptions train_options = make_loader_options(config, /*train=*/true);
@@ -123,8 +128,10 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
       (run_dir / "checkpoints").string(), model, *optimizer, {to_yaml(config), index.classes},
       {config.train.checkpoint, config.train.time_limit_seconds, options.stop_signal,
        resumed.train_seconds, options.resume ? resumed.best_accuracy : -1.0});
-  Trainer trainer(model, *optimizer, train_loader, valid_loader, {device, channels_last},
-                  {&progress, &metrics}, &checkpoints);
+  Profiler profiler(device, config.train.profile);
+  Trainer trainer(model, *optimizer, train_loader, valid_loader,
+                  {device, channels_last, config.train.precision}, {&progress, &metrics},
+                  &checkpoints, &profiler);
   std::vector<EpochStats> history;
   try {
     history = trainer.fit(plan_recipe(config.train), start_state);
@@ -152,6 +159,18 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.best_accuracy = checkpoints.best_accuracy();
   summary.train_seconds = train_seconds;
   summary.total_seconds = train_seconds;
+  if (config.eval.tta) {
+    ScopedPhase phase(profiler, Phase::kTta);
+    const EvalOptions eval_options{device, channels_last,
+                                   resolve_eval_precision(config.train.precision, device)};
+    const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
+    summary.tta_accuracy = tta.tta.accuracy;
+    summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
+    summary.total_seconds = train_seconds + tta.seconds;
+    spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
+                 config.eval.tta_mode, tta.views, tta.beta, tta.tta.accuracy, tta.plain.accuracy,
+                 format_mm_ss(tta.seconds));
+  }
   const SkippedImages skipped_train = train_loader.skipped();
   const SkippedImages skipped_valid = valid_loader.skipped();
   summary.skipped_images = skipped_train.count + skipped_valid.count;
@@ -162,6 +181,10 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
                  summary.skipped_images);
   }
   write_summary((run_dir / "summary.json").string(), summary);
+  write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,
+                    summary.tta_seconds);
+  spdlog::info("time per phase{}:\n{}", config.train.profile ? "" : " (device not synchronised)",
+               format_phase_table(profiler.totals()));
   spdlog::info("done in {}: accuracy {:.4f} (best {:.4f}); wrote {}", format_mm_ss(train_seconds),
                summary.accuracy, summary.best_accuracy, run_dir.string());
   return summary;

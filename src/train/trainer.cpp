@@ -37,17 +37,26 @@ std::vector<OneCycleSchedule> stage_schedules(const StagePlan& stage,
 
 Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train, Loader& valid,
                  TrainerOptions options, std::vector<TrainObserver*> observers,
-                 TrainControl* control)
+                 TrainControl* control, Profiler* profiler)
     : model_(std::move(model)),
       optimizer_(optimizer),
       train_(train),
       valid_(valid),
       options_(options),
       observers_(std::move(observers)),
-      control_(control) {}
+      control_(control),
+      profiler_(profiler),
+      amp_dtype_(precision_dtype(options.precision)),
+      scaler_(GradScalerOptions{.enabled = amp_dtype_ == torch::kHalf}) {
+  if (profiler_ == nullptr) profiler_ = &own_profiler_.emplace(options_.device, /*sync=*/false);
+}
 
 std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const TrainState& start) {
   state_ = start;
+  if (scaler_.enabled() && start.global_step > 0) {
+    scaler_.set_state({start.scaler.scale, start.scaler.growth_tracker});
+  }
+  state_.scaler = {scaler_.scale_value(), scaler_.state().growth_tracker};
   std::vector<EpochStats> stats;
   for (int s = start.position.stage; s < static_cast<int>(plan.size()); ++s) {
     if (s != start.position.stage) state_.position = {s, 0, 0, 0.0, 0};
@@ -79,9 +88,14 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
   }
   while (at.epoch_in_stage < stage.epochs) {
     const auto start = Clock::now();
+    profiler_->begin_epoch(state_.global_epoch);
     const EpochTrain trained = train_epoch(schedules, steps_per_epoch);
     for (auto* o : observers_) o->on_validation_begin(valid_.batches_per_epoch());
-    const EvalResult valid = evaluate(model_, valid_, {options_.device, options_.channels_last});
+    EvalResult valid;
+    {
+      ScopedPhase phase(*profiler_, Phase::kValidation);
+      valid = evaluate(model_, valid_, {options_.device, options_.channels_last, options_.precision});
+    }
     const EpochStats epoch{
         state_.global_epoch,  stage.name,
         trained.smooth_loss,  valid.loss,
@@ -93,9 +107,12 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
     ++at.epoch_in_stage;
     at.batch_in_epoch = 0;
     for (auto* o : observers_) o->on_epoch_end(epoch);
-    if (control_ == nullptr) continue;
-    control_->save(state_, &epoch, "epoch");
-    if (control_->stop_requested()) {
+    if (control_ != nullptr) {
+      ScopedPhase phase(*profiler_, Phase::kCheckpoint);
+      control_->save(state_, &epoch, "epoch");
+    }
+    profiler_->end_epoch(trained.images);
+    if (control_ != nullptr && control_->stop_requested()) {
       throw InterruptedError("training stopped after epoch " + std::to_string(epoch.epoch) +
                              "; a checkpoint was written");
     }
@@ -114,7 +131,11 @@ Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& sc
   std::vector<double> lrs(schedules.size());
   for (;;) {
     const auto wait_start = Clock::now();
-    std::optional<Batch> batch = train_.next();
+    std::optional<Batch> batch;
+    {
+      ScopedPhase phase(*profiler_, Phase::kDataWait);
+      batch = train_.next();
+    }
     result.data_wait += seconds_since(wait_start);
     if (!batch) break;
     const std::int64_t step = stage_step0 + at.batch_in_epoch;
@@ -143,26 +164,47 @@ Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& sc
   return result;
 }
 
+// Under fp16 a non-finite loss is an overflow the loss scaler handles (the step is skipped and
+// the scale halved); in fp32 and bf16 it means divergence and stops the run.
 double Trainer::train_step(const torch::Tensor& images, const torch::Tensor& labels) {
-  const torch::Tensor x = normalize_images(images, options_.device, options_.channels_last);
-  const torch::Tensor y = labels.to(options_.device, /*non_blocking=*/true);
+  torch::Tensor x, y, loss;
+  {
+    ScopedPhase phase(*profiler_, Phase::kHostToDevice);
+    x = normalize_images(images, options_.device, options_.channels_last);
+    y = labels.to(options_.device, /*non_blocking=*/true);
+  }
   optimizer_.zero_grad(/*set_to_none=*/true);
-  const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
+  {
+    ScopedPhase phase(*profiler_, Phase::kForward);
+    AutocastGuard autocast(options_.device.type(), amp_dtype_);
+    loss = torch::nn::functional::cross_entropy(model_->forward(x), y);  // fp32 under autocast
+  }
   const double value = loss.item<double>();
-  if (!std::isfinite(value)) {
+  if (!std::isfinite(value) && !scaler_.enabled()) {
     throw RuntimeError("training loss became " + std::to_string(value) + " at step " +
                            std::to_string(state_.global_step),
                        "lower train.lr; the last good checkpoint is kept");
   }
-  loss.backward();
-  optimizer_.step();
+  {
+    ScopedPhase phase(*profiler_, Phase::kBackward);
+    scaler_.scale(loss).backward();
+  }
+  {
+    ScopedPhase phase(*profiler_, Phase::kOptimizer);
+    scaler_.step(optimizer_);
+    scaler_.update();
+  }
+  state_.scaler = {scaler_.scale_value(), scaler_.state().growth_tracker};
   return value;
 }
 
 void Trainer::after_step() {
   if (control_ == nullptr) return;
   const bool stop = control_->stop_requested();
-  if (stop || control_->checkpoint_due()) control_->save(state_, nullptr, stop ? "stop" : "periodic");
+  if (stop || control_->checkpoint_due()) {
+    ScopedPhase phase(*profiler_, Phase::kCheckpoint);
+    control_->save(state_, nullptr, stop ? "stop" : "periodic");
+  }
   if (stop) {
     throw InterruptedError("training stopped at step " + std::to_string(state_.global_step) +
                            " (epoch " + std::to_string(state_.global_epoch) +

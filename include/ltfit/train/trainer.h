@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include <torch/types.h>
 
 #include "ltfit/model/resnet.h"
+#include "ltfit/report/timing.h"
+#include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/observer.h"
 #include "ltfit/train/recipe.h"
@@ -26,6 +29,7 @@ class Loader;
 struct TrainerOptions {
   torch::Device device = torch::kCPU;  // where the model and batches live
   bool channels_last = false;          // NHWC activations
+  std::string precision = "fp32";      // fp32 | fp16 (autocast + loss scaling) | bf16 (autocast)
 };
 
 // Everything the trainer counts, as saved in and restored from a checkpoint.
@@ -52,9 +56,10 @@ class TrainControl {
 
 class Trainer {
  public:
+  // `profiler` (may be null) times the phases of every step and epoch.
   Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train, Loader& valid,
           TrainerOptions options, std::vector<TrainObserver*> observers,
-          TrainControl* control = nullptr);
+          TrainControl* control = nullptr, Profiler* profiler = nullptr);
 
   // Runs the recipe's stages from `start` (default: the beginning); returns the epochs' stats
   // of this call. Throws InterruptedError after saving when the control asks to stop.
@@ -87,6 +92,10 @@ class Trainer {
   TrainerOptions options_;
   std::vector<TrainObserver*> observers_;
   TrainControl* control_;
+  Profiler* profiler_;
+  std::optional<Profiler> own_profiler_;  // when none is given: unsynchronised, for epoch figures
+  torch::Dtype amp_dtype_;  // autocast dtype; kFloat = off
+  GradScaler scaler_;
   TrainState state_;
 };
 
