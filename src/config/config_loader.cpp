@@ -308,10 +308,12 @@ void convert_augment(const Context& context, const Located& at, AugmentConfig& a
 
 void convert_data(const Context& context, const Located& at, DataConfig& data) {
   expect_map(context, at,
-             {"root", "layout", "valid_count", "image_size", "batch_size", "workers", "augment"});
+             {"root", "layout", "valid_count", "image_size", "batch_size", "workers", "augment",
+              "subset"});
   read(context, child(at, "root"), data.root);
   read(context, child(at, "layout"), data.layout);
   read(context, child(at, "valid_count"), data.valid_count);
+  read(context, child(at, "subset"), data.subset);
   read(context, child(at, "image_size"), data.image_size);
   read(context, child(at, "batch_size"), data.batch_size);
   read_workers(context, child(at, "workers"), data.workers);

@@ -70,6 +70,8 @@ void validate_data(const DataConfig& data, const Fail& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
   require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
   require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
+  require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
+          data.subset);
   require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
           "an integer from 16 to 4096", data.image_size);
   require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);

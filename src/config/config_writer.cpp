@@ -70,6 +70,7 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_string(out, "root", data.root);
   put_string(out, "layout", data.layout);
   put_plain(out, "valid_count", std::to_string(data.valid_count));
+  put_plain(out, "subset", format_number(data.subset));
   put_plain(out, "image_size", std::to_string(data.image_size));
   put_plain(out, "batch_size", std::to_string(data.batch_size));
   put_plain(out, "workers", data.workers == 0 ? "auto" : std::to_string(data.workers));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -241,6 +242,30 @@ bool has_image_extension(const std::string& path) {
          kImageExtensions.end();
 }
 
+namespace {
+
+// Keeps ceil(fraction * n) samples of each class (at least one), chosen by `seed`, in path order.
+void keep_subset(std::vector<Sample>& samples, double fraction, std::uint64_t seed) {
+  if (fraction >= 1.0) return;
+  std::map<std::int64_t, std::vector<std::size_t>> by_class;
+  for (std::size_t i = 0; i < samples.size(); ++i) by_class[samples[i].label].push_back(i);
+  std::vector<bool> keep(samples.size(), false);
+  for (auto& [label, positions] : by_class) {
+    const auto order = epoch_permutation(static_cast<std::int64_t>(positions.size()),
+                                         mix_seed(seed, static_cast<std::uint64_t>(label)), 0);
+    const auto wanted = static_cast<std::size_t>(
+        std::max(1.0, std::ceil(fraction * static_cast<double>(positions.size()))));
+    for (std::size_t k = 0; k < wanted && k < order.size(); ++k)
+      keep[positions[static_cast<std::size_t>(order[k])]] = true;
+  }
+  std::vector<Sample> kept;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (keep[i]) kept.push_back(samples[i]);
+  samples = std::move(kept);
+}
+
+}  // namespace
+
 DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
   const fs::path root(data.root);
   if (!directory_exists(root)) {
@@ -254,6 +279,8 @@ DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
   require_two_classes(index, root);
   sort_by_path(index.train);
   sort_by_path(index.valid);
+  keep_subset(index.train, data.subset, seed);
+  keep_subset(index.valid, data.subset, seed ^ 0x5u);
   return index;
 }
 

@@ -188,3 +188,25 @@ TEST_CASE("index: synthetic sets index in both layouts", "[data][index]") {
     CHECK(index.valid.size() == 4);
   }
 }
+
+TEST_CASE("index: data.subset keeps a seeded fraction of each class in each split",
+          "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path() / "train", 10);  // 10 cats + 10 dogs
+  auto config = data_config(dir, "kaggle", 4);
+  const auto full = ltfit::index_dataset(config, 42);
+  config.subset = 0.25;
+  const auto quarter = ltfit::index_dataset(config, 42);
+  const auto count = [](const std::vector<ltfit::Sample>& s, std::int64_t label) {
+    return std::count_if(s.begin(), s.end(), [&](const auto& x) { return x.label == label; });
+  };
+  CHECK(count(quarter.train, 0) == 2);  // ceil(0.25 * 8) of each class
+  CHECK(count(quarter.train, 1) == 2);
+  CHECK(count(quarter.valid, 0) == 1);  // ceil(0.25 * 2), at least one
+  CHECK(count(quarter.valid, 1) == 1);
+  const auto train = paths(quarter.train), all = paths(full.train);
+  CHECK(std::is_sorted(train.begin(), train.end()));
+  for (const auto& p : train) CHECK(std::find(all.begin(), all.end(), p) != all.end());
+  CHECK(paths(ltfit::index_dataset(config, 42).train) == train);
+  CHECK(paths(ltfit::index_dataset(config, 7).train) != train);
+}

@@ -45,6 +45,8 @@ struct DataConfig {
   int batch_size = 16;                     // images per batch
   int workers = 0;                         // loader threads; 0 means auto (from cores)
   AugmentConfig augment;                   // training augmentation
+  double subset = 1.0;  // fraction of each split's images used, per class, chosen by run.seed
+                        // (quick rehearsals: `ltfit experiment --subset`)
 
   bool operator==(const DataConfig&) const = default;
 };
