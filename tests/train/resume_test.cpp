@@ -3,6 +3,7 @@
 // run.deterministic); checkpoint retention; metrics files cut back on resume.
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,19 @@ TEST_CASE("checkpoints: keep the newest N numbered files, last and best always l
   const auto best = ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/best.ckpt").string());
   CHECK(best.accuracy == best.best_accuracy);
   CHECK(best.best_accuracy == last.best_accuracy);
+  // timing.json: the profiled phases account for each epoch's wall time within a few percent.
+  const auto timing =
+      nlohmann::json::parse(ltfit::testing::read_file(dir.path() / "run" / "timing.json"));
+  REQUIRE(timing["epochs"].size() == 3);
+  for (const auto& epoch : timing["epochs"]) {
+    double phases = 0;
+    for (const auto& [name, seconds] : epoch["phases"].items()) phases += seconds.get<double>();
+    const double wall = epoch["wall_seconds"].get<double>();
+    CHECK(phases <= wall * 1.0001);
+    CHECK(phases >= wall * 0.95);
+    CHECK(epoch["phases"]["checkpoint"].get<double>() > 0);
+  }
+  CHECK(timing["total_seconds"].get<double>() >= timing["train_seconds"].get<double>());
 }
 
 TEST_CASE("a time limit stops the run in time with a checkpoint", "[train][resume]") {
