@@ -353,11 +353,12 @@ void convert_checkpoint(const Context& context, const Located& at, CheckpointCon
 
 void convert_train(const Context& context, const Located& at, TrainConfig& train) {
   expect_map(context, at,
-             {"recipe", "epochs", "freeze_epochs", "lr", "optimizer", "one_cycle", "precision",
+             {"recipe", "epochs", "freeze_epochs", "frozen", "lr", "optimizer", "one_cycle", "precision",
               "channels_last", "device", "checkpoint", "time_limit", "profile"});
   read(context, child(at, "recipe"), train.recipe);
   read(context, child(at, "epochs"), train.epochs);
   read(context, child(at, "freeze_epochs"), train.freeze_epochs);
+  read(context, child(at, "frozen"), train.frozen);
   read_lr(context, child(at, "lr"), train.lr);
   convert_optimizer(context, child(at, "optimizer"), train.optimizer);
   convert_one_cycle(context, child(at, "one_cycle"), train.one_cycle);

@@ -116,6 +116,7 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   put_string(out, "recipe", train.recipe);
   put_plain(out, "epochs", std::to_string(train.epochs));
   put_plain(out, "freeze_epochs", std::to_string(train.freeze_epochs));
+  put_bool(out, "frozen", train.frozen);
   if (train.lr.size() == 1) {
     put_plain(out, "lr", format_number(train.lr.front()));
   } else {

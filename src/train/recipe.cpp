@@ -33,8 +33,9 @@ std::vector<double> spread_lrs(const std::vector<double>& lr, int groups, bool s
 
 std::vector<StagePlan> plan_recipe(const TrainConfig& train) {
   if (train.recipe == "one_cycle") {
-    return {{"one_cycle", train.epochs, false, spread_lrs(train.lr, kLayerGroups, false),
-             train.one_cycle}};
+    // Frozen, a single LR is fastai v1's slice(lr): lr/10 for the body's BatchNorm layers.
+    return {{"one_cycle", train.epochs, train.frozen,
+             spread_lrs(train.lr, kLayerGroups, /*slice_of_one=*/train.frozen), train.one_cycle}};
   }
   LTFIT_CHECK(train.recipe == "fine_tune", "recipe validated at load time");
   std::vector<StagePlan> plan;

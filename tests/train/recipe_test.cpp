@@ -33,6 +33,14 @@ TEST_CASE("one_cycle is one unfrozen stage with the configured shape", "[train][
   CHECK(plan[0].group_lrs == std::vector<double>{2e-3, 2e-3, 2e-3});
   CHECK(plan[0].shape.pct_start == Approx(0.3));
   CHECK(ltfit::total_epochs(plan) == 4);
+  // train.frozen: fastai v1's fit_one_cycle(4, slice(2e-3)) on a freshly created cnn learner.
+  train.frozen = true;
+  const auto frozen = ltfit::plan_recipe(train);
+  REQUIRE(frozen.size() == 1);
+  CHECK(frozen[0].frozen);
+  CHECK(frozen[0].group_lrs[0] == Approx(2e-4));
+  CHECK(frozen[0].group_lrs[1] == Approx(2e-4));
+  CHECK(frozen[0].group_lrs[2] == Approx(2e-3));
 }
 
 TEST_CASE("fine_tune is fastai v2's: frozen slice(base) at pct 0.99, then slice(base/200, base/2)",

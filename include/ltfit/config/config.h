@@ -96,6 +96,8 @@ struct TrainConfig {
   std::string recipe = "fine_tune";          // fine_tune | one_cycle
   int epochs = 3;                            // epochs (unfrozen epochs for fine_tune)
   int freeze_epochs = 1;                     // fine_tune: frozen epochs first
+  bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
+                        // fit_one_cycle on a new cnn learner, as in the 2019 study)
   std::vector<double> lr = {1.0e-3};         // max LR, or [low, high] slice over layer groups
   OptimizerConfig optimizer;                 // optimizer settings
   OneCycleConfig one_cycle;                  // schedule shape

@@ -1,7 +1,8 @@
 // Training recipes as data: which stages run, frozen or not, with which peak LRs.
 //
 // Pure functions of TrainConfig (tested against fastai's definitions, REFERENCE.md §2):
-//   one_cycle: one stage, `epochs` epochs, body unfrozen, LRs from train.lr.
+//   one_cycle: one stage, `epochs` epochs, body unfrozen, LRs from train.lr; with train.frozen
+//     the body stays frozen and a single LR v gives [v/10, v/10, v] (fastai v1's slice(v)).
 //   fine_tune (fastai v2): a frozen stage of `freeze_epochs` at slice(base) with pct_start 0.99,
 //     then base /= 2, unfreeze, `epochs` epochs at slice(base/100, base), div 5; base = train.lr's
 //     last value. A two-value train.lr [low, high] gives the unfrozen stage's slice directly.
