@@ -77,6 +77,33 @@ void set_channels_last(ResNet& model) {
   }
 }
 
+// TTA on the validation set under the training precision; fills the summary's TTA fields.
+void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
+                   const LoaderOptions& valid_options, const torch::Device& device,
+                   RunSummary& summary) {
+  const EvalOptions eval_options{device, config.train.channels_last,
+                                 resolve_eval_precision(config.train.precision, device)};
+  const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
+  summary.tta_accuracy = tta.tta.accuracy;
+  summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
+  summary.total_seconds = summary.train_seconds + tta.seconds;
+  spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
+               config.eval.tta_mode, tta.views, tta.beta, tta.tta.accuracy, tta.plain.accuracy,
+               format_mm_ss(tta.seconds));
+}
+
+void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid) {
+  const SkippedImages skipped_train = train.skipped();
+  const SkippedImages skipped_valid = valid.skipped();
+  summary.skipped_images = skipped_train.count + skipped_valid.count;
+  summary.skipped_examples = skipped_train.examples;
+  for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
+  if (summary.skipped_images > 0) {
+    spdlog::warn("{} unreadable image(s) were skipped (listed above and in summary.json)",
+                 summary.skipped_images);
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) {
@@ -136,6 +163,11 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   try {
     history = trainer.fit(plan_recipe(config.train), start_state);
   } catch (const InterruptedError& e) {
+    write_timing_json((run_dir / "timing.json").string(), profiler,
+                      resumed.train_seconds + std::chrono::duration<double>(
+                                                  std::chrono::steady_clock::now() - start)
+                                                  .count(),
+                      std::nullopt);
     throw InterruptedError(
         std::string(e.what()) + ": " + checkpoints.last_path(),
         "continue with: ltfit train --resume auto --run-dir " + run_dir.string() +
@@ -161,32 +193,19 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.total_seconds = train_seconds;
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);
-    const EvalOptions eval_options{device, channels_last,
-                                   resolve_eval_precision(config.train.precision, device)};
-    const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
-    summary.tta_accuracy = tta.tta.accuracy;
-    summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
-    summary.total_seconds = train_seconds + tta.seconds;
-    spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
-                 config.eval.tta_mode, tta.views, tta.beta, tta.tta.accuracy, tta.plain.accuracy,
-                 format_mm_ss(tta.seconds));
+    run_final_tta(config, model, valid_loader, valid_options, device, summary);
   }
-  const SkippedImages skipped_train = train_loader.skipped();
-  const SkippedImages skipped_valid = valid_loader.skipped();
-  summary.skipped_images = skipped_train.count + skipped_valid.count;
-  summary.skipped_examples = skipped_train.examples;
-  for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
-  if (summary.skipped_images > 0) {
-    spdlog::warn("{} unreadable image(s) were skipped (listed above and in summary.json)",
-                 summary.skipped_images);
-  }
+  record_skipped(summary, train_loader, valid_loader);
   write_summary((run_dir / "summary.json").string(), summary);
   write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,
                     summary.tta_seconds);
   spdlog::info("time per phase{}:\n{}", config.train.profile ? "" : " (device not synchronised)",
                format_phase_table(profiler.totals()));
-  spdlog::info("done in {}: accuracy {:.4f} (best {:.4f}); wrote {}", format_mm_ss(train_seconds),
-               summary.accuracy, summary.best_accuracy, run_dir.string());
+  spdlog::info("done in {} (train {}): accuracy {:.4f} (best {:.4f}){}; wrote {}",
+               format_mm_ss(summary.total_seconds), format_mm_ss(train_seconds), summary.accuracy,
+               summary.best_accuracy,
+               summary.tta_accuracy ? fmt::format(", TTA {:.4f}", *summary.tta_accuracy) : "",
+               run_dir.string());
   return summary;
 }
 
