@@ -22,6 +22,7 @@
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/trainer.h"
 #include "ltfit/util/device.h"
+#include "ltfit/util/envinfo.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/log.h"
@@ -116,6 +117,8 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path run_dir = open_run_dir(config, options);
   write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
+  write_envinfo_json((run_dir / "env.json").string(),
+                     collect_envinfo(config.data.root, run_dir.string()));
   ScopedLogFile log_file((run_dir / "train.log").string());
   spdlog::info("run directory: {}", run_dir.string());
   spdlog::info("resolved config:\n{}", to_yaml(config));

@@ -1,0 +1,232 @@
+#include "ltfit/train/batch_finder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <new>
+#include <optional>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+
+#include "ltfit/model/model_factory.h"
+#include "ltfit/report/timing.h"
+#include "ltfit/train/amp.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/util/envinfo.h"
+#include "ltfit/util/error.h"
+
+// The CUDA allocator's headers exist only in a CUDA build of LibTorch.
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#include <c10/cuda/CUDACachingAllocator.h>
+#define LTFIT_HAS_CUDA_HEADERS 1
+#endif
+
+namespace ltfit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool is_oom_message(std::string message) {
+  std::transform(message.begin(), message.end(), message.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return message.find("out of memory") != std::string::npos ||
+         message.find("can't allocate memory") != std::string::npos ||
+         message.find("not enough memory") != std::string::npos;
+}
+
+void empty_cuda_cache(const torch::Device& device) {
+#ifdef LTFIT_HAS_CUDA_HEADERS
+  if (device.is_cuda() && torch::cuda::is_available()) {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#else
+  (void)device;
+#endif
+}
+
+void set_channels_last(ResNet& model) {
+  for (auto& p : model->parameters()) {
+    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
+// Builds the model and optimizer and runs `options.steps` training steps at `batch`; returns the
+// largest resident set size sampled between the phases (CPU memory is not otherwise visible).
+std::int64_t run_steps(const Config& config, const torch::Device& device, int batch,
+                       const BatchFitOptions& options) {
+  ModelConfig model_config = config.model;
+  model_config.pretrained = "none";  // weights do not change memory; nothing to download
+  ResNet model = build_model(model_config, options.num_classes);
+  model->to(device);
+  model->train();
+  if (config.train.channels_last) set_channels_last(model);
+  auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
+  const torch::Dtype amp_dtype = precision_dtype(config.train.precision);
+  GradScaler scaler(GradScalerOptions{.enabled = amp_dtype == torch::kHalf});
+
+  const std::int64_t side = config.data.image_size;
+  auto generator = at::detail::createCPUGenerator(config.run.seed);
+  torch::Tensor x = torch::randn({batch, 3, side, side}, generator).to(device);  // [N,3,S,S]
+  if (config.train.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  const torch::Tensor y =
+      torch::randint(options.num_classes, {batch}, generator, torch::kLong).to(device);  // [N]
+  std::int64_t max_rss = current_rss_bytes();
+  for (int step = 0; step < options.steps; ++step) {
+    optimizer->zero_grad(/*set_to_none=*/true);
+    torch::Tensor loss;
+    {
+      AutocastGuard autocast(device.type(), amp_dtype);
+      loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    }
+    max_rss = std::max(max_rss, current_rss_bytes());  // activations held for backward
+    scaler.scale(loss).backward();
+    max_rss = std::max(max_rss, current_rss_bytes());  // activations + gradients
+    scaler.step(*optimizer);
+    scaler.update();
+    (void)loss.item<float>();  // waits for the device: asynchronous errors surface here
+    max_rss = std::max(max_rss, current_rss_bytes());  // + optimizer state after the first step
+  }
+  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+  return max_rss;
+}
+
+// One trial; on CPU its memory is measured from `baseline_rss` (the process before any trial).
+TrialMemory trial(const Config& config, const torch::Device& device, int batch,
+                  const BatchFitOptions& options, std::int64_t baseline_rss) {
+  check_precision(config.train.precision, device);
+  TrialMemory result;
+  reset_cuda_peak_memory(device);
+  const std::int64_t peak_before = peak_rss_bytes();
+  std::int64_t sampled_rss = 0;
+  try {
+    sampled_rss = run_steps(config, device, batch, options);
+    result.fits = true;
+  } catch (const c10::OutOfMemoryError&) {
+    result.note = "out of memory";
+  } catch (const c10::Error& e) {
+    if (!is_oom_message(e.what())) {
+      throw RuntimeError("find-batch: the trial at batch " + std::to_string(batch) +
+                             " failed: " + e.what_without_backtrace(),
+                         "check the config's model and data.image_size");
+    }
+    result.note = "out of memory";
+  } catch (const std::bad_alloc&) {
+    result.note = "out of memory";
+  }
+  if (device.is_cuda()) {
+    result.bytes = cuda_peak_memory_bytes(device).value_or(0);
+  } else {
+    // The kernel's peak counts only when this trial raised it; otherwise the sampled maximum.
+    const std::int64_t peak_after = peak_rss_bytes();
+    const std::int64_t trial_peak = peak_after > peak_before ? peak_after : sampled_rss;
+    result.bytes = std::max<std::int64_t>(0, trial_peak - baseline_rss);
+    const std::int64_t budget = cpu_budget_bytes(options);
+    if (result.fits && result.bytes > budget) {
+      result.fits = false;
+      result.note = "over the CPU memory budget";
+    }
+  }
+  empty_cuda_cache(device);  // every trial starts from an empty cache
+  return result;
+}
+
+// Growth at `batch`, extrapolated linearly from the (batch, bytes) of successful trials.
+std::optional<std::int64_t> predict_bytes(const std::vector<std::pair<int, std::int64_t>>& ok,
+                                          int batch) {
+  if (ok.empty()) return std::nullopt;
+  const auto& [b2, m2] = ok.back();
+  if (ok.size() == 1 || ok[ok.size() - 2].first == b2) {
+    return static_cast<std::int64_t>(static_cast<double>(m2) * batch / b2);
+  }
+  const auto& [b1, m1] = ok[ok.size() - 2];
+  const double slope = std::max(0.0, static_cast<double>(m2 - m1) / (b2 - b1));
+  return m2 + static_cast<std::int64_t>(slope * (batch - b2));
+}
+
+}  // namespace
+
+BatchSearch find_largest_batch(const std::function<bool(int)>& fits, int start, int max) {
+  if (start < 1 || max < start) {
+    throw ConfigError("find-batch: expected 1 <= start <= max, got start " + std::to_string(start) +
+                      " and max " + std::to_string(max));
+  }
+  BatchSearch search;
+  const auto attempt = [&](int batch) {
+    const auto t0 = Clock::now();
+    const bool ok = fits(batch);
+    search.trials.push_back({batch, ok, seconds_since(t0)});
+    return ok;
+  };
+  if (!attempt(start)) return search;
+  int good = start;
+  int bad = 0;  // 0: no failure seen yet
+  while (good < max) {
+    const int next = static_cast<int>(std::min<std::int64_t>(2LL * good, max));
+    if (!attempt(next)) {
+      bad = next;
+      break;
+    }
+    good = next;
+  }
+  while (bad != 0 && bad - good > 1) {
+    const int mid = good + (bad - good) / 2;
+    if (attempt(mid)) {
+      good = mid;
+    } else {
+      bad = mid;
+    }
+  }
+  search.largest = good;
+  return search;
+}
+
+std::int64_t cpu_budget_bytes(const BatchFitOptions& options) {
+  if (options.cpu_budget_bytes > 0) return options.cpu_budget_bytes;
+  return read_meminfo().available_bytes / 10 * 8;
+}
+
+TrialMemory run_batch_trial(const Config& config, const torch::Device& device, int batch,
+                            const BatchFitOptions& options) {
+  return trial(config, device, batch, options, current_rss_bytes());
+}
+
+bool batch_fits(const Config& config, const torch::Device& device, int batch,
+                const BatchFitOptions& options) {
+  return run_batch_trial(config, device, batch, options).fits;
+}
+
+std::function<bool(int)> make_trial_predicate(
+    const Config& config, const torch::Device& device, const BatchFitOptions& options,
+    std::function<void(int batch, const TrialMemory&, double seconds)> report) {
+  BatchFitOptions resolved = options;
+  resolved.cpu_budget_bytes = cpu_budget_bytes(options);  // fixed once, before any trial
+  auto successes = std::make_shared<std::vector<std::pair<int, std::int64_t>>>();
+  const std::int64_t baseline = current_rss_bytes();
+  return [=](int batch) {
+    const auto t0 = Clock::now();
+    TrialMemory result;
+    const auto predicted = device.is_cuda() ? std::nullopt : predict_bytes(*successes, batch);
+    if (predicted && *predicted > resolved.cpu_budget_bytes) {
+      // Running it could get the process killed by the kernel's OOM killer instead.
+      result = {false, *predicted, /*skipped=*/true, "predicted over the CPU memory budget"};
+    } else {
+      result = trial(config, device, batch, resolved, baseline);
+    }
+    if (result.fits) {
+      successes->emplace_back(batch, result.bytes);
+      std::sort(successes->begin(), successes->end());  // bisection tries batches out of order
+    }
+    if (report) report(batch, result, seconds_since(t0));
+    return result.fits;
+  };
+}
+
+}  // namespace ltfit
