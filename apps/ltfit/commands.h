@@ -21,5 +21,8 @@ void add_loader_commands(CLI::App& app, int* exit_code);  // bench-loader, show-
 void add_lr_find_command(CLI::App& app, int* exit_code);
 void add_export_command(CLI::App& app, int* exit_code);
 void add_predict_command(CLI::App& app, int* exit_code);
+void add_experiment_command(CLI::App& app, int* exit_code);  // experiment (plan + report)
+void add_envinfo_command(CLI::App& app, int* exit_code);
+void add_find_batch_command(CLI::App& app, int* exit_code);
 
 }  // namespace ltfit::cli

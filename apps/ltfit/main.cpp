@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   ltfit::cli::add_lr_find_command(app, &exit_code);
   ltfit::cli::add_export_command(app, &exit_code);
   ltfit::cli::add_predict_command(app, &exit_code);
+  ltfit::cli::add_experiment_command(app, &exit_code);
+  ltfit::cli::add_envinfo_command(app, &exit_code);
+  ltfit::cli::add_find_batch_command(app, &exit_code);
   app.parse_complete_callback([&] { ltfit::setup_logging(verbose); });
   try {
     app.parse(argc, argv);

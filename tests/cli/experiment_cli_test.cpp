@@ -1,0 +1,82 @@
+// `ltfit experiment` end to end: a tiny plan on a synthetic set with one run that trains, one
+// that cannot apply on a CPU (fp16) and one whose invalid override makes its child exit 2; the
+// plan still finishes and reports all three as a rehearsal.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::testing::read_file;
+using ltfit::testing::run_ltfit;
+using ltfit::testing::write_file;
+
+TEST_CASE("experiment runs a plan, survives a failing run and writes the report",
+          "[cli][experiment]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(
+      run_ltfit("synth --out " + dir.str() + "/data --train 24 --valid 12 --seed 0").exit_code ==
+      0);
+  write_file(dir.path() / "plan" / "base.yaml",
+             "run: {name: tiny, out_dir: " + dir.str() +
+                 "/runs, seed: 5}\n"
+                 "data: {root: " +
+                 dir.str() +
+                 "/data, image_size: 32, batch_size: 8, workers: 2}\n"
+                 "model: {arch: resnet18, pretrained: none}\n"
+                 "train: {recipe: one_cycle, epochs: 1, lr: 2.0e-3, device: cpu}\n"
+                 "eval: {tta: true}\n");
+  write_file(dir.path() / "plan" / "study.yaml",
+             "title: s\ntrain_images: 24\nvalid_images: 12\nplatforms:\n  - {id: k, name: K80}\n"
+             "runs:\n  - {id: base, times: {k: \"01:00\"}}\n");
+  write_file(dir.path() / "plan" / "plan.yaml",
+             "name: tiny\nbase: base.yaml\nstudy: study.yaml\nset: {train.frozen: true}\nruns:\n"
+             "  - {id: fp32, label: fp32 run, study_run: base, set: {train.precision: fp32}}\n"
+             "  - {id: fp16, label: fp16 run, set: {train.precision: fp16}}\n"
+             "  - {id: bad, label: bad run, set: {data.batch_size: -4}}\n");
+  const fs::path out = dir.path() / "report";
+  const auto r = run_ltfit("experiment --plan " + dir.str() +
+                           "/plan/plan.yaml --subset 0.5 --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("[1/3] fp32") && Contains("[3/3] bad"));
+
+  const std::string csv = read_file(out / "results.csv");
+  INFO(csv);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);  // header + 3 runs
+  CHECK_THAT(csv, Contains("\nfp32,fp32 run,ok,,1,8,fp32,"));
+  CHECK_THAT(csv, Contains("\nfp16,fp16 run,n/a,") && Contains("fp16 needs a CUDA device"));
+  CHECK_THAT(csv, Contains("\nbad,bad run,failed,\"exit 2: ") && Contains("data.batch_size"));
+  CHECK(fs::exists(out / "runs" / "fp32" / "summary.json"));
+  CHECK_FALSE(fs::exists(out / "runs" / "fp16"));  // not applicable: never started
+  CHECK_THAT(read_file(out / "runs" / "bad.log"), Contains("data.batch_size"));
+
+  const std::string md = read_file(out / "report.md");
+  CHECK_THAT(md, Contains("REHEARSAL") && Contains("estimate") && Contains("data.subset=0.5"));
+  CHECK_THAT(md, Contains("| fp32 run | ok |") && Contains("| 01:00 |"));
+  CHECK(fs::file_size(out / "total_time.png") > 1000);
+  CHECK(fs::file_size(out / "curves.png") > 1000);
+
+  // The same --out again is refused: a report never overwrites an earlier one.
+  const auto again =
+      run_ltfit("experiment --plan " + dir.str() + "/plan/plan.yaml --out " + out.string());
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.output, Contains("already holds an experiment"));
+}
+
+TEST_CASE("experiment: help, and plan mistakes exit 2", "[cli][experiment]") {
+  const auto help = run_ltfit("experiment --help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.stdout_text, Contains("--plan") && Contains("--subset"));
+  ltfit::testing::TempDir dir;
+  write_file(dir.path() / "plan.yaml", "name: p\nbase: b.yaml\nruns:\n  - id: a\n    sett: {}\n");
+  const auto r = run_ltfit("experiment --plan " + dir.str() + "/plan.yaml");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("plan.yaml:5") && Contains("runs[0].sett"));
+  write_file(dir.path() / "good.yaml", "name: p\nbase: b.yaml\nruns:\n  - id: a\n");
+  const auto subset = run_ltfit("experiment --plan " + dir.str() + "/good.yaml --subset 2");
+  CHECK(subset.exit_code == 2);
+  CHECK_THAT(subset.output, Contains("--subset"));
+}
