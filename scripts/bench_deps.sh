@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Python peer's dependencies for bench/loader_bench.sh: torchvision, Pillow, NumPy.
+# Installs the Python peers of the benchmarks: torchvision, Pillow, NumPy (bench/loader_bench.sh,
+# the parity test) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
 # older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
@@ -46,3 +47,11 @@ x = t(Image.new("RGB", (12, 10), (1, 2, 3)))
 assert x.shape == (3, 8, 8) and x.dtype == torch.uint8, (x.shape, x.dtype)
 print(f"ok: torch {torch.__version__}, torchvision {torchvision.__version__}")
 PY
+
+# fastai, the peer of bench/fastai_side_by_side.sh (also --no-deps, torch kept): its own script.
+# Set SKIP_FASTAI=1 to leave it out. Its failure is a warning only: the oracles above (what the
+# parity test needs) are in place either way.
+if [[ "${SKIP_FASTAI:-0}" != 1 ]]; then
+  PYTHON="$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/../bench/fastai_deps.sh" ||
+    echo "warning: fastai not installed (exit $?); bench/fastai_side_by_side.sh will run ltfit only" >&2
+fi

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""fastai's side of bench/fastai_side_by_side.sh: the fastai v2 fine-tune that ltfit reproduces.
+
+    python3 bench/fastai_train.py --root DIR [--arch resnet18] [--size 64] [--bs 32]
+                                  [--epochs 2] [--freeze-epochs 1] [--lr 2e-3] [--workers N]
+                                  [--device cpu|cuda] [--seed 42] [--no-tta]
+
+DIR holds train/<class>/*.jpg and valid/<class>/*.jpg (`ltfit synth` writes that). What runs:
+
+    dls = ImageDataLoaders.from_folder(DIR, train="train", valid="valid", item_tfms=Resize(size),
+                                       batch_tfms=[*aug_transforms(), Normalize(imagenet)], ...)
+    learn = vision_learner(dls, arch, pretrained=False, metrics=accuracy)
+    learn.fine_tune(epochs, lr, freeze_epochs)      # timed: train_seconds
+    learn.tta()                                     # timed: tta_seconds (n=4, beta=0.25)
+
+Normalize is added by hand: vision_learner adds ImageNet normalisation only for pretrained
+models, and ltfit always normalises, so without it the two would not train the same inputs.
+Prints one JSON line on stdout (timings, accuracies, versions); the per-epoch table on stderr.
+Exit codes: 0 done, 1 fastai missing (run scripts/bench_deps.sh), 2 bad usage or data root.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+START = time.perf_counter()  # as close to the process start as Python allows
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", required=True, help="train/<class>/, valid/<class>/ folders")
+    parser.add_argument("--arch", default="resnet18",
+                        choices=["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"])
+    parser.add_argument("--size", type=int, default=64, help="image side, pixels (64)")
+    parser.add_argument("--bs", type=int, default=32, help="batch size (32)")
+    parser.add_argument("--epochs", type=int, default=2, help="unfrozen epochs (2)")
+    parser.add_argument("--freeze-epochs", type=int, default=1, help="frozen epochs first (1)")
+    parser.add_argument("--lr", type=float, default=2e-3, help="fine_tune base_lr (2e-3)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(),
+                        help="DataLoader worker processes (nproc)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="torch.set_num_threads in the main process (nproc)")
+    parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (cpu)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-tta", action="store_true", help="skip learn.tta()")
+    args = parser.parse_args(argv)
+    for name in ("size", "bs", "epochs", "threads"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name}: expected a positive integer")
+    if args.workers < 0 or args.freeze_epochs < 0:
+        parser.error("--workers and --freeze-epochs must not be negative")
+    for split in ("train", "valid"):
+        if not os.path.isdir(os.path.join(args.root, split)):
+            print(f"error: {args.root}/{split} does not exist "
+                  "(expected <root>/{train,valid}/<class>/*.jpg)", file=sys.stderr)
+            sys.exit(2)
+    return args
+
+
+def main(argv):
+    warnings.filterwarnings("ignore")  # torchvision built for a neighbouring torch, fastai deprecations
+    args = parse_args(argv)
+    try:
+        import fastai
+        import torch
+        from fastai.vision import all as fv
+    except ImportError as e:
+        print(f"error: cannot import fastai ({e}); run scripts/bench_deps.sh", file=sys.stderr)
+        return 1
+    imported = time.perf_counter()
+
+    torch.set_num_threads(args.threads)
+    fv.set_seed(args.seed, reproducible=False)
+    device = torch.device(args.device)
+    dls = fv.ImageDataLoaders.from_folder(
+        args.root, train="train", valid="valid", seed=args.seed,
+        item_tfms=fv.Resize(args.size),  # train: random square crop, valid: centre crop
+        batch_tfms=[*fv.aug_transforms(), fv.Normalize.from_stats(*fv.imagenet_stats)],
+        bs=args.bs, num_workers=args.workers, device=device)
+    arch = getattr(fv, args.arch)
+    learn = fv.vision_learner(dls, arch, pretrained=False, metrics=fv.accuracy)
+    rows = []  # the Recorder's per-epoch rows, across both fits of fine_tune
+
+    def log_row(row):
+        if row and isinstance(row[0], int):
+            rows.append([float(v) for v in row[1:-1]])
+        print("fastai:", *row, file=sys.stderr)
+
+    learn.logger = log_row  # keeps stdout for the one JSON line
+    ready = time.perf_counter()
+
+    with learn.no_bar():
+        learn.fine_tune(args.epochs, base_lr=args.lr, freeze_epochs=args.freeze_epochs)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    trained = time.perf_counter()
+    names = ["train_loss", "valid_loss", "accuracy"]
+    epochs = [dict(zip(names, row)) for row in rows]
+    accuracy = epochs[-1]["accuracy"] if epochs else None
+
+    tta_accuracy = tta_seconds = None
+    if not args.no_tta:
+        with learn.no_bar():
+            preds, targs = learn.tta()  # fastai v2: n=4 augmented passes, lerp with plain, beta 0.25
+        tta_accuracy = float((preds.argmax(dim=1) == targs).float().mean())
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        tta_seconds = time.perf_counter() - trained
+
+    n_train = len(dls.train_ds)
+    total_epochs = args.freeze_epochs + args.epochs
+    train_seconds = trained - ready
+    print(json.dumps({
+        "tool": "fastai",
+        "fastai": fastai.__version__,
+        "torch": torch.__version__,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "workers": args.workers,
+        "arch": args.arch, "size": args.size, "bs": args.bs,
+        "freeze_epochs": args.freeze_epochs, "epochs": args.epochs, "lr": args.lr,
+        "train_images": n_train, "valid_images": len(dls.valid_ds),
+        "import_seconds": round(imported - START, 3),
+        "setup_seconds": round(ready - imported, 3),
+        "train_seconds": round(train_seconds, 3),
+        "images_per_second": round(n_train * total_epochs / train_seconds, 1),
+        "accuracy": accuracy,
+        "tta_accuracy": tta_accuracy,
+        "tta_seconds": None if tta_seconds is None else round(tta_seconds, 3),
+        "epochs_table": epochs,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
