@@ -24,6 +24,6 @@ echo
 echo "== evaluate $run_dir/checkpoints/last.ckpt =="
 "$LTFIT" evaluate --checkpoint "$run_dir/checkpoints/last.ckpt"
 echo
-echo "== run directory: $run_dir (epochs.csv, steps.csv, summary.json, train.log, checkpoints/)"
+echo "== run directory: $run_dir (epochs.csv, steps.csv, summary.json, timing.json, env.json, train.log, checkpoints/)"
 echo "== quickstart wall time after the build: $(( $(date +%s) - start )) s"
 rm -f "$summary"
