@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/config/config_loader.h"
 #include "ltfit/config/experiment_plan.h"
@@ -36,7 +37,7 @@ std::vector<Override> command_overrides(const ExperimentArgs& args) {
     }
     overrides.push_back(parse_override(fmt::format("data.subset={}", *args.subset)));
   }
-  for (const auto& s : args.sets) overrides.push_back(parse_override(s));
+  for (auto& o : parse_cli_overrides(args.sets)) overrides.push_back(std::move(o));
   return overrides;
 }
 

@@ -26,12 +26,6 @@ struct TrainArgs {
   bool json = false;
 };
 
-std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return overrides;
-}
-
 // A checkpoint carries its run's config: resuming uses it, with the --set overrides on top.
 Config checkpoint_config(const std::string& checkpoint, const TrainArgs& args) {
   if (!args.config.empty()) {
@@ -39,7 +33,7 @@ Config checkpoint_config(const std::string& checkpoint, const TrainArgs& args) {
                  args.config);
   }
   const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
-  return load_config_from_string(meta.config_yaml, checkpoint, parse_sets(args.sets));
+  return load_config_from_string(meta.config_yaml, checkpoint, parse_cli_overrides(args.sets));
 }
 
 // Works out config, run directory and checkpoint for `--resume CKPT|auto`.

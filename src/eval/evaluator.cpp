@@ -50,11 +50,8 @@ std::string resolve_eval_precision(const std::string& requested, const torch::De
 
 torch::Tensor forward_logits(ResNet& model, const torch::Tensor& images,
                              const EvalOptions& options) {
-  // fp16 on a CPU is not autocast (resolve_eval_precision has said so): fp32 there.
-  const torch::Dtype dtype = options.precision == "fp16" && options.device.is_cpu()
-                                 ? torch::kFloat
-                                 : precision_dtype(options.precision);
-  AutocastGuard autocast(options.device.type(), dtype);
+  // Callers pass a precision resolved for the device (resolve_eval_precision).
+  AutocastGuard autocast(options.device.type(), precision_dtype(options.precision));
   return model->forward(images).to(torch::kFloat32);
 }
 

@@ -53,10 +53,7 @@ Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train
 
 std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const TrainState& start) {
   state_ = start;
-  if (scaler_.enabled() && start.global_step > 0) {
-    scaler_.set_state({start.scaler.scale, start.scaler.growth_tracker});
-  }
-  state_.scaler = {scaler_.scale_value(), scaler_.state().growth_tracker};
+  scaler_.set_state(start.scaler);
   std::vector<EpochStats> stats;
   for (int s = start.position.stage; s < static_cast<int>(plan.size()); ++s) {
     if (s != start.position.stage) state_.position = {s, 0, 0, 0.0, 0};
@@ -147,7 +144,7 @@ Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& sc
     ++at.loss_count;
     result.images += batch->labels.size(0);
     const StepStats stats{state_.global_step, state_.global_epoch, lrs,
-                          momentum,           loss,                state_.scaler.scale};
+                          momentum,           loss,                scaler_.scale_value()};
     for (auto* o : observers_) o->on_step(stats);
     ++state_.global_step;
     ++at.batch_in_epoch;
@@ -194,7 +191,7 @@ double Trainer::train_step(const torch::Tensor& images, const torch::Tensor& lab
     scaler_.step(optimizer_);
     scaler_.update();
   }
-  state_.scaler = {scaler_.scale_value(), scaler_.state().growth_tracker};
+  state_.scaler = scaler_.state();
   return value;
 }
 

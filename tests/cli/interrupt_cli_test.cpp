@@ -32,6 +32,15 @@ std::string slow_config(const fs::path& root, double every_minutes) {
          "eval: {tta: false}\n";
 }
 
+// Writes a synthetic set under `dir`/data and a slow_config for it; returns the config path.
+fs::path write_slow_run(const fs::path& dir, double every_minutes) {
+  REQUIRE(run_ltfit("synth --out " + (dir / "data").string() + " --train 80 --valid 16 --seed 2")
+              .exit_code == 0);
+  const fs::path config = dir / "c.yaml";
+  ltfit::testing::write_file(config, slow_config(dir / "data", every_minutes));
+  return config;
+}
+
 // Runs `script` with bash and returns its stdout.
 std::string run_bash(const fs::path& dir, const std::string& script) {
   const fs::path file = dir / "script.sh";
@@ -70,10 +79,7 @@ std::string interrupt_script(const std::string& train_args, const fs::path& run,
 TEST_CASE("SIGINT: finish the step, checkpoint, exit 130; --resume auto ends as if never stopped",
           "[cli][resume]") {
   TempDir dir;
-  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 80 --valid 16 --seed 2")
-              .exit_code == 0);
-  const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, slow_config(dir.path() / "data", 0));
+  const fs::path config = write_slow_run(dir.path(), /*every_minutes=*/0);
   const fs::path run = dir.path() / "cut";
   const std::string status = run_bash(
       dir.path(),
@@ -111,10 +117,7 @@ TEST_CASE("SIGINT: finish the step, checkpoint, exit 130; --resume auto ends as 
 TEST_CASE("kill -9 at random moments while checkpointing never leaves an unloadable checkpoint",
           "[cli][resume]") {
   TempDir dir;
-  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 80 --valid 16 --seed 2")
-              .exit_code == 0);
-  const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, slow_config(dir.path() / "data", 1e-5));  // every step
+  const fs::path config = write_slow_run(dir.path(), /*every_minutes=*/1e-5);  // every step
   const fs::path run = dir.path() / "run";
   std::mt19937 rng(1234);
   std::int64_t previous_step = -1;

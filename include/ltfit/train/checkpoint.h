@@ -16,6 +16,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "ltfit/model/resnet.h"
+#include "ltfit/train/amp.h"
 
 namespace ltfit {
 
@@ -30,12 +31,6 @@ struct TrainPosition {
   bool operator==(const TrainPosition&) const = default;
 };
 
-// Mixed-precision loss scaler state (GradScaler's scale and growth tracker).
-struct LossScalerState {
-  double scale = 1.0;               // current loss scale (1 when not scaling)
-  std::int64_t growth_tracker = 0;  // consecutive steps without overflow
-};
-
 struct CheckpointMeta {
   std::string config_yaml;           // the resolved config of the run
   std::vector<std::string> classes;  // class names, label order
@@ -45,7 +40,7 @@ struct CheckpointMeta {
   double valid_loss = 0.0;           // validation loss after the last completed epoch
   TrainPosition position;            // where to continue
   double best_accuracy = -1.0;       // best validation accuracy so far (-1: none yet)
-  LossScalerState scaler;            // fp16 loss scaler
+  GradScalerState scaler;            // fp16 loss scaler
   double train_seconds = 0.0;        // training wall time so far, over every session
 };
 

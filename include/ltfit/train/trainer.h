@@ -37,7 +37,7 @@ struct TrainState {
   TrainPosition position;        // stage, epoch in stage, batch in epoch, smoothed loss
   std::int64_t global_step = 0;  // completed optimizer steps
   int global_epoch = 0;          // completed epochs over all stages
-  LossScalerState scaler;        // fp16 loss scaler
+  GradScalerState scaler;        // fp16 loss scaler (its state even when not scaling)
 };
 
 // Consulted by the trainer after every optimizer step and at every epoch end: where checkpoints
