@@ -11,8 +11,9 @@ namespace ltfit::cli {
 
 void add_synth_command(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<SynthOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "synth", "write a synthetic two-class JPEG image set (cat/dog, or bear/rabbit) shaped like the real one");
+  CLI::App* cmd = app.add_subcommand("synth",
+                                     "write a synthetic two-class JPEG image set (cat/dog, or "
+                                     "bear/rabbit) shaped like the real one");
   cmd->add_option("--out", options->out_dir, "destination directory")->required();
   cmd->add_option("--train", options->train, "training images (both classes)")
       ->capture_default_str();

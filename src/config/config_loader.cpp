@@ -353,8 +353,8 @@ void convert_checkpoint(const Context& context, const Located& at, CheckpointCon
 
 void convert_train(const Context& context, const Located& at, TrainConfig& train) {
   expect_map(context, at,
-             {"recipe", "epochs", "freeze_epochs", "frozen", "lr", "optimizer", "one_cycle", "precision",
-              "channels_last", "device", "checkpoint", "time_limit", "profile"});
+             {"recipe", "epochs", "freeze_epochs", "frozen", "lr", "optimizer", "one_cycle",
+              "precision", "channels_last", "device", "checkpoint", "time_limit", "profile"});
   read(context, child(at, "recipe"), train.recipe);
   read(context, child(at, "epochs"), train.epochs);
   read(context, child(at, "freeze_epochs"), train.freeze_epochs);

@@ -311,8 +311,8 @@ cv::Mat draw_image(std::uint64_t seed, bool second_class, const SynthOptions& o)
 
 // One image to write: which split and index seed it, which class, where it goes.
 struct Job {
-  int split = 0;  // 0 train, 1 valid
-  int index = 0;  // index within the split
+  int split = 0;        // 0 train, 1 valid
+  int index = 0;        // index within the split
   bool is_dog = false;  // the task's second class
   fs::path path;
 };

@@ -6,8 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/nn/functional/loss.h>
 
-#include "ltfit/train/amp.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/train/amp.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

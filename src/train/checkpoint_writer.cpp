@@ -59,9 +59,10 @@ bool CheckpointWriter::stop_requested() {
   const double margin = slowest_step_ + 2.0 * slowest_save_ + kSafetySeconds;
   if (seconds_between(start_, now) + margin < *options_.time_limit_seconds) return false;
   if (!time_limit_hit_) {
-    spdlog::warn("train.time_limit ({:.0f} s) would be passed before the next step ends: "
-                 "writing a checkpoint and stopping",
-                 *options_.time_limit_seconds);
+    spdlog::warn(
+        "train.time_limit ({:.0f} s) would be passed before the next step ends: "
+        "writing a checkpoint and stopping",
+        *options_.time_limit_seconds);
   }
   time_limit_hit_ = true;
   return true;

@@ -65,10 +65,11 @@ CheckpointMeta resume_from(const std::string& path, ResNet& model,
     throw CheckpointError("checkpoint '" + path + "' was trained on other classes than data.root",
                           "resume with the same data, or start a new run");
   }
-  spdlog::info("resuming from {}: {} epoch(s) and {} step(s) done (stage {}, epoch {} of it, "
-               "batch {})",
-               path, meta.epochs_done, meta.global_step, meta.position.stage,
-               meta.position.epoch_in_stage, meta.position.batch_in_epoch);
+  spdlog::info(
+      "resuming from {}: {} epoch(s) and {} step(s) done (stage {}, epoch {} of it, "
+      "batch {})",
+      path, meta.epochs_done, meta.global_step, meta.position.stage, meta.position.epoch_in_stage,
+      meta.position.batch_in_epoch);
   return meta;
 }
 
@@ -166,15 +167,15 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   try {
     history = trainer.fit(plan_recipe(config.train), start_state);
   } catch (const InterruptedError& e) {
-    write_timing_json((run_dir / "timing.json").string(), profiler,
-                      resumed.train_seconds + std::chrono::duration<double>(
-                                                  std::chrono::steady_clock::now() - start)
-                                                  .count(),
-                      std::nullopt);
-    throw InterruptedError(
-        std::string(e.what()) + ": " + checkpoints.last_path(),
-        "continue with: ltfit train --resume auto --run-dir " + run_dir.string() +
-            " --config " + (run_dir / "config.yaml").string());
+    write_timing_json(
+        (run_dir / "timing.json").string(), profiler,
+        resumed.train_seconds +
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        std::nullopt);
+    throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
+                           "continue with: ltfit train --resume auto --run-dir " +
+                               run_dir.string() + " --config " +
+                               (run_dir / "config.yaml").string());
   }
   const double train_seconds =
       resumed.train_seconds +

@@ -80,8 +80,8 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
   }
   const std::vector<OneCycleSchedule> schedules = stage_schedules(stage, steps_per_epoch);
   for (auto* o : observers_) {
-    o->on_stage_begin({stage.name, state_.global_epoch - at.epoch_in_stage, stage.epochs,
-                       steps_per_epoch});
+    o->on_stage_begin(
+        {stage.name, state_.global_epoch - at.epoch_in_stage, stage.epochs, steps_per_epoch});
   }
   while (at.epoch_in_stage < stage.epochs) {
     const auto start = Clock::now();
@@ -91,7 +91,8 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
     EvalResult valid;
     {
       ScopedPhase phase(*profiler_, Phase::kValidation);
-      valid = evaluate(model_, valid_, {options_.device, options_.channels_last, options_.precision});
+      valid =
+          evaluate(model_, valid_, {options_.device, options_.channels_last, options_.precision});
     }
     const EpochStats epoch{
         state_.global_epoch,  stage.name,
@@ -143,8 +144,8 @@ Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& sc
     at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
     ++at.loss_count;
     result.images += batch->labels.size(0);
-    const StepStats stats{state_.global_step, state_.global_epoch, lrs,
-                          momentum,           loss,                scaler_.scale_value()};
+    const StepStats stats{state_.global_step,   state_.global_epoch, lrs, momentum, loss,
+                          scaler_.scale_value()};
     for (auto* o : observers_) o->on_step(stats);
     ++state_.global_step;
     ++at.batch_in_epoch;

@@ -62,8 +62,8 @@ std::string interrupt_script(const std::string& train_args, const fs::path& run,
          "pid=$!\n"
          "for i in $(seq 1 600); do\n"
          "  n=$(wc -l < " +
-         (run / "steps.csv").string() + " 2>/dev/null || echo 0)\n" +
-         "  [ \"$n\" -gt " + std::to_string(rows) + " ] && break\n" +
+         (run / "steps.csv").string() + " 2>/dev/null || echo 0)\n" + "  [ \"$n\" -gt " +
+         std::to_string(rows) + " ] && break\n" +
          "  kill -0 $pid 2>/dev/null || break\n"
          "  sleep 0.05\n"
          "done\n"
@@ -124,9 +124,9 @@ TEST_CASE("kill -9 at random moments while checkpointing never leaves an unloada
   for (int round = 0; round < 4; ++round) {
     INFO("round " << round);
     const int rows = 2 + static_cast<int>(rng() % 5) + 6 * round;
-    const std::string args = round == 0 ? "train --config " + config.string() + " --run-dir " +
-                                              run.string()
-                                        : "train --resume auto --run-dir " + run.string();
+    const std::string args =
+        round == 0 ? "train --config " + config.string() + " --run-dir " + run.string()
+                   : "train --resume auto --run-dir " + run.string();
     const std::string status = run_bash(dir.path(), interrupt_script(args, run, rows, "KILL"));
     CHECK(std::stoi(status) == 137);  // killed, not a clean exit
     const std::string last = (run / "checkpoints/last.ckpt").string();

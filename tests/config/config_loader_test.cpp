@@ -301,8 +301,9 @@ TEST_CASE("TTA's blend weight follows the mode unless it is set", "[config]") {
   using ltfit::parse_override;
   CHECK(load_config_from_string("eval:\n  tta: true\n", "t.yaml").eval.tta_beta == 0.4);
   CHECK(load_config_from_string("eval:\n  tta_mode: v2\n", "t.yaml").eval.tta_beta == 0.25);
-  CHECK(load_config_from_string("eval:\n  tta_mode: v2\n  tta_beta: 0.5\n", "t.yaml")
-            .eval.tta_beta == 0.5);
+  CHECK(
+      load_config_from_string("eval:\n  tta_mode: v2\n  tta_beta: 0.5\n", "t.yaml").eval.tta_beta ==
+      0.5);
   const Config config = load_config_from_string("eval:\n  tta: true\n", "t.yaml",
                                                 {parse_override("eval.tta_mode=v2")});
   CHECK(config.eval.tta_mode == "v2");

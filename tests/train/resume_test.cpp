@@ -133,12 +133,14 @@ TEST_CASE("checkpoints: keep the newest N numbered files, last and best always l
     numbered += name.rfind("step-", 0) == 0 ? 1 : 0;
   }
   CHECK(numbered == 2);
-  const auto last = ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/last.ckpt").string());
+  const auto last =
+      ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/last.ckpt").string());
   CHECK(last.global_step == 9);
   CHECK(last.epochs_done == 3);
   CHECK(last.position.stage == 1);
   CHECK(last.position.epoch_in_stage == 2);
-  const auto best = ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/best.ckpt").string());
+  const auto best =
+      ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/best.ckpt").string());
   CHECK(best.accuracy == best.best_accuracy);
   CHECK(best.best_accuracy == last.best_accuracy);
   // timing.json: the profiled phases account for each epoch's wall time within a few percent.

@@ -93,9 +93,9 @@ struct CheckpointConfig {
 
 // `train:` the recipe and how it runs.
 struct TrainConfig {
-  std::string recipe = "fine_tune";          // fine_tune | one_cycle
-  int epochs = 3;                            // epochs (unfrozen epochs for fine_tune)
-  int freeze_epochs = 1;                     // fine_tune: frozen epochs first
+  std::string recipe = "fine_tune";  // fine_tune | one_cycle
+  int epochs = 3;                    // epochs (unfrozen epochs for fine_tune)
+  int freeze_epochs = 1;             // fine_tune: frozen epochs first
   bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
                         // fit_one_cycle on a new cnn learner, as in the 2019 study)
   std::vector<double> lr = {1.0e-3};         // max LR, or [low, high] slice over layer groups
@@ -113,9 +113,10 @@ struct TrainConfig {
 
 // `eval:` evaluation after training.
 struct EvalConfig {
-  bool tta = true;              // also evaluate with test-time augmentation
-  std::string tta_mode = "v1";  // v1: 8 corner-zoom x flip views | v2: tta_n training-augmented views
-  double tta_beta = 0.4;  // final = beta * plain + (1 - beta) * augmented (v2 default: 0.25)
+  bool tta = true;  // also evaluate with test-time augmentation
+  std::string tta_mode =
+      "v1";                 // v1: 8 corner-zoom x flip views | v2: tta_n training-augmented views
+  double tta_beta = 0.4;    // final = beta * plain + (1 - beta) * augmented (v2 default: 0.25)
   double tta_scale = 1.35;  // v1: corner zoom factor
   int tta_n = 4;            // v2: augmented passes
 

@@ -23,10 +23,10 @@
 namespace ltfit {
 
 struct LoaderOptions {
-  int image_size = 224;     // output side, pixels
-  int batch_size = 16;      // images per batch
-  bool train = false;       // shuffle, random crop + flip, drop the last partial batch
-  AugmentConfig augment;    // used when train or augment_in_order
+  int image_size = 224;   // output side, pixels
+  int batch_size = 16;    // images per batch
+  bool train = false;     // shuffle, random crop + flip, drop the last partial batch
+  AugmentConfig augment;  // used when train or augment_in_order
   // Not training (in order, every sample, no drop) but with training augmentation drawn from
   // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
   bool augment_in_order = false;

@@ -5,9 +5,10 @@
 // rounded ears hanging at the sides and a muzzle), so a model has to learn shapes, not colour
 // statistics. A second task, `bears_rabbits`, draws the same faces, eyes and palettes with other
 // ears (small round ones on top vs long upright ones): a different classification problem over
-// shared low-level features, for transfer-learning checks without downloaded weights. Sizes are about 300-500 px a side with varied aspect ratios, JPEG quality ~75.
-// Output is a pure function of (options.seed, image index): the same seed gives byte-identical
-// files. Thread-safe: no shared state.
+// shared low-level features, for transfer-learning checks without downloaded weights. Sizes are
+// about 300-500 px a side with varied aspect ratios, JPEG quality ~75. Output is a pure function of
+// (options.seed, image index): the same seed gives byte-identical files. Thread-safe: no shared
+// state.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,12 @@ struct SynthOptions {
   int train = 1000;     // training images, split evenly between the classes
   int valid = 200;      // validation images, split evenly between the classes
   std::string layout =
-      "folders";           // folders: {train,valid}/{cat,dog}/N.jpg | kaggle: train/cat.N.jpg
+      "folders";  // folders: {train,valid}/{cat,dog}/N.jpg | kaggle: train/cat.N.jpg
   std::string task = "cats_dogs";  // cats_dogs (cat, dog) | bears_rabbits (bear, rabbit)
   std::uint64_t seed = 0;          // drives every random choice
-  int jpeg_quality = 75;   // OpenCV JPEG quality, 0-100
-  int min_side = 300;      // smallest image side, pixels
-  int max_side = 500;      // largest image side, pixels
+  int jpeg_quality = 75;           // OpenCV JPEG quality, 0-100
+  int min_side = 300;              // smallest image side, pixels
+  int max_side = 500;              // largest image side, pixels
 };
 
 struct SynthResult {

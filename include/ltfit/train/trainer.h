@@ -94,7 +94,7 @@ class Trainer {
   TrainControl* control_;
   Profiler* profiler_;
   std::optional<Profiler> own_profiler_;  // when none is given: unsynchronised, for epoch figures
-  torch::Dtype amp_dtype_;  // autocast dtype; kFloat = off
+  torch::Dtype amp_dtype_;                // autocast dtype; kFloat = off
   GradScaler scaler_;
   TrainState state_;
 };
