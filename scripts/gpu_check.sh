@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# GPU check: builds ltfit (unless SKIP_SETUP=1), runs the [cuda] tests, then trains one epoch on
-# the synthetic set in each precision and prints epoch time, images/s and accuracy per precision.
-# Exits non-zero if any step fails (every step still runs, so the table shows what worked).
+# GPU check: builds ltfit (unless SKIP_SETUP=1), runs the [cuda] tests, then on the GPU:
+#  1. trains one epoch on the synthetic set (64 px, ResNet-18) in each precision;
+#  2. the study's shape at 224 px (ResNet-34, bs 64, channels_last), 2 epochs per precision, and
+#     reports the second epoch's images/s (the first pays cuDNN autotuning);
+#  3. evaluates the fp16 checkpoint with TTA on the GPU;
+#  4. find-batch on a ResNet-152 at 224 px up to --max 4096, which must meet a real CUDA
+#     out-of-memory and recover from it;
+#  5. envinfo's GPU fields.
+# Prints one table per part. Exits non-zero if any step fails (every step still runs, so the
+# tables show what worked).
 #
 #   scripts/gpu_check.sh                                   # setup.sh, then the checks
 #   SKIP_SETUP=1 BUILD_DIR=/path/to/build scripts/gpu_check.sh   # offline: use an existing build
@@ -63,13 +70,15 @@ print(f"{seconds:.2f} {ips:.1f} {summary['accuracy']:.4f} {scale:g}")
 PY
 }
 
-# Trains one epoch in precision $1; appends a row to the table.
+# Trains in precision $1 (extra --set arguments after it); appends a row to the table.
+# RUN_TAG names the run directories (gpu-<tag>-<precision>).
 train_one() {
-  local p="$1" run_dir="$WORK_DIR/gpu-$1" out="$WORK_DIR/gpu-$1.json" row
+  local p="$1" run_dir="$WORK_DIR/gpu-${RUN_TAG:-q}-$1" out="$WORK_DIR/gpu-${RUN_TAG:-q}-$1.json" row
+  shift
   rm -rf "$run_dir"
-  log "training 1 epoch, precision $p, device $DEVICE"
+  log "training, precision $p, device $DEVICE ${*}"
   if ! (cd "$ROOT" && "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$SYNTH" \
-          --set "train.precision=$p" --set train.epochs=1 --set "train.device=$DEVICE" \
+          --set "train.precision=$p" --set train.epochs=1 --set "train.device=$DEVICE" "$@" \
           --run-dir "$run_dir" --json >"$out"); then
     fail "train $p"
     rows+=("$p - - - - FAILED")
@@ -98,6 +107,48 @@ print_table() {
   done
 }
 
+# Evaluates the 224 px fp16 checkpoint on the GPU with TTA (v1, 8 views) in fp16.
+study_eval() {
+  local ckpt="$WORK_DIR/gpu-study-fp16/checkpoints/last.ckpt" out="$WORK_DIR/gpu-eval.json"
+  [[ -f "$ckpt" ]] || { fail "evaluate: no fp16 checkpoint at $ckpt"; return; }
+  log "evaluating $ckpt with TTA on $DEVICE"
+  if ! "$LTFIT" evaluate --checkpoint "$ckpt" --device "$DEVICE" --precision fp16 --tta \
+      --out "$WORK_DIR/gpu-eval" --json >"$out"; then
+    fail "evaluate --tta on $DEVICE"
+    return
+  fi
+  echo; echo "== 3. evaluate --tta (fp16) of the 224 px fp16 checkpoint =="
+  "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("accuracy","tta_accuracy","seconds","tta_seconds","loss")})' "$out" ||
+    fail "reading the evaluate result"
+}
+
+# find-batch far past what fits: a real CUDA out-of-memory must be caught, not fatal.
+find_batch_oom() {
+  local out="$WORK_DIR/gpu-find-batch.json"
+  log "find-batch: ResNet-152 at 224 px, fp32, up to 4096 on $DEVICE"
+  if ! (cd "$ROOT" && "$LTFIT" find-batch --config configs/cats_dogs.yaml --set "data.root=$SYNTH" \
+      --set model.arch=resnet152 --set model.pretrained=none --set "train.device=$DEVICE" \
+      --start 256 --max 4096 --json >"$out"); then
+    fail "find-batch"
+    return
+  fi
+  echo; echo "== 4. find-batch (ResNet-152, 224 px, fp32) =="
+  "$PYTHON" - "$out" <<'PY' || fail "find-batch met no out-of-memory (or its JSON is unreadable)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for t in d["trials"]:
+    print(f"  batch {t['batch']:>5}: {'fits' if t['fits'] else 'no':4} {t['seconds']:7.2f} s "
+          f"{t['memory_bytes'] / 2**30:8.2f} GiB {t['note']}")
+print("  largest batch:", d["largest_batch"])
+sys.exit(0 if any(not t["fits"] for t in d["trials"]) else 1)
+PY
+}
+
+show_envinfo() {
+  echo; echo "== 5. envinfo =="
+  "$LTFIT" envinfo || fail "envinfo"
+}
+
 rows=()
 if ! build; then
   fail "build"
@@ -109,11 +160,23 @@ log "running the [cuda] tests"
 log "writing the synthetic set to $SYNTH"
 rm -rf "$SYNTH"
 if "$LTFIT" synth --out "$SYNTH" --train "$TRAIN_IMAGES" --valid "$VALID_IMAGES"; then
-  for p in $PRECISIONS; do train_one "$p"; done
+  for p in $PRECISIONS; do RUN_TAG=q train_one "$p"; done
+  echo; echo "== 1. ResNet-18, 64 px, bs 32, 1 epoch of $TRAIN_IMAGES images =="
+  print_table
+  rows=()
+  for p in $PRECISIONS; do
+    RUN_TAG=study train_one "$p" --set model.arch=resnet34 --set data.image_size=224 \
+      --set data.batch_size=64 --set train.channels_last=true --set train.epochs=2
+  done
+  echo; echo "== 2. ResNet-34, 224 px, bs 64, channels_last: epoch 2 of 2 (the study's shape) =="
+  print_table
+  rows=()
+  study_eval
 else
   fail "synth"
 fi
-print_table
+find_batch_oom
+show_envinfo
 if ((${#failures[@]})); then
   log "${#failures[@]} failure(s): ${failures[*]}"
   exit 1
