@@ -38,6 +38,7 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(CURL REQUIRED)
+find_package(ZLIB REQUIRED)  # inflate and CRC-32 for the zip reader of torch.save archives
 find_package(OpenSSL REQUIRED)
 
 # LibTorch ships its own fmt headers (a newer major version) in its include directory, which
