@@ -8,6 +8,7 @@
 #include <exception>
 #include <fstream>
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <nlohmann/json.hpp>
@@ -31,8 +32,13 @@ constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
     "data_wait", "host_to_device", "forward", "backward",
     "optimizer", "validation",     "tta",     "checkpoint"};
 
+// Also initialises CUDA: the caching allocator exists only once CUDA is initialised (normally by
+// the first CUDA tensor), and its statistics calls throw "Invalid device argument" before that.
+// torch.cuda's memory functions do the same (_lazy_init) first.
 bool usable_cuda(const torch::Device& device) {
-  return device.is_cuda() && torch::cuda::is_available();
+  if (!device.is_cuda() || !torch::cuda::is_available()) return false;
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+  return true;
 }
 
 double sum(const PhaseSeconds& phases) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/nn/functional/loss.h>
@@ -45,6 +46,8 @@ bool is_oom_message(std::string message) {
 void empty_cuda_cache(const torch::Device& device) {
 #ifdef LTFIT_HAS_CUDA_HEADERS
   if (device.is_cuda() && torch::cuda::is_available()) {
+    // The allocator exists only once CUDA is initialised; before that emptyCache() throws.
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
     c10::cuda::CUDACachingAllocator::emptyCache();
   }
 #else
