@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the real cats-vs-dogs images for ltfit (the 2019 study's data, ../shared/REFERENCE.md §1).
+# Fetches the real cats-vs-dogs images for ltfit (the 2019 study's data: fastai's dogscats, or Kaggle's dogs-vs-cats).
 #
 # Usage: scripts/fetch_data.sh [--source dogscats|kaggle] [--out DIR] [--url URL]
 #          [--archive FILE] [--checksum SIZE:MD5|none] [--expect-train N] [--expect-valid N]
