@@ -15,14 +15,13 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <utility>
 
 #include "config/config_internal.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/input_file.h"
 
 namespace ltfit {
 namespace {
@@ -396,22 +395,6 @@ Config convert(const Context& context, const YAML::Node& root) {
 
 // ---- loading -------------------------------------------------------------------------------
 
-std::string read_text(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    throw ConfigError("config file '" + path + "' does not exist",
-                      "check the path; the shipped configs are in configs/");
-  }
-  if (std::filesystem::is_directory(path, error)) {
-    throw ConfigError("config file '" + path + "' is a directory, not a YAML file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("cannot read config file '" + path + "'", "check its permissions");
-  std::ostringstream text;
-  text << in.rdbuf();  // sets failbit on `text` for an empty file, which is fine: no config
-  return text.str();
-}
-
 YAML::Node parse_yaml(const std::string& text, const std::string& where) {
   try {
     return YAML::Load(text);
@@ -471,7 +454,7 @@ Override parse_override(const std::string& text) {
 }
 
 Config load_config(const std::string& path, const std::vector<Override>& overrides) {
-  return load_config_from_string(read_text(path), path, overrides);
+  return load_config_from_string(read_input_file(path, "config file"), path, overrides);
 }
 
 Config load_config_from_string(const std::string& yaml, const std::string& source,

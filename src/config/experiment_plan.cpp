@@ -10,11 +10,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "config/config_internal.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/input_file.h"
 
 namespace ltfit {
 namespace {
@@ -157,19 +156,6 @@ PlanRun read_run(const Located& at) {
   return run;
 }
 
-std::string read_text(const std::string& path, const std::string& what) {
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    throw ConfigError(what + " '" + path + "' does not exist or is not a file",
-                      "check the path; the shipped plans are in configs/experiments/");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw ConfigError("cannot read " + what + " '" + path + "'");
-  return text.str();
-}
-
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
@@ -253,7 +239,7 @@ ExperimentPlan parse_experiment_plan(const std::string& yaml, const std::string&
 
 ExperimentPlan load_experiment_plan(const std::string& path) {
   const std::string dir = fs::path(path).parent_path().string();
-  ExperimentPlan plan = parse_experiment_plan(read_text(path, "plan file"), path, dir);
+  ExperimentPlan plan = parse_experiment_plan(read_input_file(path, "plan file"), path, dir);
   if (!plan.study.source.empty()) {
     plan.study = load_study_figures(plan.study.source);
     check_study_links(plan, plan.study);
@@ -283,7 +269,7 @@ StudyFigures parse_study_figures(const std::string& yaml, const std::string& sou
 }
 
 StudyFigures load_study_figures(const std::string& path) {
-  return parse_study_figures(read_text(path, "study file"), path);
+  return parse_study_figures(read_input_file(path, "study file"), path);
 }
 
 void check_study_links(const ExperimentPlan& plan, const StudyFigures& study) {
