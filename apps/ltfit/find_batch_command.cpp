@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "ltfit/train/batch_finder.h"
 #include "ltfit/util/device.h"
+#include "ltfit/util/json.h"
 
 namespace ltfit::cli {
 
@@ -84,7 +85,7 @@ void run_find_batch(const FindBatchArgs& args) {
         {"memory_is_estimate", !device.is_cuda()},
         {"trials", trials_json(search, memory)},
         {"study_context", kStudyContext}};
-    std::cout << result.dump(2) << std::endl;
+    std::cout << dump_json(result) << std::endl;
     return;
   }
   std::printf("largest batch that trains: %d%s (%s at %d px, %s, %s; %zu trials)\n", search.largest,

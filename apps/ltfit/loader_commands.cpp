@@ -13,6 +13,7 @@
 #include "ltfit/data/image_grid.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/json.h"
 
 namespace ltfit::cli {
 
@@ -75,7 +76,7 @@ void run_bench_loader(const LoaderArgs& args) {
                                  {"image_size", config.data.image_size},
                                  {"skipped_images", loader.skipped().count}};
   if (args.json) {
-    std::cout << result.dump(2) << std::endl;
+    std::cout << dump_json(result) << std::endl;
   } else {
     std::printf("%lld images in %.2f s: %.1f images/s, %.1f per worker (%d workers)\n",
                 static_cast<long long>(images), seconds, rate, rate / loader.workers(),

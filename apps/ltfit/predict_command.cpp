@@ -18,6 +18,7 @@
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/json.h"
 
 namespace ltfit::cli {
 
@@ -145,11 +146,11 @@ void run_predict(const PredictArgs& args) {
                     t["probability"].get<double>());
       }
       if (args.logits && r.contains("logits"))
-        std::cout << "  logits: " << r["logits"].dump() << "\n";
+        std::cout << "  logits: " << dump_json(r["logits"], -1) << "\n";
     }
     all.push_back(r);
   }
-  if (args.json) std::cout << all.dump(2) << std::endl;
+  if (args.json) std::cout << dump_json(all) << std::endl;
   if (readable == 0) throw DataError("none of the given images could be read");
 }
 

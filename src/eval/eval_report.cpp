@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ltfit/eval/metrics.h"
+#include "ltfit/util/json.h"
+#include "ltfit/util/utf8.h"
 
 namespace ltfit {
 
@@ -55,8 +57,10 @@ std::string per_class_table(const std::string& title, const EvalResult& r,
   return out;
 }
 
-// A CSV field, quoted when it holds a comma, quote or line break.
-std::string csv_field(const std::string& text) {
+// A CSV field: the name escaped as in JSON (utf8.h: any bytes -> valid UTF-8, reversibly), then
+// quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& raw) {
+  const std::string text = escape_utf8(raw);
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string out = "\"";
   for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -101,7 +105,7 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
     j["tta_confusion"] = confusion_rows(t.confusion);
     j["tta_per_class"] = per_class_json(t, e.classes);
   }
-  return j.dump(2);
+  return dump_json(j);
 }
 
 std::string evaluation_table(const CheckpointEvaluation& e) {
@@ -122,9 +126,9 @@ std::string evaluation_table(const CheckpointEvaluation& e) {
 
 std::string predictions_csv(const CheckpointEvaluation& e) {
   std::string out = "path,label,predicted";
-  for (const auto& c : e.classes) out += ",prob_" + c;
+  for (const auto& c : e.classes) out += "," + csv_field("prob_" + c);
   if (e.tta) {
-    for (const auto& c : e.classes) out += ",plain_prob_" + c;
+    for (const auto& c : e.classes) out += "," + csv_field("plain_prob_" + c);
   }
   out += "\n";
   const EvalResult& reported = e.tta ? e.tta->tta : e.plain;

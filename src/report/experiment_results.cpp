@@ -11,6 +11,7 @@
 #include "ltfit/report/experiment_report.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
+#include "ltfit/util/utf8.h"
 
 namespace ltfit {
 namespace {
@@ -94,8 +95,10 @@ void read_summary(const fs::path& dir, ExperimentRow& row) {
   row.valid_images = field<std::int64_t>(*summary, "valid_images").value_or(0);
 }
 
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+// A cell escaped like every name ltfit writes (util/utf8.h), quoted when needed.
+std::string csv_cell(const std::string& raw) {
+  const std::string text = escape_utf8(raw);
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string quoted = "\"";
   for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";

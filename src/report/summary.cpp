@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ltfit/util/format.h"
+#include "ltfit/util/json.h"
 
 namespace ltfit {
 
@@ -36,7 +37,7 @@ std::string summary_json(const RunSummary& s) {
       {"skipped_images", s.skipped_images},
       {"skipped_examples", s.skipped_examples},
   };
-  return j.dump(2) + "\n";
+  return dump_json(j) + "\n";
 }
 
 void write_summary(const std::string& path, const RunSummary& summary) {

@@ -16,6 +16,7 @@
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
+#include "ltfit/util/json.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
@@ -194,7 +195,7 @@ std::string timing_json(const Profiler& profiler, double train_seconds,
                             {"total_seconds", train_seconds + tta_seconds.value_or(0.0)},
                             {"peak_rss_bytes", peak_rss_bytes()},
                             {"peak_gpu_bytes", optional_json(overall_gpu_peak(profiler))}};
-  return j.dump(2) + "\n";
+  return dump_json(j) + "\n";
 }
 
 void write_timing_json(const std::string& path, const Profiler& profiler, double train_seconds,

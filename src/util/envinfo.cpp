@@ -23,6 +23,7 @@
 
 #include "ltfit/data/codec_info.h"
 #include "ltfit/util/format.h"
+#include "ltfit/util/json.h"
 
 // Device properties are only reachable through the CUDA headers of a CUDA build of LibTorch.
 #if __has_include(<ATen/cuda/CUDAContextLight.h>) && __has_include(<cuda_runtime_api.h>)
@@ -399,7 +400,7 @@ std::string envinfo_json(const EnvInfo& info) {
       {"os", info.os},
       {"kernel", info.kernel},
       {"container", info.container}};
-  return j.dump(2) + "\n";
+  return dump_json(j) + "\n";
 }
 
 std::string envinfo_table(const EnvInfo& info) {

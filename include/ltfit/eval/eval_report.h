@@ -5,7 +5,8 @@
 //   path,label,predicted,prob_<class>...,plain_prob_<class>...   (with TTA)
 // where label and predicted are class names, prob_* are the reported probabilities (the
 // TTA-blended ones when TTA ran, and `predicted` is their argmax) and plain_prob_* the plain
-// ones. Pure formatting, thread-safe.
+// ones. Paths and class names are escaped in the CSV and the JSON alike (util/utf8.h: valid
+// UTF-8 kept, `\` -> `\\`, any other byte -> `\xNN`). Pure formatting, thread-safe.
 #pragma once
 
 #include <filesystem>
