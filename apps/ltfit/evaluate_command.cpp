@@ -10,6 +10,7 @@
 #include "ltfit/eval/checkpoint_eval.h"
 #include "ltfit/eval/eval_report.h"
 #include "ltfit/util/format.h"
+#include "ltfit/util/output_dir.h"
 
 namespace ltfit::cli {
 
@@ -25,12 +26,12 @@ void run_evaluate(EvaluateArgs args) {
   const CheckpointEvaluation evaluation = evaluate_checkpoint(args.request);
   const std::filesystem::path out = args.out.empty() ? default_eval_out_dir(args.request.checkpoint)
                                                      : std::filesystem::path(args.out);
-  std::filesystem::create_directories(out);
+  create_output_dir(out, "output folder (--out)");
   const std::string csv = (out / "predictions.csv").string();
   write_text_atomic(csv, predictions_csv(evaluation));
   spdlog::info("wrote {}", csv);
   if (args.json) {
-    std::cout << evaluation_json(evaluation, csv) << std::endl;
+    std::cout << evaluation_json(evaluation, csv) << std::endl;  // names escaped (util/json.h)
   } else {
     std::cout << evaluation_table(evaluation) << std::flush;
   }

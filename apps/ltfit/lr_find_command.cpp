@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -20,6 +21,8 @@
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/util/device.h"
+#include "ltfit/util/json.h"
+#include "ltfit/util/output_dir.h"
 
 namespace ltfit::cli {
 
@@ -64,12 +67,14 @@ nlohmann::json optional_json(const std::optional<double>& v) {
 void run_lr_find(const LrFindArgs& args) {
   Config config = load_cli_config(args.config, args.sets);
   std::filesystem::path dir;
+  std::optional<OpenRunDir> run_dir;  // holds the lock on the default directory until the end
   if (args.out.empty()) {
     config.run.name += "-lr_find";
-    dir = create_run_dir(config.run, std::nullopt);
+    run_dir = create_run_dir(config.run, std::nullopt);
+    dir = run_dir->path;
   } else {
     dir = args.out;
-    std::filesystem::create_directories(dir);
+    create_output_dir(dir, "output folder (--out)");
   }
   const torch::Device device = resolve_device(config.train.device);
   const DatasetIndex index = index_dataset(config.data, config.run.seed);
@@ -89,12 +94,11 @@ void run_lr_find(const LrFindArgs& args) {
                result.lrs.size(), result.diverged ? " (stopped: loss diverged)" : "",
                result.valley.value_or(NAN), result.steepest.value_or(NAN), dir.string());
   if (args.json) {
-    std::cout << nlohmann::json{{"steps", result.lrs.size()},
-                                {"diverged", result.diverged},
-                                {"valley", optional_json(result.valley)},
-                                {"steepest", optional_json(result.steepest)},
-                                {"dir", dir.string()}}
-                     .dump(2)
+    std::cout << dump_json(nlohmann::json{{"steps", result.lrs.size()},
+                                          {"diverged", result.diverged},
+                                          {"valley", optional_json(result.valley)},
+                                          {"steepest", optional_json(result.steepest)},
+                                          {"dir", dir.string()}})
               << std::endl;
   }
 }

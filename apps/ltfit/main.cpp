@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/log.h"
 
@@ -49,13 +50,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : static_cast<int>(ltfit::ExitCode::kUsage);
-  } catch (const ltfit::Error& e) {
-    spdlog::error("{}", e.what());
-    if (!e.hint().empty()) spdlog::error("HINT: {}", e.hint());
-    return static_cast<int>(e.exit_code());
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
-    return 1;
+  } catch (...) {
+    return ltfit::cli::report_current_exception();  // a documented code, never 1
   }
   return exit_code;
 }

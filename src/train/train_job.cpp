@@ -40,21 +40,32 @@ void log_dataset(const DatasetIndex& index) {
                index.train.size(), index.valid.size(), classes);
 }
 
-fs::path open_run_dir(const Config& config, const TrainJobOptions& options) {
+// Where this run writes, locked for the run's lifetime. A resumed run writes only into its
+// checkpoint's own run directory or the --run-dir given: never where the checkpoint's embedded
+// config (run.out_dir/run.name) points, which the checkpoint's author chose.
+OpenRunDir open_run_dir(const Config& config, const TrainJobOptions& options) {
   if (!options.resume && !options.reuse_run_dir) return create_run_dir(config.run, options.run_dir);
-  fs::path dir;
-  if (options.run_dir) {
-    dir = *options.run_dir;
-  } else if (options.resume) {
+  if (options.run_dir) return open_run_dir_to_continue(*options.run_dir);
+  if (options.resume) {
     const auto owner = run_dir_of_checkpoint(*options.resume);
-    if (!owner) return create_run_dir(config.run, std::nullopt);
-    dir = *owner;
-  } else {
-    dir = fs::path(config.run.out_dir) / config.run.name;
+    if (!owner) {
+      throw ConfigError("--resume " + *options.resume +
+                            ": the checkpoint is not in a run directory (<run>/checkpoints/), so "
+                            "where the resumed run writes is not known",
+                        "pass --run-dir DIR: the directory the resumed run writes to");
+    }
+    return open_run_dir_to_continue(*owner);
   }
-  fs::create_directories(dir / "checkpoints");
-  return dir;
+  return open_run_dir_to_continue(fs::path(config.run.out_dir) / config.run.name);
 }
+
+// Keeps the stats of every finished epoch, so a stop that arrives after the last one (when
+// Trainer::fit throws instead of returning them) still leaves the figures for the summary.
+class EpochLog : public TrainObserver {
+ public:
+  void on_epoch_end(const EpochStats& epoch) override { epochs.push_back(epoch); }
+  std::vector<EpochStats> epochs;
+};
 
 // Loads the checkpoint into the built model and optimizer; returns where to continue.
 CheckpointMeta resume_from(const std::string& path, ResNet& model,
@@ -116,7 +127,8 @@ std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) 
 
 RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const fs::path run_dir = open_run_dir(config, options);
+  const OpenRunDir opened = open_run_dir(config, options);  // locked until the run ends
+  const fs::path& run_dir = opened.path;
   write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
   write_envinfo_json((run_dir / "env.json").string(),
                      collect_envinfo(config.data.root, run_dir.string()));
@@ -160,22 +172,33 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
       {config.train.checkpoint, config.train.time_limit_seconds, options.stop_signal,
        resumed.train_seconds, options.resume ? resumed.best_accuracy : -1.0});
   Profiler profiler(device, config.train.profile);
+  EpochLog epoch_log;
   Trainer trainer(model, *optimizer, train_loader, valid_loader,
-                  {device, channels_last, config.train.precision}, {&progress, &metrics},
-                  &checkpoints, &profiler);
+                  {device, channels_last, config.train.precision},
+                  {&progress, &metrics, &epoch_log}, &checkpoints, &profiler);
+  const std::vector<StagePlan> plan = plan_recipe(config.train);
   std::vector<EpochStats> history;
+  bool stopped_after_last_epoch = false;
   try {
-    history = trainer.fit(plan_recipe(config.train), start_state);
+    history = trainer.fit(plan, start_state);
   } catch (const InterruptedError& e) {
-    write_timing_json(
-        (run_dir / "timing.json").string(), profiler,
-        resumed.train_seconds +
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        std::nullopt);
-    throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
-                           "continue with: ltfit train --resume auto --run-dir " +
-                               run_dir.string() + " --config " +
-                               (run_dir / "config.yaml").string());
+    if (trainer.state().global_epoch < total_epochs(plan)) {
+      write_timing_json(
+          (run_dir / "timing.json").string(), profiler,
+          resumed.train_seconds +
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          std::nullopt);
+      throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
+                             "continue with: ltfit train --resume auto --run-dir " +
+                                 run_dir.string() + " --config " +
+                                 (run_dir / "config.yaml").string());
+    }
+    // Every epoch ran and was checkpointed: the request came too late to cut anything short.
+    spdlog::warn(
+        "stop requested after the last epoch and its checkpoint were complete: finishing the "
+        "run's summary (a second signal stops at once)");
+    history = epoch_log.epochs;
+    stopped_after_last_epoch = true;
   }
   const double train_seconds =
       resumed.train_seconds +
@@ -205,6 +228,9 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
                     summary.tta_seconds);
   spdlog::info("time per phase{}:\n{}", config.train.profile ? "" : " (device not synchronised)",
                format_phase_table(profiler.totals()));
+  if (stopped_after_last_epoch || (options.stop_signal && options.stop_signal())) {
+    spdlog::info("the stop request arrived after training had completed: the run is complete");
+  }
   spdlog::info("done in {} (train {}): accuracy {:.4f} (best {:.4f}){}; wrote {}",
                format_mm_ss(summary.total_seconds), format_mm_ss(train_seconds), summary.accuracy,
                summary.best_accuracy,

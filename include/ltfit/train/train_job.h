@@ -17,14 +17,19 @@
 namespace ltfit {
 
 struct TrainJobOptions {
-  std::optional<std::string> run_dir;  // --run-dir; default <run.out_dir>/<run.name>[-N]
-  bool reuse_run_dir = false;          // run_dir may already hold a run (--resume auto, fresh)
-  std::optional<std::string> resume;   // checkpoint to continue from
-  std::function<bool()> stop_signal;   // true once SIGINT/SIGTERM asked to stop
+  // --run-dir; default <run.out_dir>/<run.name>[-N], or with `resume` the checkpoint's run
+  // directory (never the checkpoint's embedded run.out_dir/run.name)
+  std::optional<std::string> run_dir;
+  bool reuse_run_dir = false;         // run_dir may already hold a run (--resume auto, fresh)
+  std::optional<std::string> resume;  // checkpoint to continue from
+  std::function<bool()> stop_signal;  // true once SIGINT/SIGTERM asked to stop
 };
 
-// Runs training per `config`; returns the summary also written to summary.json. Throws
-// InterruptedError (exit 130) after writing a checkpoint when stopped early.
+// Runs training per `config`; returns the summary also written to summary.json. The run
+// directory is locked (run_dir.h) while it runs: ConfigError if another process holds it.
+// Throws InterruptedError (exit 130) after writing a checkpoint when stopped before every epoch
+// ran and was checkpointed; a stop requested later (during the last validation, its checkpoint
+// or the final TTA) cuts nothing short: the run completes, summary.json included, and returns.
 RunSummary run_train_job(const Config& config, const TrainJobOptions& options);
 
 // The run directory a checkpoint belongs to: the parent of its `checkpoints/` folder, else

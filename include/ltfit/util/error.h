@@ -76,7 +76,8 @@ namespace detail {
 
 }  // namespace ltfit
 
-// Internal invariant check; on in every build type. Throws std::logic_error (a bug, exit 1).
+// Internal invariant check; on in every build type. Throws std::logic_error (a bug; the CLI
+// reports it as an internal error, exit 5).
 #define LTFIT_CHECK(cond, msg)                                                    \
   do {                                                                            \
     if (!(cond)) ::ltfit::detail::check_failed(#cond, __FILE__, __LINE__, (msg)); \

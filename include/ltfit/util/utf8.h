@@ -8,8 +8,8 @@
 //     continuation byte, an overlong form, an encoded surrogate), written as `\xNN` (two
 //     lower-case hex digits).
 // So a name that is valid UTF-8 without a backslash is written unchanged, and every name is
-// recovered exactly by unescape_utf8 (Python: `re.sub(r'\\(\\|x[0-9a-f]{2})', ...)` with
-// latin-1 bytes, see README "Names that are not UTF-8"). Pure functions, thread-safe.
+// recovered exactly by unescape_utf8 (in Python, see README "Names that are not UTF-8"). Pure
+// functions, thread-safe.
 #pragma once
 
 #include <optional>
