@@ -2,17 +2,24 @@
 #include "ltfit/util/download.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <random>
 
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
+#include "ltfit/util/signals.h"
 
 namespace ltfit {
 namespace {
@@ -23,9 +30,8 @@ using Clock = std::chrono::steady_clock;
 struct CurlDeleter {
   void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
 };
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
+constexpr int kPartialNameAttempts = 16;
+constexpr std::size_t kPartialStemBytes = 200;  // room for ".partial-<16 hex>" within NAME_MAX
 
 // curl_global_init is not thread-safe; do it once.
 void init_curl_once() {
@@ -97,6 +103,7 @@ struct Transfer {
   DownloadProgress* progress = nullptr;
   curl_off_t total = 0;
   curl_off_t done = 0;
+  bool stopped = false;  // a stop signal aborted the transfer
 };
 
 size_t write_body(char* data, size_t size, size_t count, void* user) {
@@ -111,14 +118,23 @@ int on_progress(void* user, curl_off_t total, curl_off_t done, curl_off_t, curl_
   transfer->total = total;
   transfer->done = done;
   transfer->progress->update(total, done, /*final=*/false);
-  return 0;
+  // libcurl calls this at least once a second even when no byte arrives: a stop signal ends
+  // even a stalled transfer within about a second (non-zero aborts it).
+  transfer->stopped = StopSignals::requested();
+  return transfer->stopped ? 1 : 0;
 }
 
-// Runs the transfer into `file`; returns an empty string on success, else the reason.
-std::string perform(const std::string& url, std::FILE* file, const DownloadOptions& options,
-                    DownloadProgress& progress) {
+// The result of one transfer: empty `failure` on success.
+struct Outcome {
+  std::string failure;
+  bool stopped = false;
+};
+
+// Runs the transfer into `file`.
+Outcome perform(const std::string& url, std::FILE* file, const DownloadOptions& options,
+                DownloadProgress& progress) {
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return "curl_easy_init failed";
+  if (!curl) return {"curl_easy_init failed"};
   char error_buffer[CURL_ERROR_SIZE] = {};
   Transfer transfer{file, false, &progress};
   CURL* h = curl.get();
@@ -127,8 +143,8 @@ std::string perform(const std::string& url, std::FILE* file, const DownloadOptio
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_s);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, options.stall_timeout_s);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, options.low_speed_time_s);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "ltfit/" LTFIT_VERSION);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
@@ -140,50 +156,144 @@ std::string perform(const std::string& url, std::FILE* file, const DownloadOptio
   const CURLcode code = curl_easy_perform(h);
   if (code == CURLE_OK) {
     progress.update(transfer.total, transfer.done, /*final=*/true);
-    return "";
+    return {};
   }
+  if (transfer.stopped) return {"stopped by a signal", true};
   if (code == CURLE_HTTP_RETURNED_ERROR) {
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    return "HTTP " + std::to_string(status);
+    return {"HTTP " + std::to_string(status)};
   }
-  if (transfer.write_failed) return "cannot write the downloaded data (disk full?)";
-  return error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(code);
+  if (transfer.write_failed) return {"cannot write the downloaded data (disk full?)"};
+  return {error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(code)};
 }
+
+// `*value` from the environment variable `name` when set to a whole number >= 0 (else unchanged,
+// with a warning when set to something else).
+void override_from_env(const char* name, long* value) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return;
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || parsed < 0) {
+    spdlog::warn("ignoring {}='{}': expected a whole number >= 0", name, text);
+    return;
+  }
+  *value = parsed;
+}
+
+DownloadOptions with_env_overrides(DownloadOptions options) {
+  override_from_env("LTFIT_DOWNLOAD_CONNECT_TIMEOUT", &options.connect_timeout_s);
+  override_from_env("LTFIT_DOWNLOAD_LOW_SPEED_LIMIT", &options.low_speed_bytes_per_s);
+  override_from_env("LTFIT_DOWNLOAD_LOW_SPEED_TIME", &options.low_speed_time_s);
+  return options;
+}
+
+// The download's temporary file beside `dest`: a fresh name, created exclusively, never through
+// a symlink; removed on destruction unless renamed into place by commit().
+class PartialFile {
+ public:
+  explicit PartialFile(const fs::path& dest) {
+    std::random_device random;  // getrandom(2): the name cannot be guessed in advance
+    const std::string stem = dest.filename().string().substr(0, kPartialStemBytes);
+    int error = 0;
+    for (int attempt = 0; attempt < kPartialNameAttempts && file_ == nullptr; ++attempt) {
+      const std::uint64_t token = (std::uint64_t{random()} << 32) | random();
+      path_ = dest.parent_path() / fmt::format("{}.partial-{:016x}", stem, token);
+      const int fd =
+          ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      error = errno;
+      if (fd < 0 && error == EEXIST) continue;
+      if (fd < 0) break;
+      file_ = ::fdopen(fd, "wb");
+      if (file_ == nullptr) {
+        error = errno;
+        ::close(fd);
+        remove();
+        break;
+      }
+    }
+    if (file_ == nullptr) {
+      throw RuntimeError("cannot create a temporary file in '" + dest.parent_path().string() +
+                             "' for the download: " + std::strerror(error),
+                         "check that folder's permissions and free space");
+    }
+  }
+  ~PartialFile() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!committed_) remove();
+  }
+  PartialFile(const PartialFile&) = delete;
+  PartialFile& operator=(const PartialFile&) = delete;
+
+  std::FILE* stream() const { return file_; }
+  const fs::path& path() const { return path_; }
+
+  // Flushes and closes the file; false if the data could not be written.
+  bool close() {
+    const bool ok = std::fclose(file_) == 0;
+    file_ = nullptr;
+    return ok;
+  }
+  // Renames the closed file to `dest` (replacing it; a symlink there is replaced, not
+  // followed); throws RuntimeError on failure (the file is then removed).
+  void commit(const fs::path& dest, const std::string& url) {
+    std::error_code ec;
+    fs::rename(path_, dest, ec);
+    if (ec) {
+      throw RuntimeError("cannot move the download of " + url + " to '" + dest.string() +
+                         "': " + ec.message());
+    }
+    committed_ = true;
+  }
+
+ private:
+  void remove() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+
+  fs::path path_;
+  std::FILE* file_ = nullptr;
+  bool committed_ = false;
+};
 
 }  // namespace
 
 void download_file(const std::string& url, const std::string& dest_path,
-                   const DownloadOptions& options) {
+                   const DownloadOptions& requested) {
   init_curl_once();
+  const DownloadOptions options = with_env_overrides(requested);
+  StopSignals stop_signals;  // SIGINT/SIGTERM stop the transfer (nests in the command's own)
   const fs::path dest(dest_path);
-  const fs::path partial = dest_path + ".partial";
   std::error_code ec;
   if (dest.has_parent_path()) fs::create_directories(dest.parent_path(), ec);
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(partial.c_str(), "wb"));
-  if (!file) {
-    throw RuntimeError("cannot download " + url + ": cannot create '" + partial.string() + "'");
-  }
+  PartialFile partial(dest);
   DownloadProgress progress(dest.filename().string(), options.show_progress);
-  std::string failure = perform(url, file.get(), options, progress);
-  if (std::fclose(file.release()) != 0 && failure.empty()) {
-    failure = "cannot write '" + partial.string() + "'";
+  Outcome outcome = perform(url, partial.stream(), options, progress);
+  if (!partial.close() && outcome.failure.empty()) {
+    outcome.failure = "cannot write '" + partial.path().string() + "'";
   }
-  if (!failure.empty()) {
-    fs::remove(partial, ec);
-    throw RuntimeError("download of " + url + " failed: " + failure);
+  if (outcome.stopped) {
+    throw InterruptedError("download of " + url +
+                               " stopped by a signal; the partial file was "
+                               "removed",
+                           "run the command again to download it");
   }
-  try {
-    if (options.verify) options.verify(partial.string());
-  } catch (...) {
-    fs::remove(partial, ec);
-    throw;
+  if (!outcome.failure.empty()) {
+    std::string hint;
+    if (outcome.failure.find("too slow") != std::string::npos) {
+      hint = "the server sent less than " + std::to_string(options.low_speed_bytes_per_s) +
+             " bytes/s for " + std::to_string(options.low_speed_time_s) +
+             " s; retry, or raise LTFIT_DOWNLOAD_LOW_SPEED_TIME";
+    }
+    throw RuntimeError("download of " + url + " failed: " + outcome.failure, hint);
   }
-  fs::rename(partial, dest, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    fs::remove(partial, ec);
-    throw RuntimeError("cannot move the download of " + url + " to '" + dest_path + "': " + reason);
+  if (options.verify) options.verify(partial.path().string());  // throws: the file is removed
+  partial.commit(dest, url);
+  if (StopSignals::requested()) {  // it arrived as the last bytes did: the file is kept
+    throw InterruptedError("stopped by a signal (the download of " + url + " had completed)");
   }
 }
 

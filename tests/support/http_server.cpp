@@ -17,6 +17,44 @@ namespace ltfit::testing {
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(20);
+
+// http.server's file handler plus two misbehaving routes (HttpServer::slow_url, hang_url):
+//   /slow/<bytes per second>/<file>  the file, one byte at a time at that rate
+//   /hang/<file>                     headers promising 1 MB, then nothing
+constexpr const char* kServerScript = R"PY(
+import functools, http.server, os, sys, time
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        parts = self.path.split('/')
+        if len(parts) >= 4 and parts[1] == 'slow':
+            with open(os.path.join(self.directory, *parts[3:]), 'rb') as f:
+                data = f.read()
+            self.send_response(200)
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(1.0 / float(parts[2]))
+            return
+        if len(parts) >= 3 and parts[1] == 'hang':
+            self.send_response(200)
+            self.send_header('Content-Length', '1000000')
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(3600)
+            return
+        super().do_GET()
+
+server = http.server.ThreadingHTTPServer(
+    ('127.0.0.1', int(sys.argv[1])), functools.partial(Handler, directory=sys.argv[2]))
+server.daemon_threads = True
+server.serve_forever()
+)PY";
 constexpr auto kStopTimeout = std::chrono::seconds(5);
 
 sockaddr_in loopback(int port) {
@@ -65,8 +103,8 @@ HttpServer::HttpServer(const std::filesystem::path& directory) : port_(pick_free
       dup2(null_fd, STDOUT_FILENO);
       dup2(null_fd, STDERR_FILENO);
     }
-    execlp("python3", "python3", "-m", "http.server", "--bind", "127.0.0.1", port_text.c_str(),
-           "--directory", dir_text.c_str(), static_cast<char*>(nullptr));
+    execlp("python3", "python3", "-c", kServerScript, port_text.c_str(), dir_text.c_str(),
+           static_cast<char*>(nullptr));
     _exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
@@ -74,11 +112,11 @@ HttpServer::HttpServer(const std::filesystem::path& directory) : port_(pick_free
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("python3 -m http.server exited before accepting connections");
+      throw std::runtime_error("the python3 HTTP server exited before accepting connections");
     }
     if (std::chrono::steady_clock::now() > deadline) {
       stop();
-      throw std::runtime_error("python3 -m http.server did not start within 20 s");
+      throw std::runtime_error("the python3 HTTP server did not start within 20 s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -87,6 +125,12 @@ HttpServer::HttpServer(const std::filesystem::path& directory) : port_(pick_free
 HttpServer::~HttpServer() { stop(); }
 
 std::string HttpServer::url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+std::string HttpServer::slow_url(const std::string& file, int bytes_per_second) const {
+  return url() + "/slow/" + std::to_string(bytes_per_second) + "/" + file;
+}
+
+std::string HttpServer::hang_url(const std::string& file) const { return url() + "/hang/" + file; }
 
 void HttpServer::stop() {
   if (pid_ <= 0) return;

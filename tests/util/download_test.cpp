@@ -2,12 +2,18 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
+#include "ltfit/util/signals.h"
 #include "support/http_server.h"
 #include "support/test_support.h"
 
@@ -28,6 +34,20 @@ ltfit::DownloadOptions quiet() {
   ltfit::DownloadOptions options;
   options.show_progress = false;
   return options;
+}
+
+// Names in `dir` that a download leaves behind besides its result (`*.partial*`).
+std::vector<std::string> partial_files(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".partial") != std::string::npos) found.push_back(name);
+  }
+  return found;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -112,4 +132,79 @@ TEST_CASE("download_file reports failures with the URL and leaves no file", "[do
   }
   CHECK_FALSE(fs::exists(dest));
   CHECK_FALSE(fs::exists(dest.string() + ".partial"));
+}
+
+TEST_CASE("download_file never writes through a file planted at a partial name", "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  ltfit::testing::write_file(served.path() / "blob.bin", "new weights");
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "blob.bin";
+  const fs::path victim = out.path() / "victim.txt";
+  ltfit::testing::write_file(victim, "precious");
+  // The fixed name of earlier versions, as a symlink to a file the attacker wants overwritten.
+  fs::create_symlink(victim, dest.string() + ".partial");
+
+  ltfit::download_file(server.url() + "/blob.bin", dest.string(), quiet());
+  CHECK(ltfit::testing::read_file(dest) == "new weights");
+  CHECK(ltfit::testing::read_file(victim) == "precious");
+  CHECK(fs::is_symlink(dest.string() + ".partial"));  // untouched, not ours to remove
+  CHECK(partial_files(out.path()).size() == 1);
+}
+
+TEST_CASE("download_file gives up on a server slower than the low-speed limit", "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  ltfit::testing::write_file(served.path() / "blob.bin", std::string(24, 'x'));
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "blob.bin";
+  const std::string url = server.slow_url("blob.bin", /*bytes_per_second=*/4);  // 6 s in all
+
+  SECTION("through the options") {
+    ltfit::DownloadOptions options = quiet();
+    options.low_speed_bytes_per_s = 1024;
+    options.low_speed_time_s = 2;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      ltfit::download_file(url, dest.string(), options);
+      FAIL("expected a RuntimeError");
+    } catch (const ltfit::RuntimeError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(url));
+      CHECK_THAT(e.hint(), Catch::Contains("LTFIT_DOWNLOAD_LOW_SPEED_TIME"));
+    }
+    CHECK(seconds_since(start) < 5.0);
+  }
+  SECTION("through the environment (what the CLI tests use)") {
+    ::setenv("LTFIT_DOWNLOAD_LOW_SPEED_TIME", "2", 1);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(ltfit::download_file(url, dest.string(), quiet()), ltfit::RuntimeError);
+    ::unsetenv("LTFIT_DOWNLOAD_LOW_SPEED_TIME");
+    CHECK(seconds_since(start) < 5.0);
+  }
+  CHECK_FALSE(fs::exists(dest));
+  CHECK(partial_files(out.path()).empty());
+}
+
+TEST_CASE("SIGTERM stops a download within a second and removes the partial file", "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  ltfit::testing::write_file(served.path() / "blob.bin", std::string(30, 'x'));
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "blob.bin";
+  ltfit::StopSignals signals;  // as `ltfit train` has; the signal only sets the flag
+  const std::string url = GENERATE(as<std::string>{}, "slow", "hang");
+  INFO(url);
+  const std::string full =
+      url == "slow" ? server.slow_url("blob.bin", 10) : server.hang_url("blob.bin");
+  std::thread sender([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(ltfit::download_file(full, dest.string(), quiet()), ltfit::InterruptedError);
+  sender.join();
+  CHECK(seconds_since(start) < 2.5);  // the slow file alone takes 3 s, the hang for ever
+  CHECK_FALSE(fs::exists(dest));
+  CHECK(partial_files(out.path()).empty());
+  ltfit::StopSignals::reset();
 }

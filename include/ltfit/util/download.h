@@ -1,6 +1,19 @@
 // Downloading a file over HTTP(S) with libcurl: redirects followed, HTTP errors reported with
-// their status, a progress display, and an atomic result (the data goes to `<dest>.partial`
-// and is renamed to `<dest>` only when complete and verified).
+// their status, a progress display, and an atomic result.
+//
+// The data goes to a new file in the destination's folder with an unpredictable name
+// (`<dest name>.partial-<16 hex digits>`, created with O_CREAT|O_EXCL|O_NOFOLLOW, so a file or
+// symlink planted there is never opened, let alone written through) and is renamed to `dest`
+// only when complete and verified; on any failure it is removed.
+//
+// Deadlines: connecting gives up after `connect_timeout_s`; a transfer slower than
+// `low_speed_bytes_per_s` for `low_speed_time_s` seconds is abandoned (a server that sends 2
+// bytes a second never keeps ltfit waiting for ever). The environment overrides these
+// (LTFIT_DOWNLOAD_CONNECT_TIMEOUT, LTFIT_DOWNLOAD_LOW_SPEED_LIMIT,
+// LTFIT_DOWNLOAD_LOW_SPEED_TIME; whole numbers of seconds and bytes per second).
+//
+// SIGINT/SIGTERM stop a download (util/signals.h; the handlers are installed for the download if
+// the command has not): the partial file is removed and InterruptedError (exit 130) thrown.
 //
 // The progress bar is drawn on stderr with '\r' when stderr is a terminal; otherwise a log
 // line is written every ~10 % (or every 10 s when the size is unknown). Thread-safe: each call
@@ -13,17 +26,18 @@
 namespace ltfit {
 
 struct DownloadOptions {
-  long connect_timeout_s = 30;  // give up connecting after this many seconds
-  long stall_timeout_s = 60;    // give up when no byte arrives for this many seconds
-  bool show_progress = true;    // draw a progress bar / log progress lines
-  // Called with the path of the complete `.partial` file before it is renamed to `dest_path`;
+  long connect_timeout_s = 30;        // give up connecting after this many seconds
+  long low_speed_bytes_per_s = 1024;  // abandon a transfer slower than this ...
+  long low_speed_time_s = 60;         // ... for this many seconds in a row
+  bool show_progress = true;          // draw a progress bar / log progress lines
+  // Called with the path of the complete partial file before it is renamed to `dest_path`;
   // if it throws, the partial file is deleted and the exception propagates. May be empty.
   std::function<void(const std::string& partial_path)> verify;
 };
 
 // Downloads `url` to `dest_path` (parent directories are created). Throws RuntimeError naming
-// the URL (and the HTTP status for responses >= 400, or curl's reason) on failure; no partial
-// file is left behind.
+// the URL (and the HTTP status for responses >= 400, or curl's reason) on failure, and
+// InterruptedError when a stop signal arrives; no partial file is left behind.
 void download_file(const std::string& url, const std::string& dest_path,
                    const DownloadOptions& options = {});
 
