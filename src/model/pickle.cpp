@@ -1,4 +1,4 @@
-#include "model/pickle.h"
+#include "ltfit/model/pickle.h"
 
 #include <cstring>
 #include <unordered_map>
@@ -18,12 +18,30 @@ void clear_containers(std::vector<ValuePtr>& containers) {
 
 // Deeper MARK nesting than any state dict needs; bounds the stack of a crafted file.
 constexpr std::size_t kMaxMarkDepth = 10000;
+// Budget charges besides kValueBytes per object (pickle.h), upper bounds of what each costs.
+constexpr std::uint64_t kSlotBytes = 16;   // a ValuePtr in the stack, a tuple or a list
+constexpr std::uint64_t kEntryBytes = 96;  // a dict entry and its slot in the key index
+constexpr std::uint64_t kMemoBytes = 64;   // a memo entry
+
+// A dict key's identity for the index: strings and ints, as Python compares them.
+bool index_key(const PickleValue& key, std::string& out) {
+  if (key.kind == PickleValue::Kind::kString) {
+    out.assign(1, 's').append(key.text);
+    return true;
+  }
+  if (key.kind == PickleValue::Kind::kInt || key.kind == PickleValue::Kind::kBool) {
+    out.assign(1, 'i').append(std::to_string(key.integer));
+    return true;
+  }
+  return false;  // other keys (tuples, floats) are rare: appended without an index
+}
 
 class Machine {
  public:
-  Machine(std::string_view data, const PickleHooks& hooks) : data_(data), hooks_(hooks) {}
+  Machine(std::string_view data, const PickleHooks& hooks, ReadBudget& budget)
+      : data_(data), hooks_(hooks), budget_(budget) {}
   ~Machine() { clear_containers(containers_); }
-  Unpickled run();
+  std::unique_ptr<Unpickled> run();
 
  private:
   // Returns false at STOP.
@@ -51,11 +69,51 @@ class Machine {
     return line;
   }
 
+  // A new object, charged to the budget.
+  ValuePtr make(Kind kind) {
+    budget_.charge(kValueBytes + kSlotBytes, "unpickled objects");
+    return make_value(kind);
+  }
+  ValuePtr make_string(std::string_view s) {
+    budget_.charge(s.size(), "unpickled strings");
+    ValuePtr out = make(Kind::kString);
+    out->text = std::string(s);
+    return out;
+  }
+  ValuePtr make_int(std::int64_t v, Kind kind = Kind::kInt) {
+    ValuePtr out = make(kind);
+    out->integer = v;
+    return out;
+  }
+  ValuePtr make_sequence(Kind kind, std::vector<ValuePtr> items) {
+    budget_.charge(items.size() * kSlotBytes, "unpickled containers");
+    ValuePtr out = make(kind);
+    out->items = std::move(items);
+    return out;
+  }
+  // Pushes an existing or new value (the stack slot is charged on every push: a flood of DUPs
+  // costs memory too).
   void push(ValuePtr v) {
+    budget_.charge(kSlotBytes, "the pickle stack");
     if (v->kind == Kind::kTuple || v->kind == Kind::kList || v->kind == Kind::kDict) {
+      budget_.charge(kSlotBytes, "the pickle stack");
       containers_.push_back(v);  // DUP, BINGET re-push one: harmless duplicates
     }
     stack_.push_back(std::move(v));
+  }
+  void memo_put(std::uint64_t index) {
+    budget_.charge(kMemoBytes, "the pickle memo");
+    memo_[index] = top();
+  }
+  ValuePtr global_value(std::string name) {
+    if (!hooks_.global_allowed(name)) {
+      throw PickleError("refused global '" + name +
+                        "': only tensors and plain values are loaded (like Python's "
+                        "torch.load(weights_only=True)); nothing in a file is run");
+    }
+    ValuePtr g = make_string(name);
+    g->kind = Kind::kGlobal;
+    return g;
   }
   ValuePtr pop() {
     if (stack_.size() <= mark_floor()) throw PickleError("pickle stack underflow");
@@ -86,7 +144,7 @@ class Machine {
     return v;
   }
 
-  static void set_item(PickleValue& dict, ValuePtr key, ValuePtr value);
+  void set_item(const ValuePtr& dict, ValuePtr key, ValuePtr value);
   ValuePtr memo_get(std::uint64_t index) const {
     auto it = memo_.find(index);
     if (it == memo_.end()) throw PickleError("pickle memo has no entry " + std::to_string(index));
@@ -95,53 +153,41 @@ class Machine {
 
   std::string_view data_;
   const PickleHooks& hooks_;
+  ReadBudget& budget_;
   std::size_t pos_ = 0;
   std::vector<ValuePtr> stack_;
   std::vector<std::size_t> marks_;
   std::unordered_map<std::uint64_t, ValuePtr> memo_;
   std::vector<ValuePtr> containers_;  // every container made, see Unpickled
+  // Per dict: index_key -> entry position, so that SETITEMS is linear, not quadratic.
+  std::unordered_map<const PickleValue*, std::unordered_map<std::string, std::size_t>> keys_;
+  std::string key_scratch_;
 };
 
-ValuePtr integer_value(std::int64_t v, Kind kind = Kind::kInt) {
-  ValuePtr out = make_value(kind);
-  out->integer = v;
-  return out;
-}
-
-ValuePtr string_value(std::string_view s) {
-  ValuePtr out = make_value(Kind::kString);
-  out->text = std::string(s);
-  return out;
-}
-
-ValuePtr sequence_value(Kind kind, std::vector<ValuePtr> items) {
-  ValuePtr out = make_value(kind);
-  out->items = std::move(items);
-  return out;
-}
-
-void Machine::set_item(PickleValue& dict, ValuePtr key, ValuePtr value) {
-  if (dict.kind != Kind::kDict) {
-    throw PickleError(std::string("SETITEM on a ") + kind_name(dict.kind) + ", not a dict");
+void Machine::set_item(const ValuePtr& dict, ValuePtr key, ValuePtr value) {
+  if (dict->kind != Kind::kDict) {
+    throw PickleError(std::string("SETITEM on a ") + kind_name(dict->kind) + ", not a dict");
   }
-  // Python replaces an equal string key; other key kinds are rare enough to just append.
-  if (key->kind == Kind::kString) {
-    for (auto& entry : dict.entries) {
-      if (entry.first->kind == Kind::kString && entry.first->text == key->text) {
-        entry.second = std::move(value);
-        return;
-      }
+  budget_.charge(kEntryBytes, "unpickled dicts");
+  // Python replaces the value of an equal key, keeping its place.
+  if (index_key(*key, key_scratch_)) {
+    budget_.charge(key_scratch_.size(), "unpickled dicts");
+    auto& index = keys_[dict.get()];
+    const auto [it, added] = index.emplace(key_scratch_, dict->entries.size());
+    if (!added) {
+      dict->entries[it->second].second = std::move(value);
+      return;
     }
   }
-  dict.entries.emplace_back(std::move(key), std::move(value));
+  dict->entries.emplace_back(std::move(key), std::move(value));
 }
 
-Unpickled Machine::run() {
+std::unique_ptr<Unpickled> Machine::run() {
   while (pos_ < data_.size()) {
     const auto op = std::uint8_t(data_[pos_++]);
     if (!step(op)) {
       if (stack_.size() != 1 || !marks_.empty()) throw PickleError("pickle STOP with a bad stack");
-      return Unpickled(stack_.back(), std::move(containers_));
+      return std::make_unique<Unpickled>(stack_.back(), std::move(containers_));
     }
   }
   throw PickleError("truncated pickle (no STOP opcode)");
@@ -160,22 +206,22 @@ bool Machine::step(std::uint8_t op) {
     case '.':
       return false;  // STOP
     case 'N':
-      push(make_value(Kind::kNone));
+      push(make(Kind::kNone));
       return true;
     case 0x88:
-      push(integer_value(1, Kind::kBool));
+      push(make_int(1, Kind::kBool));
       return true;  // NEWTRUE
     case 0x89:
-      push(integer_value(0, Kind::kBool));
+      push(make_int(0, Kind::kBool));
       return true;  // NEWFALSE
     case 'J':
-      push(integer_value(std::int32_t(std::uint32_t(read_le(4)))));
+      push(make_int(std::int32_t(std::uint32_t(read_le(4)))));
       return true;  // BININT
     case 'K':
-      push(integer_value(std::int64_t(read_le(1))));
+      push(make_int(std::int64_t(read_le(1))));
       return true;  // BININT1
     case 'M':
-      push(integer_value(std::int64_t(read_le(2))));
+      push(make_int(std::int64_t(read_le(2))));
       return true;  // BININT2
     case 0x8a: {    // LONG1: little-endian two's complement
       const auto n = std::size_t(read_le(1));
@@ -183,53 +229,49 @@ bool Machine::step(std::uint8_t op) {
         throw PickleError("pickle LONG1 of " + std::to_string(n) + " bytes overflows int64");
       std::uint64_t v = n == 0 ? 0 : read_le(n);
       if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);
-      push(integer_value(std::int64_t(v)));
+      push(make_int(std::int64_t(v)));
       return true;
     }
     case 'G': {  // BINFLOAT: big-endian double
       std::string_view b = take(8);
       std::uint64_t bits = 0;
       for (char c : b) bits = (bits << 8) | std::uint8_t(c);
-      ValuePtr v = make_value(Kind::kFloat);
+      ValuePtr v = make(Kind::kFloat);
       std::memcpy(&v->real, &bits, sizeof bits);
       push(std::move(v));
       return true;
     }
     case 'X':
-      push(string_value(take(read_le(4))));
+      push(make_string(take(read_le(4))));
       return true;  // BINUNICODE
     case 0x8c:
-      push(string_value(take(read_le(1))));
+      push(make_string(take(read_le(1))));
       return true;  // SHORT_BINUNICODE
     case 0x8d:
-      push(string_value(take(read_le(8))));
+      push(make_string(take(read_le(8))));
       return true;  // BINUNICODE8
     case 'T':
-      push(string_value(take(read_le(4))));
+      push(make_string(take(read_le(4))));
       return true;  // BINSTRING
     case 'U':
-      push(string_value(take(read_le(1))));
+      push(make_string(take(read_le(1))));
       return true;  // SHORT_BINSTRING
     case 'B':
-      push(string_value(take(read_le(4))));
+      push(make_string(take(read_le(4))));
       return true;  // BINBYTES
     case 'C':
-      push(string_value(take(read_le(1))));
+      push(make_string(take(read_le(1))));
       return true;  // SHORT_BINBYTES
     case 'c': {     // GLOBAL "module\nname\n"
-      const std::string module(read_line());
-      const std::string name(read_line());
-      ValuePtr g = make_value(Kind::kGlobal);
-      g->text = module + "." + name;
-      push(std::move(g));
+      const std::string_view module = read_line();
+      const std::string_view name = read_line();
+      push(global_value(std::string(module) + "." + std::string(name)));
       return true;
     }
     case 0x93: {  // STACK_GLOBAL
       ValuePtr name = pop_kind(Kind::kString, "STACK_GLOBAL name");
       ValuePtr module = pop_kind(Kind::kString, "STACK_GLOBAL module");
-      ValuePtr g = make_value(Kind::kGlobal);
-      g->text = module->text + "." + name->text;
-      push(std::move(g));
+      push(global_value(module->text + "." + name->text));
       return true;
     }
     case 'R':     // REDUCE
@@ -266,41 +308,41 @@ bool Machine::step_containers(std::uint8_t op) {
       push(top());
       return true;  // DUP
     case '}':
-      push(make_value(Kind::kDict));
+      push(make(Kind::kDict));
       return true;  // EMPTY_DICT
     case ']':
-      push(make_value(Kind::kList));
+      push(make(Kind::kList));
       return true;  // EMPTY_LIST
     case ')':
-      push(sequence_value(Kind::kTuple, {}));
+      push(make_sequence(Kind::kTuple, {}));
       return true;  // EMPTY_TUPLE
     case 't':
-      push(sequence_value(Kind::kTuple, pop_mark()));
+      push(make_sequence(Kind::kTuple, pop_mark()));
       return true;  // TUPLE
     case 'l':
-      push(sequence_value(Kind::kList, pop_mark()));
+      push(make_sequence(Kind::kList, pop_mark()));
       return true;  // LIST
     case 0x85:
     case 0x86:
     case 0x87: {  // TUPLE1/2/3
       std::vector<ValuePtr> items(op - 0x84);
       for (auto it = items.rbegin(); it != items.rend(); ++it) *it = pop();
-      push(sequence_value(Kind::kTuple, std::move(items)));
+      push(make_sequence(Kind::kTuple, std::move(items)));
       return true;
     }
     case 'd':
     case 'u': {  // DICT, SETITEMS
       std::vector<ValuePtr> items = pop_mark();
       if (items.size() % 2 != 0) throw PickleError("pickle dict items are not key/value pairs");
-      ValuePtr dict = op == 'd' ? make_value(Kind::kDict) : top();
-      for (std::size_t i = 0; i < items.size(); i += 2) set_item(*dict, items[i], items[i + 1]);
+      ValuePtr dict = op == 'd' ? make(Kind::kDict) : top();
+      for (std::size_t i = 0; i < items.size(); i += 2) set_item(dict, items[i], items[i + 1]);
       if (op == 'd') push(std::move(dict));
       return true;
     }
     case 's': {  // SETITEM
       ValuePtr value = pop();
       ValuePtr key = pop();
-      set_item(*top(), std::move(key), std::move(value));
+      set_item(top(), std::move(key), std::move(value));
       return true;
     }
     case 'a':
@@ -314,6 +356,7 @@ bool Machine::step_containers(std::uint8_t op) {
       if (list.kind != Kind::kList) {
         throw PickleError(std::string("APPEND to a ") + kind_name(list.kind) + ", not a list");
       }
+      budget_.charge(items.size() * kSlotBytes, "unpickled lists");
       list.items.insert(list.items.end(), items.begin(), items.end());
       return true;
     }
@@ -325,13 +368,13 @@ bool Machine::step_containers(std::uint8_t op) {
 bool Machine::step_memo(std::uint8_t op) {
   switch (op) {
     case 'q':
-      memo_[read_le(1)] = top();
+      memo_put(read_le(1));
       return true;  // BINPUT
     case 'r':
-      memo_[read_le(4)] = top();
+      memo_put(read_le(4));
       return true;  // LONG_BINPUT
     case 0x94:
-      memo_[memo_.size()] = top();
+      memo_put(memo_.size());
       return true;  // MEMOIZE
     case 'h':
       push(memo_get(read_le(1)));
@@ -376,18 +419,26 @@ const char* kind_name(PickleValue::Kind kind) {
       return "dict";
     case Kind::kGlobal:
       return "global";
+    case Kind::kStorage:
+      return "storage";
     case Kind::kTensor:
       return "tensor";
-    case Kind::kOpaque:
-      return "unsupported object";
   }
   return "?";
 }
 
 Unpickled::~Unpickled() { clear_containers(containers_); }
 
-Unpickled unpickle(std::string_view data, const PickleHooks& hooks) {
-  return Machine(data, hooks).run();
+std::unique_ptr<Unpickled> unpickle(std::string_view data, const PickleHooks& hooks,
+                                    ReadBudget& budget) {
+  return Machine(data, hooks, budget).run();
+}
+
+const PickleValue* find_entry(const PickleValue& dict, std::string_view key) {
+  for (const auto& [k, v] : dict.entries) {
+    if (k->kind == Kind::kString && k->text == key) return v.get();
+  }
+  return nullptr;
 }
 
 // ---- writer --------------------------------------------------------------------------------
@@ -425,12 +476,22 @@ void PickleWriter::integer(std::int64_t value) {
     append_le(out_, std::uint64_t(value), 8);
   }
 }
+void PickleWriter::real(double value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  out_.push_back('G');
+  for (int i = 7; i >= 0; --i) out_.push_back(char((bits >> (8 * i)) & 0xff));  // big-endian
+}
 void PickleWriter::boolean(bool value) { out_.push_back(value ? '\x88' : '\x89'); }
+void PickleWriter::none() { out_.push_back('N'); }
 void PickleWriter::empty_tuple() { out_.push_back(')'); }
 void PickleWriter::tuple() { out_.push_back('t'); }
+void PickleWriter::empty_list() { out_.push_back(']'); }
+void PickleWriter::appends() { out_.push_back('e'); }
+void PickleWriter::empty_dict() { out_.push_back('}'); }
+void PickleWriter::set_items() { out_.push_back('u'); }
 void PickleWriter::reduce() { out_.push_back('R'); }
 void PickleWriter::persistent_id() { out_.push_back('Q'); }
-void PickleWriter::set_items() { out_.push_back('u'); }
 std::string PickleWriter::finish() {
   out_.push_back('.');
   return std::move(out_);

@@ -1,10 +1,14 @@
 // A small Python pickle machine (read) and emitter (write), just enough for `torch.save` files.
 //
-// Private to src/model. The reader runs the protocol-2 opcodes torch.save writes (plus a few
-// protocol 3/4 ones) into a tree of `PickleValue`s; what a global *means* (OrderedDict,
-// _rebuild_tensor_v2, ...) and what a persistent id loads are decided by the caller through
-// `PickleHooks`, so this file knows nothing about torch. Every read is bounds-checked: malformed
-// input throws PickleError, never reads out of range. Not thread-safe per instance; no globals.
+// The reader runs the protocol-2 opcodes torch.save writes (plus a few protocol 3/4 ones) into a
+// tree of `PickleValue`s. It runs no code: a global is only a name, admitted or refused by the
+// caller (`PickleHooks::global_allowed`), and what applying one means (OrderedDict,
+// _rebuild_tensor_v2, ...) and what a persistent id loads are decided by the caller's hooks, so
+// this file knows nothing about torch. Every read is bounds-checked and everything the machine
+// allocates (objects, strings, container slots, memo entries) is charged to a ReadBudget, so a
+// flood of cheap opcodes ends in a LimitError, not in gigabytes. Dicts keep a hash index of
+// their string and int keys: building one is linear in its size. Malformed input throws
+// PickleError, never reads out of range. Not thread-safe per instance; no globals.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,8 @@
 #include <vector>
 
 #include <torch/types.h>
+
+#include "ltfit/model/read_limits.h"
 
 namespace ltfit::pickle {
 
@@ -40,24 +46,29 @@ struct PickleValue {
     kList,
     kDict,
     kGlobal,
-    kTensor,
-    kOpaque
+    kStorage,  // a storage from a persistent id (`tensor` is its 1-D contents)
+    kTensor
   };
   Kind kind = Kind::kNone;
   std::int64_t integer = 0;                            // kBool, kInt
   double real = 0.0;                                   // kFloat
-  std::string text;                                    // kString; kGlobal/kOpaque: "module.name"
+  std::string text;                                    // kString; kGlobal: "module.name"
   std::vector<ValuePtr> items;                         // kTuple, kList
   std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // kDict, in insertion order
-  torch::Tensor tensor;                                // kTensor
+  torch::Tensor tensor;                                // kStorage, kTensor
 };
+
+// What the machine charges its budget for one object (the value and its shared_ptr block).
+inline constexpr std::uint64_t kValueBytes = sizeof(PickleValue) + 64;
 
 ValuePtr make_value(PickleValue::Kind kind);
 const char* kind_name(PickleValue::Kind kind);
 
-// What the caller decides: `reduce` applies a global ("module.name") to an argument tuple
-// (REDUCE, NEWOBJ); `persistent_load` resolves a BINPERSID id. Both may throw PickleError.
+// What the caller decides. `global_allowed` admits a global ("module.name") when GLOBAL or
+// STACK_GLOBAL names it; a refused one stops the load. `reduce` applies an admitted global to an
+// argument tuple (REDUCE, NEWOBJ); `persistent_load` resolves a BINPERSID id. All may throw.
 struct PickleHooks {
+  std::function<bool(const std::string& global)> global_allowed;
   std::function<ValuePtr(const std::string& global, const ValuePtr& args)> reduce;
   std::function<ValuePtr(const ValuePtr& pid)> persistent_load;
 };
@@ -79,10 +90,15 @@ class Unpickled {
   std::vector<ValuePtr> containers_;
 };
 
-// Runs the pickle in `data` to its STOP.
-Unpickled unpickle(std::string_view data, const PickleHooks& hooks);
+// Runs the pickle in `data` to its STOP, charging `budget`.
+std::unique_ptr<Unpickled> unpickle(std::string_view data, const PickleHooks& hooks,
+                                    ReadBudget& budget);
 
-// Emits protocol-2 opcodes into a byte string. Callers compose them like Python's pickler would.
+// The entry of a dict whose key is the string `key`, or null (linear: for small dicts).
+const PickleValue* find_entry(const PickleValue& dict, std::string_view key);
+
+// Emits protocol-2 opcodes into a byte string. Callers compose them like Python's pickler would:
+// e.g. a dict is empty_dict(), mark(), key, value, ..., set_items().
 class PickleWriter {
  public:
   PickleWriter();  // writes PROTO 2
@@ -90,12 +106,17 @@ class PickleWriter {
   void global(std::string_view module, std::string_view name);
   void string(std::string_view text);
   void integer(std::int64_t value);
+  void real(double value);  // BINFLOAT, exact
   void boolean(bool value);
+  void none();
   void empty_tuple();
   void tuple();  // from the last mark
+  void empty_list();
+  void appends();  // APPENDS from the last mark onto the list below it
+  void empty_dict();
+  void set_items();  // SETITEMS from the last mark onto the dict below it
   void reduce();
   void persistent_id();  // BINPERSID: pops the id
-  void set_items();      // SETITEMS from the last mark
   std::string finish();  // writes STOP, returns the bytes
 
  private:

@@ -4,8 +4,10 @@
 // pickled `collections.OrderedDict` (with a `_metadata` attribute) of tensors rebuilt through
 // `torch._utils._rebuild_tensor_v2` from persistent storages (`data/<key>` records), storages of
 // any dtype, shared between tensors, with offsets and strides. Writes the same format so that
-// Python's `torch.load` and torchvision's `load_state_dict` read ltfit's exports.
-// Errors throw CheckpointError naming the file (exit 4). Thread-safe (no shared state).
+// Python's `torch.load` and torchvision's `load_state_dict` read ltfit's exports. Reading is
+// data only and bounded (torch_archive.h): the tensors returned are views of the file's storages
+// (possibly strided or overlapping), never materialised; whoever copies one into a parameter
+// checks its shape first. Errors throw CheckpointError naming the file (exit 4). Thread-safe.
 #pragma once
 
 #include <string>
@@ -21,10 +23,12 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // Reads a `torch.save` zip state dict. Throws CheckpointError for: a missing file, not a zip,
 // truncated, the legacy pre-1.6 format (says to re-save it with a current torch), a pickle that
-// is not a (possibly nested under "state_dict"/"model") mapping of names to tensors.
+// is not a (possibly nested under "state_dict"/"model") mapping of names to tensors, a
+// TorchScript archive, a global outside the allow-list, a CRC mismatch, a file over its limits.
 StateDict read_torch_state_dict(const std::string& path);
 
-// Writes `state` as a `torch.save` zip (OrderedDict of tensors), atomically (temp + rename).
+// Writes `state` as a `torch.save` zip (OrderedDict of tensors), atomically (temp + rename). A
+// write failure (a full disk) throws RuntimeError (exit 5), leaving no partial file.
 void write_torch_state_dict(const std::string& path, const StateDict& state);
 
 }  // namespace ltfit
