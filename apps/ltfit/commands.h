@@ -24,5 +24,6 @@ void add_predict_command(CLI::App& app, int* exit_code);
 void add_experiment_command(CLI::App& app, int* exit_code);  // experiment (plan + report)
 void add_envinfo_command(CLI::App& app, int* exit_code);
 void add_find_batch_command(CLI::App& app, int* exit_code);
+void add_convert_checkpoint_command(CLI::App& app, int* exit_code);
 
 }  // namespace ltfit::cli

@@ -1,218 +1,370 @@
 #include "ltfit/train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
+#include <functional>
+#include <unordered_map>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
+#include <torch/torch.h>
 
+#include "ltfit/model/torch_archive.h"
 #include "ltfit/util/error.h"
+#include "train/checkpoint_fields.h"
+#include "train/optimizer_state.h"
 
 namespace ltfit {
 
 namespace {
 
-constexpr std::int64_t kFormatVersion = 2;  // 1: weights, optimizer, epochs (no position)
-const char* const kHint = "use another checkpoint (checkpoints/last.ckpt or best.ckpt)";
+using detail::CheckpointFields;
+using Value = pickle::PickleValue;
+using Kind = Value::Kind;
 
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+// 3: a torch.save archive of plain values and tensors. 1 and 2 were TorchScript archives
+// (LibTorch's serialize::OutputArchive), which only `ltfit convert-checkpoint --trust-code` reads.
+constexpr std::int64_t kFormatVersion = 3;
+const char* const kFormatName = "ltfit.checkpoint";
+
+std::string convert_hint(const std::string& path) {
+  return "a checkpoint written by ltfit before format 3 is such an archive; if you made this "
+         "file yourself, convert it once: ltfit convert-checkpoint --trust-code " +
+         path + " NEW.ckpt";
 }
 
-void write_meta(torch::serialize::OutputArchive& archive, const CheckpointMeta& meta) {
-  archive.write("format_version", c10::IValue(kFormatVersion));
-  archive.write("config_yaml", c10::IValue(meta.config_yaml));
-  archive.write("classes", c10::IValue(c10::List<std::string>(meta.classes)));
-  archive.write("epochs_done", c10::IValue(static_cast<std::int64_t>(meta.epochs_done)));
-  archive.write("global_step", c10::IValue(meta.global_step));
-  archive.write("accuracy", c10::IValue(meta.accuracy));
-  archive.write("valid_loss", c10::IValue(meta.valid_loss));
-  const TrainPosition& p = meta.position;
-  archive.write("position",
-                c10::IValue(c10::List<std::int64_t>({p.stage, p.epoch_in_stage, p.batch_in_epoch,
-                                                     p.loss_count, meta.scaler.growth_tracker})));
-  archive.write("position_real",
-                c10::IValue(c10::List<double>(
-                    {p.loss_avg, meta.best_accuracy, meta.scaler.scale, meta.train_seconds})));
-}
+// ---- writing ---------------------------------------------------------------------------------
 
-// The global generators: CPU always, each visible CUDA device's when CUDA is initialised.
-void write_rng(torch::serialize::OutputArchive& archive) {
-  torch::serialize::OutputArchive rng;
-  auto cpu = at::detail::getDefaultCPUGenerator();
-  {
-    std::lock_guard<std::mutex> lock(cpu.mutex());
-    rng.write("cpu", cpu.get_state(), /*is_buffer=*/true);
-  }
-  if (torch::cuda::is_available()) {
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(torch::cuda::device_count()); ++i) {
-      auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, i));
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      rng.write("cuda" + std::to_string(i), gen.get_state(), /*is_buffer=*/true);
-    }
-  }
-  archive.write("rng", rng);
-}
-
-void set_rng_states(torch::serialize::InputArchive& archive) {
-  torch::serialize::InputArchive rng;
-  if (!archive.try_read("rng", rng)) throw std::runtime_error("no random generator state");
-  torch::Tensor state;
-  if (!rng.try_read("cpu", state, /*is_buffer=*/true)) throw std::runtime_error("no CPU RNG");
-  auto cpu = at::detail::getDefaultCPUGenerator();
-  {
-    std::lock_guard<std::mutex> lock(cpu.mutex());
-    cpu.set_state(state);
-  }
-  if (!torch::cuda::is_available()) return;
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(torch::cuda::device_count()); ++i) {
-    if (!rng.try_read("cuda" + std::to_string(i), state, /*is_buffer=*/true)) continue;
-    auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, i));
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(state);
-  }
-}
-
-CheckpointMeta read_meta(torch::serialize::InputArchive& archive) {
-  auto read = [&](const char* key) {
-    c10::IValue value;
-    if (!archive.try_read(key, value)) throw std::runtime_error(std::string("no '") + key + "'");
-    return value;
+void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
+  w.string("format");
+  w.string(kFormatName);
+  w.string("format_version");
+  w.integer(kFormatVersion);
+  w.string("config_yaml");
+  w.string(meta.config_yaml);
+  w.string("classes");
+  w.empty_list();
+  w.mark();
+  for (const std::string& c : meta.classes) w.string(c);
+  w.appends();
+  const auto integer = [&w](const char* key, std::int64_t v) {
+    w.string(key);
+    w.integer(v);
   };
-  const std::int64_t version = read("format_version").toInt();
-  if (version < 1 || version > kFormatVersion) {
-    throw std::runtime_error("unsupported checkpoint format version " + std::to_string(version) +
-                             " (this ltfit reads 1 to " + std::to_string(kFormatVersion) + ")");
+  const auto real = [&w](const char* key, double v) {
+    w.string(key);
+    w.real(v);
+  };
+  integer("epochs_done", meta.epochs_done);
+  integer("global_step", meta.global_step);
+  real("accuracy", meta.accuracy);
+  real("valid_loss", meta.valid_loss);
+  real("best_accuracy", meta.best_accuracy);
+  real("train_seconds", meta.train_seconds);
+  const TrainPosition& p = meta.position;
+  w.string("position");
+  w.empty_dict();
+  w.mark();
+  integer("stage", p.stage);
+  integer("epoch_in_stage", p.epoch_in_stage);
+  integer("batch_in_epoch", p.batch_in_epoch);
+  real("loss_avg", p.loss_avg);
+  integer("loss_count", p.loss_count);
+  w.set_items();
+  w.string("scaler");  // the keys of torch.amp.GradScaler.state_dict() that ltfit keeps
+  w.empty_dict();
+  w.mark();
+  real("scale", meta.scaler.scale);
+  integer("_growth_tracker", meta.scaler.growth_tracker);
+  w.set_items();
+}
+
+// Parameters, then buffers, as an OrderedDict of tensors.
+void write_model(TorchArchiveWriter& out, ResNet& model) {
+  pickle::PickleWriter& w = out.pickle();
+  w.string("model");
+  w.global("collections", "OrderedDict");
+  w.empty_tuple();
+  w.reduce();
+  w.mark();
+  for (const auto& item : model->named_parameters()) {
+    w.string(item.key());
+    out.tensor(item.value());
   }
+  for (const auto& item : model->named_buffers()) {
+    w.string(item.key());
+    out.tensor(item.value());
+  }
+  w.set_items();
+}
+
+void write_rng(TorchArchiveWriter& out, const RngStates& rng) {
+  pickle::PickleWriter& w = out.pickle();
+  w.string("rng");
+  w.empty_dict();
+  w.mark();
+  w.string("cpu");
+  out.tensor(rng.cpu);
+  w.string("cuda");
+  w.empty_list();
+  w.mark();
+  for (const torch::Tensor& state : rng.cuda) out.tensor(state);
+  w.appends();
+  w.set_items();
+}
+
+// ---- reading ---------------------------------------------------------------------------------
+
+TorchArchive open_checkpoint(const std::string& path) {
+  return load_torch_archive(path, "checkpoint", convert_hint(path));
+}
+
+TorchArchive open_checkpoint(std::string_view bytes, const std::string& name,
+                             const ReadLimits& limits) {
+  return load_torch_archive(std::make_shared<const std::string>(bytes), "checkpoint", name,
+                            convert_hint(name), limits);
+}
+
+void check_format(const CheckpointFields& f, const Value& root) {
+  if (root.kind != Kind::kDict || pickle::find_entry(root, "format") == nullptr ||
+      f.text(root, "format", "") != kFormatName) {
+    throw CheckpointError("'" + f.file() +
+                              "' is not an ltfit checkpoint (a torch.save file "
+                              "without ltfit's 'format' entry)",
+                          "a weight file (.pth) goes to predict --weights or model.pretrained");
+  }
+  const std::int64_t version = f.integer(root, "format_version", "");
+  if (version != kFormatVersion) {
+    throw CheckpointError("checkpoint '" + f.file() + "' has format version " +
+                              std::to_string(version) + "; this ltfit reads version " +
+                              std::to_string(kFormatVersion),
+                          version > kFormatVersion ? "use the ltfit that wrote it, or a newer one"
+                                                   : convert_hint(f.file()));
+  }
+}
+
+CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
+  check_format(f, root);
   CheckpointMeta meta;
-  meta.config_yaml = read("config_yaml").toStringRef();
-  for (const c10::IValue& c : read("classes").toListRef()) meta.classes.push_back(c.toStringRef());
-  meta.epochs_done = static_cast<int>(read("epochs_done").toInt());
-  meta.global_step = read("global_step").toInt();
-  meta.accuracy = read("accuracy").toDouble();
-  meta.valid_loss = read("valid_loss").toDouble();
-  if (version < 2) {  // weights only; positioned at the last completed epoch's end
-    meta.best_accuracy = meta.accuracy;
-    return meta;
+  meta.config_yaml = f.text(root, "config_yaml", "");
+  const Value& classes = f.of_kind(f.at(root, "classes", ""), Kind::kList, "classes");
+  for (const auto& c : classes.items)
+    meta.classes.push_back(f.of_kind(*c, Kind::kString, "classes").text);
+  meta.epochs_done = f.small_int(root, "epochs_done", "");
+  meta.global_step = f.integer(root, "global_step", "");
+  if (meta.global_step < 0) f.fail("global_step", "is negative");
+  meta.accuracy = f.real(root, "accuracy", "");
+  meta.valid_loss = f.real(root, "valid_loss", "");
+  meta.best_accuracy = f.real(root, "best_accuracy", "");
+  meta.train_seconds = f.real(root, "train_seconds", "");
+  const Value& p = f.at(root, "position", "");
+  meta.position.stage = f.small_int(p, "stage", "position");
+  meta.position.epoch_in_stage = f.small_int(p, "epoch_in_stage", "position");
+  meta.position.batch_in_epoch = f.integer(p, "batch_in_epoch", "position");
+  meta.position.loss_avg = f.real(p, "loss_avg", "position");
+  meta.position.loss_count = f.integer(p, "loss_count", "position");
+  if (meta.position.batch_in_epoch < 0 || meta.position.loss_count < 0) {
+    f.fail("position", "holds a negative count");
   }
-  const auto ints = read("position").toIntVector();
-  const auto reals = read("position_real").toDoubleVector();
-  if (ints.size() != 5 || reals.size() != 4) throw std::runtime_error("malformed position");
-  meta.position = {static_cast<int>(ints[0]), static_cast<int>(ints[1]), ints[2], reals[0],
-                   ints[3]};
-  meta.scaler = {reals[2], ints[4]};
-  meta.best_accuracy = reals[1];
-  meta.train_seconds = reals[3];
+  const Value& s = f.at(root, "scaler", "");
+  meta.scaler.scale = f.real(s, "scale", "scaler");
+  meta.scaler.growth_tracker = f.integer(s, "_growth_tracker", "scaler");
   return meta;
 }
 
-void open_archive(const std::string& path, torch::serialize::InputArchive& archive) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw CheckpointError("checkpoint '" + path + "' does not exist or is not a file", kHint);
+// Checks every parameter and buffer of `model` against the saved tensors; returns the copies.
+std::vector<std::pair<torch::Tensor, torch::Tensor>> stage_model(const CheckpointFields& f,
+                                                                 const Value& root, ResNet& model) {
+  const Value& saved = f.of_kind(f.at(root, "model", ""), Kind::kDict, "model");
+  std::unordered_map<std::string_view, const Value*> by_name;
+  for (const auto& [key, value] : saved.entries) {
+    if (key->kind == Kind::kString) by_name[key->text] = value.get();
   }
-  try {
-    archive.load_from(path);
-  } catch (const std::exception& e) {
-    throw CheckpointError(
-        "checkpoint '" + path + "' is not a readable ltfit checkpoint " + "(corrupt or truncated?)",
-        kHint);
-  }
-}
-
-// Reads every parameter and buffer first, checks names and shapes, then copies.
-void load_model_state(torch::serialize::InputArchive& archive, ResNet& model,
-                      const std::string& path) {
-  torch::serialize::InputArchive weights;
-  if (!archive.try_read("model", weights)) throw std::runtime_error("no model weights");
   std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
-  auto stage = [&](const std::string& name, torch::Tensor& target, bool is_buffer) {
-    torch::Tensor source;
-    if (!weights.try_read(name, source, is_buffer)) {
-      throw CheckpointError("checkpoint '" + path + "' has no tensor '" + name + "'",
+  const auto stage = [&](const std::string& name, const torch::Tensor& target) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      throw CheckpointError("checkpoint '" + f.file() + "' has no tensor '" + name + "'",
                             "was it saved for another model.arch?");
     }
+    const torch::Tensor& source = f.of_kind(*it->second, Kind::kTensor, "model." + name).tensor;
     if (source.sizes() != target.sizes()) {
-      throw CheckpointError("checkpoint '" + path + "': '" + name + "' has shape " +
+      throw CheckpointError("checkpoint '" + f.file() + "': '" + name + "' has shape " +
                             c10::str(source.sizes()) + ", the model expects " +
                             c10::str(target.sizes()));
     }
     copies.emplace_back(target, source);
   };
-  for (auto& item : model->named_parameters()) stage(item.key(), item.value(), false);
-  for (auto& item : model->named_buffers()) stage(item.key(), item.value(), true);
-  torch::NoGradGuard no_grad;
-  for (auto& [target, source] : copies) target.copy_(source);
+  for (auto& item : model->named_parameters()) stage(item.key(), item.value());
+  for (auto& item : model->named_buffers()) stage(item.key(), item.value());
+  return copies;
+}
+
+torch::Tensor rng_state(const CheckpointFields& f, const Value& v, const std::string& key_path) {
+  const torch::Tensor& t = f.of_kind(v, Kind::kTensor, key_path).tensor;
+  if (t.scalar_type() != torch::kUInt8 || t.dim() != 1 || t.numel() > (1 << 20)) {
+    f.fail(key_path, "is not a generator state (a 1-D uint8 tensor)");
+  }
+  return t.clone();
+}
+
+// Checks the saved generator states; returns what sets the global generators to them.
+std::function<void()> stage_rng(const CheckpointFields& f, const Value& root) {
+  const Value& rng = f.at(root, "rng", "");
+  RngStates states;
+  states.cpu = rng_state(f, f.at(rng, "cpu", "rng"), "rng.cpu");
+  at::make_generator<at::CPUGeneratorImpl>().set_state(states.cpu);  // throws if malformed
+  const Value& cuda = f.of_kind(f.at(rng, "cuda", "rng"), Kind::kList, "rng.cuda");
+  for (std::size_t i = 0; i < cuda.items.size(); ++i) {
+    states.cuda.push_back(rng_state(f, *cuda.items[i], "rng.cuda[" + std::to_string(i) + "]"));
+  }
+  return [states] {
+    auto cpu = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(cpu.mutex());
+      cpu.set_state(states.cpu);
+    }
+    if (!torch::cuda::is_available()) return;
+    const auto devices = static_cast<std::size_t>(torch::cuda::device_count());
+    for (std::size_t i = 0; i < devices && i < states.cuda.size(); ++i) {
+      auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, int(i)));
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(states.cuda[i]);
+    }
+  };
+}
+
+// Runs `body`, turning a LibTorch error (a generator refusing a state of the wrong size) into a
+// CheckpointError naming the file.
+template <typename Body>
+auto checked(const std::string& path, Body body) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw CheckpointError("checkpoint '" + path + "': " + what.substr(0, what.find('\n')),
+                          "use another checkpoint (checkpoints/last.ckpt or best.ckpt)");
+  }
+}
+
+// Checks everything in `archive` against the model (and optimizer), then loads it.
+CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, ResNet& model,
+                         torch::optim::Optimizer* optimizer, bool restore_rng) {
+  const CheckpointFields f(path);
+  const Value& root = archive.root();
+  CheckpointMeta meta = read_meta(f, root);
+  return checked(path, [&] {
+    const auto copies = stage_model(f, root, model);
+    std::function<void()> set_optimizer, set_rng;
+    if (optimizer) {
+      const std::string saved_type = f.text(root, "optimizer_type", "");
+      if (saved_type != detail::optimizer_type(*optimizer)) {
+        throw CheckpointError("checkpoint '" + path + "' holds the state of a " + saved_type +
+                                  " optimizer, this run uses " + detail::optimizer_type(*optimizer),
+                              "resume with the checkpoint's own config");
+      }
+      set_optimizer =
+          detail::stage_optimizer_state(f, f.at(root, "optimizer", ""), "optimizer", *optimizer);
+    }
+    if (restore_rng) set_rng = stage_rng(f, root);
+    // Everything checked: change the model, the optimizer and the generators.
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& [target, source] : copies) target.copy_(source);
+    }
+    if (set_optimizer) set_optimizer();
+    if (set_rng) set_rng();
+    return meta;
+  });
 }
 
 }  // namespace
 
+RngStates capture_rng_states() {
+  RngStates states;
+  auto cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    states.cpu = cpu.get_state();
+  }
+  if (torch::cuda::is_available()) {
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(torch::cuda::device_count()); ++i) {
+      auto gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, i));
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      states.cuda.push_back(gen.get_state());
+    }
+  }
+  return states;
+}
+
 void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta) {
-  torch::serialize::OutputArchive archive;
-  write_meta(archive, meta);
-  torch::serialize::OutputArchive weights;
-  for (const auto& item : model->named_parameters()) weights.write(item.key(), item.value());
-  for (const auto& item : model->named_buffers()) weights.write(item.key(), item.value(), true);
-  archive.write("model", weights);
+  save_checkpoint(path, model, optimizer, meta, capture_rng_states());
+}
+
+void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+                     const CheckpointMeta& meta, const RngStates& rng) {
+  TorchArchiveWriter out;
+  pickle::PickleWriter& w = out.pickle();
+  w.empty_dict();
+  w.mark();
+  write_meta(w, meta);
+  write_model(out, model);
+  w.string("optimizer_type");
+  w.string(optimizer ? detail::optimizer_type(*optimizer) : "none");
+  w.string("optimizer");
   if (optimizer) {
-    torch::serialize::OutputArchive state;
-    optimizer->save(state);
-    archive.write("optimizer", state);
+    detail::write_optimizer_state(out, *optimizer);
+  } else {
+    w.none();
   }
-  write_rng(archive);
-  const std::string tmp = path + ".tmp";
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    throw RuntimeError("cannot write checkpoint '" + tmp + "': " + e.what(),
-                       "check free disk space and permissions of the run directory");
+  write_rng(out, rng);
+  w.set_items();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) {
+    throw RuntimeError("cannot create the folder of checkpoint '" + path + "': " + ec.message(),
+                       "check the permissions of the run directory");
   }
-  fsync_path(tmp);
-  std::filesystem::rename(tmp, path);
-  fsync_path(std::filesystem::path(path).parent_path().string());
+  out.write_file(path);
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
-  torch::serialize::InputArchive archive;
-  open_archive(path, archive);
-  try {
-    return read_meta(archive);
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CheckpointError("checkpoint '" + path + "' is incomplete: " + e.what(), kHint);
-  }
+  return read_meta(CheckpointFields(path), open_checkpoint(path).root());
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
                                torch::optim::Optimizer* optimizer, bool restore_rng) {
-  torch::serialize::InputArchive archive;
-  open_archive(path, archive);
-  try {
-    CheckpointMeta meta = read_meta(archive);
-    load_model_state(archive, model, path);
-    if (optimizer) {
-      torch::serialize::InputArchive state;
-      if (!archive.try_read("optimizer", state)) throw std::runtime_error("no optimizer state");
-      optimizer->load(state);
-    }
-    if (restore_rng) set_rng_states(archive);
-    return meta;
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CheckpointError("checkpoint '" + path + "' is incomplete: " + e.what(), kHint);
-  }
+  return load_into(open_checkpoint(path), path, model, optimizer, restore_rng);
+}
+
+CheckpointMeta read_checkpoint_meta_from_bytes(std::string_view bytes, const std::string& name,
+                                               const ReadLimits& limits) {
+  return read_meta(CheckpointFields(name), open_checkpoint(bytes, name, limits).root());
+}
+
+CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
+                                          const ReadLimits& limits, ResNet& model,
+                                          torch::optim::Optimizer* optimizer, bool restore_rng) {
+  return load_into(open_checkpoint(bytes, name, limits), name, model, optimizer, restore_rng);
+}
+
+std::string save_optimizer_state(torch::optim::Optimizer& optimizer) {
+  TorchArchiveWriter out;
+  detail::write_optimizer_state(out, optimizer);
+  return out.to_bytes();
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  const TorchArchive archive =
+      read_torch_archive(std::string_view(bytes), default_read_limits(bytes.size()));
+  const CheckpointFields f("(optimizer snapshot)");
+  checked("(optimizer snapshot)", [&] {
+    detail::stage_optimizer_state(f, archive.root(), "optimizer", optimizer)();
+    return 0;
+  });
 }
 
 }  // namespace ltfit

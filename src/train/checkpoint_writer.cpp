@@ -25,13 +25,26 @@ double seconds_between(std::chrono::steady_clock::time_point a,
 
 // Makes `link` name the same file as `target`: a hard link (or a copy where links are not
 // possible) made under a temporary name and renamed over `link`.
+// A failure (a full disk during the copy) removes the temporary and throws RuntimeError (exit 5),
+// leaving `link` as it was.
 void point_at(const fs::path& target, const fs::path& link) {
   const fs::path tmp = link.string() + ".tmp";
   std::error_code ec;
   fs::remove(tmp, ec);
+  ec.clear();
   fs::create_hard_link(target, tmp, ec);
-  if (ec) fs::copy_file(target, tmp, fs::copy_options::overwrite_existing);
-  fs::rename(tmp, link);
+  if (ec) {
+    ec.clear();
+    fs::copy_file(target, tmp, fs::copy_options::overwrite_existing, ec);
+  }
+  if (!ec) fs::rename(tmp, link, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw RuntimeError(
+        "cannot make '" + link.string() + "' point at '" + target.string() + "': " + ec.message(),
+        "free disk space and run again; '" + target.string() + "' is complete");
+  }
 }
 
 }  // namespace

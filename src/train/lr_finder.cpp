@@ -1,13 +1,12 @@
 #include "ltfit/train/lr_finder.h"
 
 #include <cmath>
-#include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <torch/nn/functional/loss.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include "ltfit/data/loader.h"
+#include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
 
@@ -27,9 +26,7 @@ class StateGuard {
     torch::NoGradGuard no_grad;
     for (const auto& p : model->parameters()) params_.push_back(p.detach().clone());
     for (const auto& b : model->buffers()) buffers_.push_back(b.detach().clone());
-    torch::serialize::OutputArchive archive;
-    optimizer.save(archive);
-    archive.save_to(optimizer_state_);
+    optimizer_state_ = save_optimizer_state(optimizer);
   }
   ~StateGuard() {
     torch::NoGradGuard no_grad;
@@ -37,10 +34,11 @@ class StateGuard {
     for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(params_[i]);
     auto buffers = model_->buffers();
     for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(buffers_[i]);
-    torch::serialize::InputArchive archive;
-    std::istringstream in(optimizer_state_.str());
-    archive.load_from(in);
-    optimizer_.load(archive);
+    try {
+      load_optimizer_state(optimizer_, optimizer_state_);
+    } catch (const std::exception& e) {  // our own bytes: a bug, but a destructor must not throw
+      spdlog::error("lr_find could not restore the optimizer's state: {}", e.what());
+    }
     model_->train(was_training_);
   }
   StateGuard(const StateGuard&) = delete;
@@ -51,7 +49,7 @@ class StateGuard {
   torch::optim::Optimizer& optimizer_;
   bool was_training_;
   std::vector<torch::Tensor> params_, buffers_;
-  std::ostringstream optimizer_state_;
+  std::string optimizer_state_;  // save_optimizer_state()
 };
 
 }  // namespace

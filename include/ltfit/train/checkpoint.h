@@ -1,20 +1,27 @@
 // Checkpoint files: model weights, optimizer state, progress and the resolved config.
 //
-// A checkpoint is a LibTorch serialize archive (a zip). Saving writes to `<path>.tmp`, flushes it
-// to disk and renames it over `path`, so a crash mid-write never destroys the previous file.
-// Loading checks every tensor's name, shape and dtype before touching the model and throws
-// CheckpointError (exit 4) naming the file for anything missing, extra, corrupt or mismatched.
-// Besides weights a checkpoint holds everything needed to continue training exactly: the
-// optimizer state, the position in the recipe (stage, epoch, batch), the smoothed-loss state,
-// the loss scaler, and the global CPU and CUDA random generators' states.
+// A checkpoint (format 3) is a `torch.save` archive holding data only: a dict of plain values
+// (format, config text, classes, counters, position, loss scaler), the model's parameters and
+// buffers as an OrderedDict of tensors, the optimizer state in the shape of PyTorch's
+// `Optimizer.state_dict()` ({"state": {index: {...}}, "param_groups": [...]}) and the random
+// generators' states as uint8 tensors. Python reads one with `torch.load(path,
+// weights_only=True)`; ltfit reads it with its restricted reader (torch_archive.h), which runs
+// nothing in the file. A TorchScript archive (what ltfit wrote before format 3) is refused from
+// its record names, before anything in it is read, with a hint to `ltfit convert-checkpoint`.
+// Saving writes to `<path>.tmp`, flushes it and renames it over `path`, so a crash or a full disk
+// never destroys the previous file. Loading checks every tensor's name and shape before touching
+// the model or the optimizer and throws CheckpointError (exit 4) naming the file for anything
+// missing, corrupt or mismatched; a failed save throws RuntimeError (exit 5).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <torch/optim/optimizer.h>
 
+#include "ltfit/model/read_limits.h"
 #include "ltfit/model/resnet.h"
 #include "ltfit/train/amp.h"
 
@@ -44,18 +51,43 @@ struct CheckpointMeta {
   double train_seconds = 0.0;        // training wall time so far, over every session
 };
 
-// Writes atomically; `optimizer` may be null (weights-only checkpoint). Also stores the global
-// CPU and CUDA generators' states.
+// States of the global random generators (torch's Generator::get_state(): 1-D uint8 tensors).
+struct RngStates {
+  torch::Tensor cpu;
+  std::vector<torch::Tensor> cuda;  // one per CUDA device, in device order (empty without CUDA)
+};
+
+// The global CPU generator's state, and each CUDA device's where CUDA is available.
+RngStates capture_rng_states();
+
+// Writes atomically; `optimizer` may be null (weights-only checkpoint). Stores `rng`, by default
+// the global generators' states.
 void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta);
+void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+                     const CheckpointMeta& meta, const RngStates& rng);
 
 // Reads only the metadata (to rebuild the model from its config).
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
 // Loads weights (and optimizer state when `optimizer` is non-null) into already-built objects;
 // with `restore_rng` also sets the global CPU (and CUDA, where saved and present) generators to
-// the saved states, as resuming needs.
+// the saved states, as resuming needs. Nothing is changed unless everything checks out.
 CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
                                torch::optim::Optimizer* optimizer, bool restore_rng = false);
+
+// The same readers on a checkpoint's bytes in memory, `name` standing for the file in messages
+// (what a fuzz target calls: no file system). Errors as above.
+CheckpointMeta read_checkpoint_meta_from_bytes(std::string_view bytes, const std::string& name,
+                                               const ReadLimits& limits);
+CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
+                                          const ReadLimits& limits, ResNet& model,
+                                          torch::optim::Optimizer* optimizer,
+                                          bool restore_rng = false);
+
+// The optimizer's state and hyper-parameters as bytes (a torch.save archive of its state dict),
+// and back into the same optimizer (lr_find restores its optimizer with them).
+std::string save_optimizer_state(torch::optim::Optimizer& optimizer);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::string& bytes);
 
 }  // namespace ltfit
