@@ -126,26 +126,32 @@ void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const
   require_one_of(fail, "train.optimizer.name", o.name, {"adamw", "sgd"});
   require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
           "two numbers in [0, 1)", o.betas);
-  require(fail, o.eps > 0 && o.eps <= 1, "train.optimizer.eps", "a positive number <= 1", o.eps);
-  require(fail, o.weight_decay >= 0 && o.weight_decay <= 1, "train.optimizer.weight_decay",
-          "a number >= 0 and <= 1", o.weight_decay);
+  require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
+  require(fail, o.eps <= 1, "train.optimizer.eps", "a number <= 1", o.eps);
+  require(fail, o.weight_decay >= 0, "train.optimizer.weight_decay", "a number >= 0",
+          o.weight_decay);
+  require(fail, o.weight_decay <= 1, "train.optimizer.weight_decay", "a number <= 1",
+          o.weight_decay);
   require(fail, c.pct_start > 0 && c.pct_start < 1, "train.one_cycle.pct_start",
           "a number in (0, 1)", c.pct_start);
   // LR / div must stay a float: the start and final LR are at most the peak (div >= 1).
-  require(fail, c.div >= 1 && c.div <= kMaxDivisor, "train.one_cycle.div",
-          "a number >= 1 and <= 1e12", c.div);
-  require(fail, c.div_final >= 1 && c.div_final <= kMaxDivisor, "train.one_cycle.div_final",
-          "a number >= 1 and <= 1e12", c.div_final);
+  require(fail, c.div >= 1, "train.one_cycle.div", "a number >= 1", c.div);
+  require(fail, c.div <= kMaxDivisor, "train.one_cycle.div", "a number <= 1e12", c.div);
+  require(fail, c.div_final >= 1, "train.one_cycle.div_final", "a number >= 1", c.div_final);
+  require(fail, c.div_final <= kMaxDivisor, "train.one_cycle.div_final", "a number <= 1e12",
+          c.div_final);
   require(fail, c.moms.size() == 3 && all_in(c.moms, 0, 1, true), "train.one_cycle.moms",
           "three momentums in [0, 1] (start, middle, end)", c.moms);
 }
 
 void validate_train(const TrainConfig& train, const Fail& fail) {
   require_one_of(fail, "train.recipe", train.recipe, {"fine_tune", "one_cycle"});
-  require(fail, train.epochs >= 1 && train.epochs <= kMaxEpochs, "train.epochs",
-          "an integer >= 1 and <= 100000", train.epochs);
-  require(fail, train.freeze_epochs >= 0 && train.freeze_epochs <= kMaxEpochs,
-          "train.freeze_epochs", "an integer >= 0 and <= 100000", train.freeze_epochs);
+  require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
+  require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
+  require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
+          train.freeze_epochs);
+  require(fail, train.freeze_epochs <= kMaxEpochs, "train.freeze_epochs", "an integer <= 100000",
+          train.freeze_epochs);
   const auto& lr = train.lr;
   const bool lr_ok = (lr.size() == 1 || lr.size() == 2) && all_in(lr, 0, kMaxLr, true) &&
                      lr.front() > 0 && lr.front() <= lr.back();
@@ -155,22 +161,23 @@ void validate_train(const TrainConfig& train, const Fail& fail) {
   require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
   require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
           train.device);
-  require(fail,
-          train.checkpoint.every_minutes >= 0 && train.checkpoint.every_minutes <= kMaxMinutes,
-          "train.checkpoint.every_minutes", "a number >= 0 (0 disables) and <= 1e6",
-          train.checkpoint.every_minutes);
+  require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
+          "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
+  require(fail, train.checkpoint.every_minutes <= kMaxMinutes, "train.checkpoint.every_minutes",
+          "a number <= 1e6", train.checkpoint.every_minutes);
   require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
           train.checkpoint.keep);
   const double limit = train.time_limit_seconds.value_or(1.0);
-  require(fail, limit > 0 && limit <= kMaxMinutes * 60, "train.time_limit",
-          "a positive duration or null, at most 1e6 minutes", limit);
+  require(fail, limit > 0, "train.time_limit", "a positive duration or null", limit);
+  require(fail, limit <= kMaxMinutes * 60, "train.time_limit",
+          "a duration of at most 1e6 minutes, or null", limit);
 }
 
 void validate_eval(const EvalConfig& eval, const Fail& fail) {
   require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
           eval.tta_beta);
-  require(fail, eval.tta_scale >= 1 && eval.tta_scale <= 10, "eval.tta_scale",
-          "a number >= 1 and <= 10", eval.tta_scale);
+  require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
+  require(fail, eval.tta_scale <= 10, "eval.tta_scale", "a number <= 10", eval.tta_scale);
   require_one_of(fail, "eval.tta_mode", eval.tta_mode, {"v1", "v2"});
   require(fail, eval.tta_n >= 1 && eval.tta_n <= 64, "eval.tta_n", "an integer in [1, 64]",
           eval.tta_n);
