@@ -18,8 +18,8 @@ void ReadBudget::throw_exceeded(std::uint64_t bytes, const char* what) const {
   throw LimitError(std::string("reading it would take more than ") + text +
                    " of memory besides the file itself (" + what + ": " + std::to_string(bytes) +
                    " more bytes after " + std::to_string(used_) +
-                   "): the file is corrupt or crafted (the limit is 64 MiB "
-                   "plus twice the file's size)");
+                   "): the file is corrupt or crafted (the limit: 64 MiB, twice the file's size, "
+                   "and 32 bytes per byte of its pickle)");
 }
 
 }  // namespace ltfit

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
@@ -335,7 +336,11 @@ TorchArchive read_torch_archive(std::shared_ptr<const std::string> bytes,
   }
   const zip::ZipEntry* pkl = zip.find(prefix + "data.pkl");
   if (pkl == nullptr) throw PickleError("not a torch.save archive (no data.pkl record)");
-  const zip::ZipRecord pickle_record = zip.read(*pkl);
+  const zip::ZipRecord pickle_record = zip.read(*pkl);  // checks compressed_size's bounds
+  const std::uint64_t factor = limits.pickle_factor;
+  budget.allow_more(pkl->compressed_size > UINT64_MAX / std::max<std::uint64_t>(factor, 1)
+                        ? UINT64_MAX
+                        : pkl->compressed_size * factor);
   TorchUnpickler unpickler(zip, prefix, bytes, budget, limits.max_depth);
   std::unique_ptr<pickle::Unpickled> tree = unpickler.run(pickle_record.bytes);
   return TorchArchive(std::move(bytes), std::move(tree), budget.used());
