@@ -267,10 +267,37 @@ void read_workers(const Context& context, const Located& at, int& out) {
   } else if (at.node.IsDefined()) {
     const auto value = is_plain_scalar(at.node) ? parse_integer(at.node.Scalar()) : std::nullopt;
     if (!value || *value < INT_MIN || *value > INT_MAX) {
-      fail_type(context, at, "auto or an integer >= 0");
+      fail_type(context, at, "auto or an integer from 1 to " + std::to_string(kMaxLoaderWorkers));
     }
     out = static_cast<int>(*value);
   }
+}
+
+// `data.max_pixels`: a pixel count, or null (stored as 0) for no limit.
+void read_max_pixels(const Context& context, const Located& at, std::uint64_t& out) {
+  if (at.node.IsDefined() && at.node.IsNull()) {
+    out = 0;
+  } else if (at.node.IsDefined()) {
+    const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+    const char* end = text.data() + text.size();
+    const auto result = std::from_chars(text.data(), end, out);
+    if (text.empty() || result.ec != std::errc() || result.ptr != end) {
+      fail_type(context, at, "a number of pixels (an integer >= 0), or null for no limit");
+    }
+  }
+}
+
+// `data.formats`: a list of format names (checked against kImageFormatNames by the rules).
+void read_formats(const Context& context, const Located& at, std::vector<std::string>& out) {
+  if (!at.node.IsDefined()) return;
+  const std::string expected = "a list of image formats, e.g. [jpeg, png]";
+  if (!at.node.IsSequence()) fail_type(context, at, expected);
+  std::vector<std::string> names;
+  for (const auto& item : at.node) {
+    if (!is_plain_scalar(item)) fail_type(context, at, expected);
+    names.push_back(item.Scalar());
+  }
+  out = std::move(names);
 }
 
 // `train.lr`: one number, or a list [low, high].
@@ -308,7 +335,7 @@ void convert_augment(const Context& context, const Located& at, AugmentConfig& a
 void convert_data(const Context& context, const Located& at, DataConfig& data) {
   expect_map(context, at,
              {"root", "layout", "valid_count", "image_size", "batch_size", "workers", "augment",
-              "subset"});
+              "subset", "max_pixels", "formats"});
   read(context, child(at, "root"), data.root);
   read(context, child(at, "layout"), data.layout);
   read(context, child(at, "valid_count"), data.valid_count);
@@ -317,6 +344,8 @@ void convert_data(const Context& context, const Located& at, DataConfig& data) {
   read(context, child(at, "batch_size"), data.batch_size);
   read_workers(context, child(at, "workers"), data.workers);
   convert_augment(context, child(at, "augment"), data.augment);
+  read_max_pixels(context, child(at, "max_pixels"), data.max_pixels);
+  read_formats(context, child(at, "formats"), data.formats);
 }
 
 void convert_model(const Context& context, const Located& at, ModelConfig& model) {

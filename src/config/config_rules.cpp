@@ -88,6 +88,22 @@ void validate_run(const RunConfig& run, const Fail& fail) {
           "a directory", run.out_dir);
 }
 
+// `data.formats`: a non-empty list of known names.
+void validate_formats(const std::vector<std::string>& formats, const Fail& fail) {
+  const std::string expected = "a non-empty list of image formats from " + join(kImageFormatNames);
+  if (formats.empty()) fail({"data.formats", expected, "[]", ""});
+  for (const auto& name : formats) {
+    if (std::find(kImageFormatNames.begin(), kImageFormatNames.end(), name) !=
+        kImageFormatNames.end()) {
+      continue;
+    }
+    const std::string suggestion = closest(name, kImageFormatNames);
+    fail({"data.formats", expected, show(name),
+          show(name) + " is not one of them" +
+              (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?")});
+  }
+}
+
 void validate_data(const DataConfig& data, const Fail& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
   require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
@@ -97,7 +113,12 @@ void validate_data(const DataConfig& data, const Fail& fail) {
   require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
           "an integer from 16 to 4096", data.image_size);
   require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);
-  require(fail, data.workers >= 0, "data.workers", "auto or an integer >= 0", data.workers);
+  require(fail, data.batch_size >= 2, "data.batch_size",
+          "an integer >= 2 (BatchNorm needs at least 2 images per training batch)",
+          data.batch_size);
+  require(fail, data.workers >= 0 && data.workers <= kMaxLoaderWorkers, "data.workers",
+          "auto or an integer from 1 to " + std::to_string(kMaxLoaderWorkers), data.workers);
+  validate_formats(data.formats, fail);
   const AugmentConfig& a = data.augment;
   require(fail, a.max_rotate >= 0 && a.max_rotate <= 180, "data.augment.max_rotate",
           "degrees from 0 to 180", a.max_rotate);

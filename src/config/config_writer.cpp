@@ -74,6 +74,13 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_plain(out, "image_size", std::to_string(data.image_size));
   put_plain(out, "batch_size", std::to_string(data.batch_size));
   put_plain(out, "workers", data.workers == 0 ? "auto" : std::to_string(data.workers));
+  out << YAML::Key << "max_pixels" << YAML::Value;
+  if (data.max_pixels == 0) {
+    out << YAML::Null;  // no limit
+  } else {
+    out << data.max_pixels;
+  }
+  out << YAML::Key << "formats" << YAML::Value << YAML::Flow << data.formats;
   const AugmentConfig& a = data.augment;
   begin_section(out, "augment");
   put_bool(out, "flip", a.flip);

@@ -103,7 +103,45 @@ TEST_CASE("values of the wrong type are errors naming key, line and value", "[co
   CHECK_THAT(error_of_string("train:\n  time_limit: soon\n"),
              Contains("t.yaml:2: train.time_limit: expected a duration like 5h50m"));
   CHECK_THAT(error_of_string("data:\n  workers: many\n"),
-             Contains("data.workers: expected auto or an integer >= 0, got many"));
+             Contains("data.workers: expected auto or an integer from 1 to 256, got many"));
+  CHECK_THAT(error_of_string("data:\n  max_pixels: -1\n"),
+             Contains("t.yaml:2: data.max_pixels: expected a number of pixels (an integer >= 0), "
+                      "or null for no limit, got -1"));
+  CHECK_THAT(error_of_string("data:\n  formats: jpeg\n"),
+             Contains("t.yaml:2: data.formats: expected a list of image formats"));
+}
+
+TEST_CASE("data: batch size, worker bound, pixel budget and formats", "[config]") {
+  const Config defaults = load_config_from_string("", "t.yaml");
+  CHECK(defaults.data.max_pixels == 89'478'485);  // PIL's Image.MAX_IMAGE_PIXELS
+  CHECK(defaults.data.formats == std::vector<std::string>{"jpeg", "png", "webp", "bmp", "tiff"});
+  CHECK(load_config_from_string("data: {max_pixels: null}", "t.yaml").data.max_pixels == 0);
+  CHECK(load_config_from_string("data: {max_pixels: 0}", "t.yaml").data.max_pixels == 0);
+  CHECK(load_config_from_string("data: {formats: [png, hdr]}", "t.yaml").data.formats ==
+        std::vector<std::string>{"png", "hdr"});
+  CHECK(load_config_from_string("data: {workers: 256, batch_size: 2}", "t.yaml").data.workers ==
+        256);
+  // A training batch of one crashes BatchNorm: rejected at load, before anything runs.
+  CHECK_THAT(error_of_string("data:\n  batch_size: 1\n"),
+             Contains("t.yaml:2: data.batch_size: expected an integer >= 2 (BatchNorm needs at "
+                      "least 2 images per training batch), got 1"));
+  CHECK_THAT(
+      error_of_string("data:\n  workers: 257\n"),
+      Contains("t.yaml:2: data.workers: expected auto or an integer from 1 to 256, got 257"));
+  CHECK_THAT(error_of_string("data:\n  workers: 100000000\n"),
+             Contains("data.workers: expected auto or an integer from 1 to 256"));
+  CHECK_THAT(error_of_string("data:\n  workers: -1\n"), Contains("data.workers: expected"));
+  try {
+    load_config_from_string("data:\n  formats: [jpeg, jpg]\n", "t.yaml");
+    FAIL("an unknown format was accepted");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Contains("t.yaml:2: data.formats: expected a non-empty list of image "
+                                  "formats from jpeg, png, webp, bmp, tiff, pnm, pfm, sunras, "
+                                  "hdr, exr, jpeg2000, got a list [jpeg, jpg]"));
+    CHECK_THAT(e.hint(), Contains("'jpg' is not one of them; did you mean 'jpeg'?"));
+  }
+  CHECK_THAT(error_of_string("data:\n  formats: []\n"),
+             Contains("data.formats: expected a non-empty list of image formats"));
 }
 
 TEST_CASE("out-of-range values are errors naming key, line and value as written", "[config]") {
@@ -266,11 +304,16 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
     c.eval = {false, "v2", 0.3, 1.2, 6};
     c.train.profile = true;
+    c.data.max_pixels = 0;
+    c.data.formats = {"png", "hdr", "jpeg2000"};
     const std::string text = to_yaml(c);
+    CHECK_THAT(text, Contains("  max_pixels: ~\n"));
     CHECK_THAT(text, Contains("time_limit: 5h50m7s"));
     CHECK_THAT(text, Contains("  batch_size: 3\n"));
     CHECK(load_config_from_string(text, "t.yaml") == c);
     c.train.time_limit_seconds = 12.25;
+    CHECK(load_config_from_string(to_yaml(c), "t.yaml") == c);
+    c.data.max_pixels = 123'456'789'012;
     CHECK(load_config_from_string(to_yaml(c), "t.yaml") == c);
   }
 }

@@ -36,17 +36,31 @@ struct AugmentConfig {
   bool operator==(const AugmentConfig&) const = default;
 };
 
+// Upper bound of `data.workers`.
+inline constexpr int kMaxLoaderWorkers = 256;
+
+// The names `data.formats` accepts: every format the image decoder here can read.
+inline const std::vector<std::string> kImageFormatNames = {
+    "jpeg", "png", "webp", "bmp", "tiff", "pnm", "pfm", "sunras", "hdr", "exr", "jpeg2000"};
+
 // `data:` where the images are and how batches are made.
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
   std::string layout = "auto";             // auto | folders | kaggle
   int valid_count = 2000;                  // kaggle layout: validation images, split by seed
   int image_size = 224;                    // side of the square training image, pixels
-  int batch_size = 16;                     // images per batch
-  int workers = 0;                         // loader threads; 0 means auto (from cores)
-  AugmentConfig augment;                   // training augmentation
-  double subset = 1.0;  // fraction of each split's images used, per class, chosen by run.seed
-                        // (quick rehearsals: `ltfit experiment --subset`)
+  int batch_size = 16;    // images per batch; at least 2 (BatchNorm needs 2 per training batch)
+  int workers = 0;        // loader threads, 1 to kMaxLoaderWorkers; 0 means auto (one per core)
+  AugmentConfig augment;  // training augmentation
+  double subset = 1.0;    // fraction of each split's images used, per class, chosen by run.seed
+                          // (quick rehearsals: `ltfit experiment --subset`)
+  // Largest image decoded, in pixels (width x height as the file's header states it, read before
+  // any decoder allocates); larger files are skipped as unreadable. PIL's Image.MAX_IMAGE_PIXELS.
+  // 0 = no limit (a null in YAML).
+  std::uint64_t max_pixels = 89'478'485;
+  // Image formats decoded, identified by the file's bytes, not its name (kImageFormatNames);
+  // a file of any other format is skipped as unreadable.
+  std::vector<std::string> formats = {"jpeg", "png", "webp", "bmp", "tiff"};
 
   bool operator==(const DataConfig&) const = default;
 };
