@@ -106,7 +106,7 @@ class Machine {
     memo_[index] = top();
   }
   ValuePtr global_value(std::string name) {
-    if (!hooks_.global_allowed(name)) {
+    if (!hooks_.global_allowed || !hooks_.global_allowed(name)) {  // none given: none allowed
       throw PickleError("refused global '" + name +
                         "': only tensors and plain values are loaded (like Python's "
                         "torch.load(weights_only=True)); nothing in a file is run");
@@ -278,6 +278,7 @@ bool Machine::step(std::uint8_t op) {
     case 0x81: {  // NEWOBJ: cls, args -> cls.__new__(cls, *args); same meaning for our globals
       ValuePtr args = pop_kind(Kind::kTuple, "REDUCE arguments");
       ValuePtr callable = pop_kind(Kind::kGlobal, "REDUCE callable");
+      if (!hooks_.reduce) throw PickleError("pickle REDUCE: no global may be applied here");
       push(hooks_.reduce(callable->text, args));
       return true;
     }
@@ -285,6 +286,8 @@ bool Machine::step(std::uint8_t op) {
       pop();
       return true;  // BUILD: sets state (OrderedDict._metadata): ignored
     case 'Q':
+      if (!hooks_.persistent_load)
+        throw PickleError("pickle persistent ids are not supported here");
       push(hooks_.persistent_load(pop()));
       return true;  // BINPERSID
     default:

@@ -49,6 +49,8 @@ class ZipReader {
   // Parses the central directory of `bytes`, which must outlive the reader. Throws ZipError for
   // anything malformed, LimitError when its tables would exceed `budget`.
   ZipReader(std::string_view bytes, ReadBudget& budget);
+  ZipReader(const ZipReader&) = delete;  // by_name_ views the entries' names
+  ZipReader& operator=(const ZipReader&) = delete;
 
   const std::vector<ZipEntry>& entries() const { return entries_; }
   const ZipEntry* find(std::string_view name) const;
