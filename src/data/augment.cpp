@@ -241,15 +241,17 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
 }
 
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
-                                                  const AugmentParams& params, std::string* error) {
+                                                  const AugmentParams& params, std::string* error,
+                                                  const ImageLimits& limits, DecodeBudget* budget) {
   return run_never_throwing("augment", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (reason = invalid_params_reason(params); reason.empty()) {
       // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel.
-      const cv::Mat image = decode_bgr(path, size * std::max(params.zoom, 1.0), &reason);
-      if (!image.empty()) result = augment_to_tensor(image, size, params);
+      const DecodedImage decoded =
+          decode_bgr(path, size * std::max(params.zoom, 1.0), {limits, budget}, &reason);
+      if (!decoded.image.empty()) result = augment_to_tensor(decoded.image, size, params);
     }
     return result;
   });

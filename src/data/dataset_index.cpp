@@ -2,8 +2,9 @@
 //
 // Directory listings are sorted and the Kaggle validation split is drawn with a Fisher–Yates
 // shuffle driven by our own SplitMix64 (ltfit/util/random.h), so the index is identical on every
-// machine and standard library. Hidden entries (names starting with '.') and non-image files
-// are skipped. Pure functions, thread-safe.
+// machine and standard library. Hidden entries (names starting with '.') and names without an
+// image extension are skipped; every other entry is indexed whatever its type (see
+// is_image_file). Never opens an image. Pure functions, thread-safe.
 #include "ltfit/data/dataset_index.h"
 
 #include <algorithm>
@@ -37,10 +38,11 @@ bool is_hidden(const fs::path& path) {
   return !name.empty() && name[0] == '.';
 }
 
+// By name only, whatever the entry is: a FIFO, a directory or a dangling link named *.jpg is
+// indexed like any file, so the loader skips, counts and names it (without opening it) instead of
+// it vanishing here unreported.
 bool is_image_file(const fs::directory_entry& entry) {
-  std::error_code ec;
-  return !is_hidden(entry.path()) && entry.is_regular_file(ec) &&
-         has_image_extension(entry.path().string());
+  return !is_hidden(entry.path()) && has_image_extension(entry.path().string());
 }
 
 // Visible subdirectories of `dir`, sorted by name.

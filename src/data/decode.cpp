@@ -1,58 +1,101 @@
 // Reading and decoding one image file; see decode.h.
 #include "data/decode.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 #include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "data/image_header_parsers.h"
+
 namespace ltfit {
 namespace {
 
-namespace fs = std::filesystem;
+constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
 
-constexpr std::uintmax_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
+// A file descriptor, closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
 
-struct JpegSize {
-  int width = 0;
-  int height = 0;
+ private:
+  int fd_;
 };
 
-bool is_jpeg(const std::vector<uchar>& bytes) {
-  return bytes.size() >= 4 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
-}
+std::string errno_text(int error) { return std::generic_category().message(error); }
 
-int read_be16(const std::vector<uchar>& bytes, size_t pos) {
-  return (bytes[pos] << 8) | bytes[pos + 1];
-}
-
-// Width and height from the JPEG's SOF segment, or {0,0} when the header cannot be parsed.
-JpegSize jpeg_size(const std::vector<uchar>& bytes) {
-  size_t pos = 2;
-  while (pos + 9 < bytes.size()) {
-    if (bytes[pos] != 0xFF) return {};
-    const int marker = bytes[pos + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++pos;
-      continue;
-    }
-    const bool standalone = marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
-    if (standalone) {
-      pos += 2;
-      continue;
-    }
-    const bool sof =
-        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (sof) return {read_be16(bytes, pos + 7), read_be16(bytes, pos + 5)};
-    if (marker == 0xDA || marker == 0xD9) return {};  // scan data before any frame header
-    pos += 2 + static_cast<size_t>(read_be16(bytes, pos + 2));
+// Why a path that is not a regular file cannot be an image, without opening it.
+std::string not_a_file_reason(const std::string& path, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "is a directory, not an image";
+  if (S_ISFIFO(st.st_mode)) return "is a FIFO (named pipe), not an image file; not opened";
+  if (S_ISSOCK(st.st_mode)) return "is a socket, not an image file; not opened";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    return "is a device, not an image file; not opened";
   }
-  return {};
+  return "is not a regular file; not opened";
+}
+
+// Opens `path` for reading if, and only if, it is a regular file; sets `error` otherwise.
+int open_regular_file(const std::string& path, std::uint64_t* size, std::string* error) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int stat_errno = errno;
+    struct stat link {};
+    std::error_code ec;
+    if (stat_errno == ENOENT && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      *error =
+          "dangling symbolic link (to '" + std::filesystem::read_symlink(path, ec).string() + "')";
+    } else if (stat_errno == ENOENT) {
+      *error = "file not found";
+    } else {
+      *error = "cannot stat: " + errno_text(stat_errno);
+    }
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = not_a_file_reason(path, st);
+    return -1;
+  }
+  // O_NONBLOCK: should the path have become a FIFO since stat, open must not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *error = "cannot open: " + errno_text(errno);
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = "is not a regular file; not read";
+    return -1;
+  }
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+// pread until `size` bytes are read or the file ends; returns the bytes read.
+std::size_t read_at(int fd, std::uint64_t offset, std::size_t size, std::uint8_t* out) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
 }
 
 // A JPEG is complete when, scanning back from its end, the EOI marker comes before the start
@@ -66,58 +109,84 @@ bool jpeg_complete(const std::vector<uchar>& bytes) {
   return false;
 }
 
-// Reads a whole file; returns false with `error` set when it cannot.
-bool read_bytes(const std::string& path, std::vector<uchar>* bytes, std::string* error) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) return *error = "file not found", false;
-  if (fs::is_directory(status)) return *error = "is a directory, not an image", false;
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) return *error = "cannot read the file size: " + ec.message(), false;
-  if (size == 0) return *error = "empty file (0 bytes)", false;
-  if (size > kMaxFileBytes)
-    return *error = "file too large (" + std::to_string(size) + " bytes)", false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return *error = "cannot open: " + std::generic_category().message(errno), false;
-  bytes->resize(static_cast<size_t>(size));
-  in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(size));
-  if (in.gcount() != static_cast<std::streamsize>(size)) return *error = "short read", false;
-  return true;
-}
-
-// IMREAD_COLOR, or the most reduced JPEG decode that keeps the shorter side >= min_short_side.
-int decode_flags(const std::vector<uchar>& bytes, double min_short_side) {
-  if (!(min_short_side > 0) || !is_jpeg(bytes)) return cv::IMREAD_COLOR;
-  const JpegSize jpeg = jpeg_size(bytes);
-  const int short_side = std::min(jpeg.width, jpeg.height);
-  if (short_side <= 0) return cv::IMREAD_COLOR;
+// The JPEG reduction factor (1, 2, 4, 8) that keeps the shorter side >= min_short_side.
+int jpeg_scale(const ImageHeader& header, double min_short_side) {
+  if (header.format != ImageFormat::kJpeg || !(min_short_side > 0)) return 1;
+  const std::uint64_t short_side = std::min(header.width, header.height);
   for (const int factor : {8, 4, 2}) {
-    if (short_side / factor >= min_short_side) {
-      return factor == 8   ? cv::IMREAD_REDUCED_COLOR_8
-             : factor == 4 ? cv::IMREAD_REDUCED_COLOR_4
-                           : cv::IMREAD_REDUCED_COLOR_2;
+    if (static_cast<double>(short_side / static_cast<std::uint64_t>(factor)) >= min_short_side) {
+      return factor;
     }
   }
-  return cv::IMREAD_COLOR;
+  return 1;
+}
+
+int decode_flags(int scale) {
+  switch (scale) {
+    case 8:
+      return cv::IMREAD_REDUCED_COLOR_8;
+    case 4:
+      return cv::IMREAD_REDUCED_COLOR_4;
+    case 2:
+      return cv::IMREAD_REDUCED_COLOR_2;
+    default:
+      return cv::IMREAD_COLOR;
+  }
 }
 
 }  // namespace
 
-cv::Mat decode_bgr(const std::string& path, double min_short_side, std::string* error) {
-  std::vector<uchar> bytes;
-  if (!read_bytes(path, &bytes, error)) return {};
-  if (is_jpeg(bytes) && !jpeg_complete(bytes)) {
-    *error = "truncated JPEG (no end-of-image marker)";
-    return {};
+std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,
+                                     int scale) {
+  using header_internal::add_sat;
+  using header_internal::mul_sat;
+  const auto s = static_cast<std::uint64_t>(std::max(scale, 1));
+  const std::uint64_t out_pixels = mul_sat((header.width + s - 1) / s, (header.height + s - 1) / s);
+  // The file in memory, the decoder's own buffers, the 8-bit BGR output and one copy of it
+  // (EXIF rotation, channel conversion).
+  return add_sat(add_sat(file_bytes, header.work_bytes), mul_sat(out_pixels, 6));
+}
+
+DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
+                        std::string* error) {
+  DecodedImage result;
+  const auto fail = [&](std::string reason) {
+    *error = std::move(reason);
+    result.image.release();
+    return std::move(result);
+  };
+  std::uint64_t size = 0;
+  const Fd fd(open_regular_file(path, &size, error));
+  if (fd.get() < 0) return result;
+  if (size == 0) return fail("empty file (0 bytes)");
+  if (size > kMaxFileBytes) return fail("file too large (" + std::to_string(size) + " bytes)");
+  const ByteReader reader = [&fd](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+    return read_at(fd.get(), offset, n, out);
+  };
+  const std::optional<ImageHeader> header = read_image_header(reader, size, error);
+  if (!header) return result;
+  if (std::string refused = check_image_limits(*header, limits.image); !refused.empty()) {
+    return fail(std::move(refused));
   }
-  cv::Mat image = cv::imdecode(bytes, decode_flags(bytes, min_short_side));
-  if (image.empty()) {
-    *error = "not a decodable image";
-  } else if (image.type() != CV_8UC3) {
-    *error = "decoded to an unexpected pixel type " + std::to_string(image.type());
-    image.release();
+  // Only now, with the size known to be within the limits, does memory get committed: first the
+  // budget for the whole decode, then the file's bytes, then the decoder's buffers.
+  const int scale = jpeg_scale(*header, min_short_side);
+  DecodeBudget& budget = limits.budget ? *limits.budget : default_decode_budget();
+  result.lease = budget.acquire(decode_memory_estimate(*header, size, scale));
+  std::vector<uchar> bytes(static_cast<std::size_t>(size));
+  if (read_at(fd.get(), 0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
+  if (header->format == ImageFormat::kJpeg && !jpeg_complete(bytes)) {
+    return fail("truncated JPEG (no end-of-image marker)");
   }
-  return image;
+  result.image = cv::imdecode(bytes, decode_flags(scale));
+  if (result.image.empty()) {
+    return fail("not a decodable image (the " + image_format_name(header->format) +
+                " decoder failed)");
+  }
+  if (result.image.type() != CV_8UC3) {
+    return fail("decoded to an unexpected pixel type " + std::to_string(result.image.type()));
+  }
+  return result;
 }
 
 }  // namespace ltfit

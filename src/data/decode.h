@@ -1,25 +1,52 @@
 // Reading and decoding one image file into an 8-bit BGR cv::Mat (private to src/data).
 //
-// The file is read into memory first, which lets us reject empty and truncated JPEGs (libjpeg
-// would silently pad them with grey) and read the JPEG header to decode large files at 1/2,
-// 1/4 or 1/8 scale, which is several times faster. EXIF orientation is applied. Grey, 16-bit and
-// RGBA files come out as 8-bit BGR. Never throws for a bad file; thread-safe.
+// The file is opened only if it is a regular file (a FIFO, socket, device, directory or
+// dangling link is refused by its type, never opened, so nothing blocks), its header is read
+// and checked against the ImageLimits (format, pixel budget) before any decoder allocates, the
+// decode's peak memory is estimated from the header and taken from a DecodeBudget for as long as
+// the image is held, and only then is the file read into memory and given to OpenCV. Empty and
+// truncated JPEGs are rejected (libjpeg would silently pad them with grey); large JPEGs are
+// decoded at 1/2, 1/4 or 1/8 scale, which is several times faster. EXIF orientation is applied.
+// Grey, 16-bit and RGBA files come out as 8-bit BGR. Never throws for a bad file; thread-safe.
 #pragma once
 
 #include <string>
 
 #include <opencv2/core.hpp>
 
+#include "ltfit/data/decode_budget.h"
+#include "ltfit/data/image_header.h"
+
 namespace ltfit {
+
+// What a decode may use: the header limits and the memory budget (nullptr: the process-wide
+// default_decode_budget()).
+struct DecodeLimits {
+  ImageLimits image;
+  DecodeBudget* budget = nullptr;
+};
+
+// A decoded image and the share of the decode budget it holds until destroyed.
+struct DecodedImage {
+  cv::Mat image;  // CV_8UC3 BGR; empty on failure
+  DecodeBudget::Lease lease;
+};
 
 // Decodes `path` to CV_8UC3 BGR. A JPEG is decoded at the smallest of 1/8, 1/4, 1/2 scale whose
 // shorter side is still >= `min_short_side` (EXIF rotation does not change the shorter side);
 // other formats, JPEGs no reduction qualifies for, and min_short_side <= 0 decode at full size.
-// Returns an empty Mat and sets `error`
-// ("file not found", "empty file (0 bytes)", "truncated JPEG ...", "not a decodable image", ...)
-// on failure. May still throw std::bad_alloc or cv::Exception on resource exhaustion; callers
-// that promise never to throw catch those.
-cv::Mat decode_bgr(const std::string& path, double min_short_side, std::string* error);
+// On failure the image is empty and `error` says why ("file not found", "empty file (0 bytes)",
+// "is a FIFO ...", "image is W×H = N pixels, over data.max_pixels (M); ...", "format hdr not
+// in data.formats (...)", "truncated JPEG ...", "not a decodable image ..."). May still throw
+// std::bad_alloc or cv::Exception on resource exhaustion; callers that promise never to throw
+// catch those.
+DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
+                        std::string* error);
+
+// The peak bytes decoding `header` from a file of `file_bytes` is estimated to take, when the
+// output is scaled down by `scale` (1, 2, 4 or 8) on each side.
+std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,
+                                     int scale);
 
 // Runs `body(reason)`, which returns an image or leaves `reason` saying why not, and turns any
 // exception into a failure "<what> failed: ...", so the public loaders never throw. Sets *error

@@ -60,7 +60,8 @@ torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop
 }  // namespace
 
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
-                                               const CropFlip& crop, std::string* error) {
+                                               const CropFlip& crop, std::string* error,
+                                               const ImageLimits& limits, DecodeBudget* budget) {
   return run_never_throwing("decode", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {
@@ -69,8 +70,9 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
       reason = "invalid crop scale " + std::to_string(crop.scale);
     } else {
       // A reduced decode must keep at least `size` pixels across the crop.
-      const cv::Mat image = decode_bgr(path, size / std::min(crop.scale, 1.0), &reason);
-      if (!image.empty()) result = to_square_rgb(image, size, crop);
+      const DecodedImage decoded =
+          decode_bgr(path, size / std::min(crop.scale, 1.0), {limits, budget}, &reason);
+      if (!decoded.image.empty()) result = to_square_rgb(decoded.image, size, crop);
     }
     return result;
   });

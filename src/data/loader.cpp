@@ -1,5 +1,8 @@
 // Loader implementation: a fixed pool of worker threads builds whole batches ahead of the
 // consumer, at most `kPrefetchPerWorker` per worker, delivered strictly in order.
+//
+// The worker count is fixed (worker_count_) before the first thread starts: workers never look
+// at the thread list, which the constructor is still filling while they run.
 #include "ltfit/data/loader.h"
 
 #include <sched.h>
@@ -15,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "ltfit/data/augment.h"
@@ -28,8 +32,16 @@ namespace {
 
 constexpr int kPrefetchPerWorker = 2;
 constexpr std::size_t kSkippedExamples = 20;
+constexpr std::int64_t kMinTrainBatch = 2;  // BatchNorm needs two samples to train
 
 }  // namespace
+
+// One batch to build: which, of which epoch, from which order.
+struct Loader::Work {
+  std::int64_t index = 0;
+  int epoch = 0;
+  std::shared_ptr<const std::vector<std::int64_t>> order;  // sample positions in epoch order
+};
 
 struct Loader::State {
   std::mutex mutex;
@@ -39,26 +51,60 @@ struct Loader::State {
   bool stopping = false;
   // Current epoch.
   int epoch = 0;
-  std::uint64_t generation = 0;     // bumped by start_epoch to discard stale work
-  std::vector<std::int64_t> order;  // sample positions in epoch order
+  std::uint64_t generation = 0;  // bumped by start_epoch to discard stale work
+  std::shared_ptr<const std::vector<std::int64_t>> order =
+      std::make_shared<std::vector<std::int64_t>>();
   std::int64_t num_batches = 0;
   std::int64_t next_to_build = 0;                     // next batch a worker claims
   std::int64_t next_to_deliver = 0;                   // next batch the consumer returns
-  std::map<std::int64_t, std::optional<Batch>> done;  // built batches (nullopt: all skipped)
+  std::map<std::int64_t, std::optional<Batch>> done;  // built batches (nullopt: dropped)
   std::exception_ptr error;
-  // Skipped images.
+  // Skipped images and dropped batches.
   std::set<std::string> bad_paths;
   std::vector<std::string> bad_examples;
+  std::int64_t dropped_batches = 0;
 };
 
 Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
-    : samples_(std::move(samples)), options_(options), state_(std::make_unique<State>()) {
+    : samples_(std::move(samples)),
+      options_(std::move(options)),
+      state_(std::make_unique<State>()) {
   LTFIT_CHECK(options_.batch_size > 0 && options_.image_size > 0, "bad loader options");
+  if (options_.workers < 0 || options_.workers > kMaxLoaderWorkers) {
+    throw ConfigError("data.workers: expected auto or an integer from 1 to " +
+                          std::to_string(kMaxLoaderWorkers) + ", got " +
+                          std::to_string(options_.workers),
+                      "each worker decodes one image at a time; more than the cores gains nothing");
+  }
+  if (options_.train && options_.batch_size < kMinTrainBatch) {
+    throw ConfigError(
+        "data.batch_size: expected an integer >= 2 (BatchNorm needs at least 2 "
+        "images per training batch), got " +
+        std::to_string(options_.batch_size));
+  }
   // Our workers already run one image each in parallel; OpenCV's own pool inside each call
   // would only oversubscribe the cores.
   cv::setNumThreads(1);
-  const int n = options_.workers > 0 ? options_.workers : default_worker_count();
-  for (int i = 0; i < n; ++i) state_->threads.emplace_back([this] { worker_loop(); });
+  worker_count_ = options_.workers > 0 ? options_.workers : default_worker_count();
+  start_workers(worker_count_);
+}
+
+void Loader::start_workers(int count) {
+  state_->threads.reserve(static_cast<std::size_t>(count));
+  try {
+    for (int i = 0; i < count; ++i) state_->threads.emplace_back([this] { worker_loop(); });
+  } catch (const std::exception& e) {  // std::system_error EAGAIN: no threads or stack memory
+    const std::size_t started = state_->threads.size();
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->stopping = true;
+    }
+    state_->work_ready.notify_all();
+    for (auto& t : state_->threads) t.join();
+    throw RuntimeError("could not start loader thread " + std::to_string(started + 1) + " of " +
+                           std::to_string(count) + ": " + e.what(),
+                       "lower data.workers, or raise the process's thread or memory limits");
+  }
 }
 
 Loader::~Loader() {
@@ -70,7 +116,7 @@ Loader::~Loader() {
   for (auto& t : state_->threads) t.join();
 }
 
-int Loader::workers() const { return static_cast<int>(state_->threads.size()); }
+int Loader::workers() const { return worker_count_; }
 
 std::int64_t Loader::batches_per_epoch() const {
   const auto n = static_cast<std::int64_t>(samples_.size());
@@ -79,12 +125,12 @@ std::int64_t Loader::batches_per_epoch() const {
 }
 
 void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
-  std::vector<std::int64_t> order;
+  auto order = std::make_shared<std::vector<std::int64_t>>();
   if (options_.train) {
-    order = epoch_permutation(size(), options_.seed, epoch);
+    *order = epoch_permutation(size(), options_.seed, epoch);
   } else {
-    order.resize(samples_.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+    order->resize(samples_.size());
+    for (std::size_t i = 0; i < order->size(); ++i) (*order)[i] = static_cast<std::int64_t>(i);
   }
   {
     std::lock_guard lock(state_->mutex);
@@ -111,14 +157,15 @@ std::optional<Batch> Loader::next() {
     state_->done.erase(want);
     ++state_->next_to_deliver;
     state_->work_ready.notify_all();
-    if (batch) return batch;  // a batch whose every image was unreadable is passed over
+    if (batch) return batch;  // a batch left without (enough) readable images is passed over
   }
   return std::nullopt;
 }
 
 SkippedImages Loader::skipped() const {
   std::lock_guard lock(state_->mutex);
-  return {static_cast<std::int64_t>(state_->bad_paths.size()), state_->bad_examples};
+  return {static_cast<std::int64_t>(state_->bad_paths.size()), state_->bad_examples,
+          state_->dropped_batches};
 }
 
 }  // namespace ltfit
@@ -133,6 +180,7 @@ LoaderOptions make_loader_options(const Config& config, bool train) {
   options.augment = config.data.augment;
   options.seed = config.run.seed;
   options.workers = config.data.workers;
+  options.limits = image_limits(config.data);
   return options;
 }
 
@@ -142,7 +190,7 @@ int available_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-int default_worker_count() { return available_cores(); }
+int default_worker_count() { return std::min(available_cores(), kMaxLoaderWorkers); }
 
 std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) {
   return mix_seed(mix_seed(seed, static_cast<std::uint64_t>(epoch)),
@@ -150,44 +198,84 @@ std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) 
 }
 
 std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoch,
+                                                 std::uint64_t augment_seed,
                                                  std::string* error) const {
   const Sample& sample = samples_[static_cast<std::size_t>(position)];
+  DecodeBudget* budget = options_.decode_budget.get();
   try {
     if (options_.before_load) options_.before_load(sample.path);
-    if (!options_.train && !options_.augment_in_order)
-      return load_square_image(sample.path, options_.image_size, {}, error);
-    const AugmentParams params =
-        draw_augment(options_.augment, sample_seed(options_.seed, epoch, position));
-    return load_augmented_image(sample.path, options_.image_size, params, error);
+    if (!options_.train && !options_.augment_in_order) {
+      return load_square_image(sample.path, options_.image_size, {}, error, options_.limits,
+                               budget);
+    }
+    const AugmentParams params = draw_augment(options_.augment, augment_seed);
+    return load_augmented_image(sample.path, options_.image_size, params, error, options_.limits,
+                                budget);
   } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
     throw DataError("loading image '" + sample.path + "' failed: " + e.what());
   }
 }
 
-std::optional<Batch> Loader::build_batch(const std::vector<std::int64_t>& positions, int epoch) {
+bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
+                        torch::Tensor& images, Batch& batch, std::vector<std::int64_t>& labels) {
+  const Sample& sample = samples_[static_cast<std::size_t>(position)];
+  {
+    std::lock_guard lock(state_->mutex);  // known unreadable: no need to read it again
+    if (state_->bad_paths.count(sample.path)) return false;
+  }
+  std::uint64_t seed = sample_seed(options_.seed, epoch, position);
+  if (refill > 0) seed = mix_seed(seed, static_cast<std::uint64_t>(refill));
+  std::string error;
+  std::optional<torch::Tensor> image = load_sample(position, epoch, seed, &error);
+  if (!image) {
+    std::lock_guard lock(state_->mutex);
+    if (state_->bad_paths.insert(sample.path).second) {
+      spdlog::warn("skipping unreadable image {}: {}", sample.path, error);
+      if (state_->bad_examples.size() < kSkippedExamples) {
+        state_->bad_examples.push_back(sample.path + ": " + error);
+      }
+    }
+    return false;
+  }
+  images[static_cast<std::int64_t>(labels.size())].copy_(*image);
+  labels.push_back(sample.label);
+  batch.indices.push_back(position);
+  return true;
+}
+
+std::optional<Batch> Loader::build_batch(const Work& work) {
+  const std::vector<std::int64_t>& order = *work.order;
+  const auto n = static_cast<std::int64_t>(order.size());
+  const std::int64_t b = options_.batch_size;
+  const std::int64_t begin = work.index * b;
+  const std::int64_t end = std::min(begin + b, n);
   const int size = options_.image_size;
   torch::Tensor images =
-      torch::empty({static_cast<std::int64_t>(positions.size()), size, size, 3},
+      torch::empty({end - begin, size, size, 3},
                    torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));
   std::vector<std::int64_t> labels;
   Batch batch;
-  for (const std::int64_t pos : positions) {
-    const Sample& sample = samples_[static_cast<std::size_t>(pos)];
-    std::string error;
-    std::optional<torch::Tensor> image = load_sample(pos, epoch, &error);
-    if (!image) {
-      std::lock_guard lock(state_->mutex);
-      if (state_->bad_paths.insert(sample.path).second) {
-        spdlog::warn("skipping unreadable image {}: {}", sample.path, error);
-        if (state_->bad_examples.size() < kSkippedExamples) {
-          state_->bad_examples.push_back(sample.path + ": " + error);
-        }
-      }
-      continue;
+  for (std::int64_t i = begin; i < end; ++i) {
+    add_sample(order[static_cast<std::size_t>(i)], work.epoch, 0, images, batch, labels);
+  }
+  if (options_.train) {
+    // Refill from the images after this batch in the epoch's order (wrapping), in that fixed
+    // order: which images fill the gap depends only on the order and on which files are
+    // readable, never on timing, so a resumed epoch rebuilds the same batch.
+    for (std::int64_t t = 0; t < n - (end - begin) && static_cast<std::int64_t>(labels.size()) < b;
+         ++t) {
+      add_sample(order[static_cast<std::size_t>((end + t) % n)], work.epoch, work.index + 1, images,
+                 batch, labels);
     }
-    images[static_cast<std::int64_t>(labels.size())].copy_(*image);
-    labels.push_back(sample.label);
-    batch.indices.push_back(pos);
+    if (static_cast<std::int64_t>(labels.size()) < kMinTrainBatch) {
+      std::lock_guard lock(state_->mutex);
+      ++state_->dropped_batches;
+      spdlog::warn(
+          "dropping training batch {} of epoch {}: fewer than {} readable images in the "
+          "whole epoch (BatchNorm cannot train on one)",
+          work.index, work.epoch, kMinTrainBatch);
+      return std::nullopt;
+    }
   }
   if (labels.empty()) return std::nullopt;
   batch.images = images.narrow(0, 0, static_cast<std::int64_t>(labels.size()));
@@ -196,7 +284,7 @@ std::optional<Batch> Loader::build_batch(const std::vector<std::int64_t>& positi
 }
 
 void Loader::worker_loop() {
-  const std::int64_t depth = kPrefetchPerWorker * static_cast<std::int64_t>(workers());
+  const std::int64_t depth = kPrefetchPerWorker * static_cast<std::int64_t>(worker_count_);
   std::unique_lock lock(state_->mutex);
   for (;;) {
     state_->work_ready.wait(lock, [&] {
@@ -204,19 +292,13 @@ void Loader::worker_loop() {
                                   state_->next_to_build < state_->next_to_deliver + depth);
     });
     if (state_->stopping) return;
-    const std::int64_t index = state_->next_to_build++;
+    const Work work{state_->next_to_build++, state_->epoch, state_->order};
     const std::uint64_t generation = state_->generation;
-    const int epoch = state_->epoch;
-    const std::int64_t b = options_.batch_size;
-    const std::int64_t begin = index * b;
-    const std::int64_t end =
-        std::min<std::int64_t>(begin + b, static_cast<std::int64_t>(state_->order.size()));
-    std::vector<std::int64_t> positions(state_->order.begin() + begin, state_->order.begin() + end);
     lock.unlock();
     std::optional<Batch> batch;
     std::exception_ptr error;
     try {
-      batch = build_batch(positions, epoch);
+      batch = build_batch(work);
     } catch (...) {
       error = std::current_exception();
     }
@@ -225,7 +307,7 @@ void Loader::worker_loop() {
     if (error)
       state_->error = error;
     else
-      state_->done[index] = std::move(batch);
+      state_->done[work.index] = std::move(batch);
     state_->batch_ready.notify_all();
   }
 }

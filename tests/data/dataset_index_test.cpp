@@ -30,7 +30,8 @@ ltfit::DataConfig data_config(const TempDir& dir, const std::string& layout = "a
   return data;
 }
 
-// train/{cat,dog} and valid/{cat,dog} with a few distractors that must be skipped.
+// train/{cat,dog} and valid/{cat,dog} with a few distractors that must be skipped (and a
+// directory named folder.jpg, indexed by name for the loader to skip and name).
 void make_folders(const fs::path& root) {
   touch(root / "train" / "cat" / "a.jpg");
   touch(root / "train" / "cat" / "b.JPG");
@@ -75,12 +76,15 @@ TEST_CASE("index: folders layout, classes sorted, non-images skipped", "[data][i
     const auto index = ltfit::index_dataset(data_config(dir, layout), 1);
     CHECK(index.layout == "folders");
     CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
-    REQUIRE(index.train.size() == 3);
+    // The directory named folder.jpg is indexed by its name: the loader then skips, counts and
+    // names it as unreadable rather than it vanishing here unreported.
+    REQUIRE(index.train.size() == 4);
     CHECK(index.train[0].path == (dir.path() / "train" / "cat" / "a.jpg").string());
     CHECK(index.train[1].path == (dir.path() / "train" / "cat" / "b.JPG").string());
-    CHECK(index.train[2].path == (dir.path() / "train" / "dog" / "c.png").string());
+    CHECK(index.train[2].path == (dir.path() / "train" / "cat" / "folder.jpg").string());
+    CHECK(index.train[3].path == (dir.path() / "train" / "dog" / "c.png").string());
     CHECK(index.train[0].label == 0);
-    CHECK(index.train[2].label == 1);
+    CHECK(index.train[3].label == 1);
     REQUIRE(index.valid.size() == 2);
     CHECK(index.valid[1].label == 1);
   }

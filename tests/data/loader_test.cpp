@@ -2,11 +2,20 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <opencv2/imgcodecs.hpp>
+#include <thread>
 
+#include "data/hostile_images.h"
 #include "ltfit/data/dataset_index.h"
+#include "ltfit/data/decode_budget.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/synth.h"
 #include "ltfit/util/error.h"
@@ -134,10 +143,14 @@ TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decod
   }
   ltfit::LoaderOptions options = train_options(2);
   options.batch_size = 4;
+  options.limits.max_pixels = 100'000'000;  // huge.jpg is 10000x10000: raised to allow it
   ltfit::Loader loader(samples, options);
   std::int64_t images = 0;
-  for (const auto& b : one_epoch(loader, 0)) images += b.labels.size(0);
-  CHECK(images == 16 - 4);  // 4 batches of 4, four unreadable files dropped
+  for (const auto& b : one_epoch(loader, 0)) {
+    CHECK(b.labels.size(0) == 4);  // batches that lost images are refilled
+    images += b.labels.size(0);
+  }
+  CHECK(images == 16);  // 4 batches of 4
   const auto skipped = loader.skipped();
   CHECK(skipped.count == 4);
   std::string all;
@@ -213,4 +226,227 @@ TEST_CASE("augment_in_order: every sample in order, augmented per epoch (TTA v2 
   CHECK_FALSE(torch::equal(pass0[0].images, centre[0].images));
   CHECK_FALSE(torch::equal(pass0[0].images, pass1[0].images));
   CHECK(torch::equal(pass0[0].images, one_epoch(augmented, 0)[0].images));
+}
+
+TEST_CASE("the huge image is refused by default, naming data.max_pixels", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  ltfit::testing::write_file(dir.path() / "huge.jpg", ltfit::testing::baseline_jpeg(9000, 10000));
+  ltfit::LoaderOptions options = train_options(1);
+  options.train = false;
+  ltfit::Loader loader({{(dir.path() / "huge.jpg").string(), 0}}, options);
+  CHECK(one_epoch(loader, 0).empty());
+  REQUIRE(loader.skipped().examples.size() == 1);
+  CHECK_THAT(loader.skipped().examples[0],
+             Catch::Matchers::Contains("image is 9000×10000 = 90000000 pixels, over "
+                                       "data.max_pixels (89478485)"));
+}
+
+namespace {
+
+// Aborts the test binary if not disarmed within `seconds`: a hang fails loudly, not forever.
+class Watchdog {
+ public:
+  Watchdog(int seconds, std::string what)
+      : thread_([this, seconds, what = std::move(what)] {
+          std::unique_lock lock(mutex_);
+          if (!done_cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return done_; })) {
+            std::fprintf(stderr, "HANG: %s did not finish within %d s\n", what.c_str(), seconds);
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+// Before the fix a worker read the thread list while the constructor was still filling it (a
+// data race ThreadSanitizer reports on the first construction); with one worker it could read a
+// prefetch depth of 0 and next() then waited forever. Run under the tsan preset in CI.
+TEST_CASE("loaders constructed, run and destroyed many times never hang or race",
+          "[data][loader][tsan]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 32, 36, /*seed=*/5);
+  ltfit::LoaderOptions options;
+  options.image_size = 16;
+  options.batch_size = 2;
+  Watchdog watchdog(120, "the loader construction stress");
+  for (int i = 0; i < 1500; ++i) {
+    options.workers = 1 + i % 3;
+    options.train = i % 2 == 0;
+    ltfit::Loader loader(samples, options);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      loader.start_epoch(epoch);
+      while (loader.next()) {
+      }
+    }
+    if (i % 5 == 0) {  // destroyed with work in flight, too
+      loader.start_epoch(9);
+    }
+  }
+  SUCCEED("no hang");
+}
+
+TEST_CASE("a loader thread that cannot start is a RuntimeError, not an abort",
+          "[data][loader][rlimit]") {
+  if (!ltfit::testing::kAddressSpaceCapped) {
+    WARN("skipped: a sanitizer build cannot run under an address-space cap");
+    return;
+  }
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir, 4);
+  // 256 threads need far more stack than a 64 MiB address-space allowance gives.
+  const auto run = ltfit::testing::run_capped(
+      [&] {
+        ltfit::LoaderOptions options = train_options(256);
+        try {
+          ltfit::Loader loader(samples, options);
+          return std::string("started");
+        } catch (const ltfit::RuntimeError& e) {
+          return "RuntimeError " + std::to_string(static_cast<int>(e.exit_code())) + ": " +
+                 e.what() + " | " + e.hint();
+        }
+      },
+      64ULL << 20);
+  INFO(run.output);
+  CHECK(run.exited);  // before the fix: std::terminate (SIGABRT) with threads left joinable
+  CHECK_THAT(run.output, Catch::Matchers::StartsWith("RuntimeError 5: could not start loader "
+                                                     "thread") &&
+                             Catch::Matchers::Contains("of 256") &&
+                             Catch::Matchers::Contains("lower data.workers"));
+}
+
+TEST_CASE("worker count and training batch size are bounded", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir, 4);
+  CHECK_THROWS_WITH(ltfit::Loader(samples, train_options(257)),
+                    Catch::Matchers::Contains("data.workers: expected auto or an integer from 1 "
+                                              "to 256, got 257"));
+  ltfit::LoaderOptions one = train_options(1);
+  one.batch_size = 1;
+  CHECK_THROWS_AS(ltfit::Loader(samples, one), ltfit::ConfigError);
+  CHECK_THROWS_WITH(ltfit::Loader(samples, one),
+                    Catch::Matchers::Contains("BatchNorm needs at least 2"));
+  one.train = false;  // evaluation in batches of one is fine
+  ltfit::Loader eval(samples, one);
+  const auto batches = one_epoch(eval, 0);
+  REQUIRE(batches.size() == samples.size());
+  for (const auto& b : batches) CHECK(b.labels.size(0) == 1);
+  CHECK(ltfit::default_worker_count() <= ltfit::kMaxLoaderWorkers);
+}
+
+TEST_CASE("training batches that lost images are refilled the same way on every run",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  auto samples = small_set(dir, 12);
+  // Every other sample unreadable: before the refill, batches of 1 reached BatchNorm.
+  for (int i = 0; i < 12; i += 2) {
+    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path, "not an image");
+  }
+  ltfit::LoaderOptions options = train_options(1);
+  options.batch_size = 2;
+  ltfit::Loader one(samples, options);
+  options.workers = 3;
+  ltfit::Loader three(samples, options);
+  const auto a = one_epoch(one, 4);
+  const auto b = one_epoch(three, 4);
+  REQUIRE(a.size() == 6);
+  REQUIRE(b.size() == a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].labels.size(0) == 2);
+    CHECK(a[i].indices == b[i].indices);
+    CHECK(torch::equal(a[i].images, b[i].images));
+  }
+  CHECK(one.skipped().count == 6);
+  // Resuming at batch 3 rebuilds batches 3.. exactly.
+  three.start_epoch(4, /*skip_batches=*/3);
+  for (std::size_t i = 3; i < a.size(); ++i) {
+    const auto resumed = three.next();
+    REQUIRE(resumed);
+    CHECK(resumed->indices == a[i].indices);
+    CHECK(torch::equal(resumed->images, a[i].images));
+  }
+  CHECK_FALSE(three.next());
+}
+
+TEST_CASE("an epoch with a single readable image drops its training batches and counts them",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  auto samples = small_set(dir, 4);
+  for (int i = 1; i < 4; ++i) {
+    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path, "not an image");
+  }
+  ltfit::LoaderOptions options = train_options(2);
+  options.batch_size = 2;
+  ltfit::Loader loader(samples, options);
+  CHECK(one_epoch(loader, 0).empty());  // no batch of one reaches the model
+  CHECK(loader.skipped().dropped_batches == 2);
+  CHECK(loader.skipped().count == 3);
+}
+
+TEST_CASE("decode memory stays within the shared budget whatever the worker count",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir, 24);  // 60-90 px JPEGs: ~50 kB estimated each
+  ltfit::LoaderOptions options = train_options(4);
+  options.train = false;
+  options.decode_budget = std::make_shared<ltfit::DecodeBudget>(100'000);
+  ltfit::Loader loader(samples, options);
+  const auto batches = one_epoch(loader, 0);
+  std::int64_t images = 0;
+  for (const auto& b : batches) images += b.labels.size(0);
+  CHECK(images == 24);
+  CHECK(options.decode_budget->peak() > 0);
+  CHECK(options.decode_budget->peak() <= 100'000);
+  CHECK(options.decode_budget->in_use() == 0);
+  // A budget smaller than any one image: each still decodes, alone.
+  options.decode_budget = std::make_shared<ltfit::DecodeBudget>(1);
+  ltfit::Loader alone(samples, options);
+  images = 0;
+  for (const auto& b : one_epoch(alone, 0)) images += b.labels.size(0);
+  CHECK(images == 24);
+  CHECK(options.decode_budget->peak() < 200'000);  // never two at once
+}
+
+TEST_CASE("the decode budget serves in arrival order and lets an oversized request run alone",
+          "[data][loader]") {
+  ltfit::DecodeBudget budget(100);
+  auto a = budget.acquire(60);
+  CHECK(budget.in_use() == 60);
+  std::atomic<int> big_done{0};
+  std::atomic<std::uint64_t> big_saw{0};
+  std::atomic<int> small_saw_big_done{-1};
+  std::thread big([&] {
+    auto lease = budget.acquire(500);  // larger than the budget: waits until nothing is held
+    big_saw = budget.in_use();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    big_done = 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(big_done == 0);
+  std::thread small([&] {
+    auto lease = budget.acquire(10);  // would fit beside the 60, but the big one came first
+    small_saw_big_done = big_done.load();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(budget.in_use() == 60);
+  a = ltfit::DecodeBudget::Lease();  // releases the 60
+  big.join();
+  small.join();
+  CHECK(big_saw == 500);           // it ran alone
+  CHECK(small_saw_big_done == 1);  // and before the later, smaller request
+  CHECK(budget.in_use() == 0);
+  CHECK(budget.peak() == 500);
 }

@@ -17,6 +17,8 @@
 #include <torch/types.h>
 
 #include "ltfit/config/config.h"
+#include "ltfit/data/decode_budget.h"
+#include "ltfit/data/image_header.h"
 
 namespace ltfit {
 
@@ -46,8 +48,12 @@ std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width
 std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
 
 // Decodes `path` (reduced-scale JPEG decode when possible) and applies `params` in one pass.
-// Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws.
+// Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws. The file must
+// pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds its
+// estimated memory from `budget` (nullptr: the process-wide default_decode_budget()).
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
-                                                  const AugmentParams& params, std::string* error);
+                                                  const AugmentParams& params, std::string* error,
+                                                  const ImageLimits& limits = {},
+                                                  DecodeBudget* budget = nullptr);
 
 }  // namespace ltfit

@@ -10,6 +10,9 @@
 
 #include <torch/types.h>
 
+#include "ltfit/data/decode_budget.h"
+#include "ltfit/data/image_header.h"
+
 namespace ltfit {
 
 // Geometry of one training sample's augmentation, drawn by the loader from its generator.
@@ -22,8 +25,12 @@ struct CropFlip {
 
 // Decodes `path` to RGB, takes the square crop described by `crop` (centre crop of the shorter
 // side when scale is 1 and offsets 0.5), resizes it to size×size with area/bilinear filtering.
-// Returns uint8 [size,size,3] RGB, or nullopt with `error` set.
+// Returns uint8 [size,size,3] RGB, or nullopt with `error` set. The file must pass `limits`
+// (data.max_pixels, data.formats) before it is decoded; the decode holds its estimated memory
+// from `budget` (nullptr: the process-wide default_decode_budget()).
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
-                                               const CropFlip& crop, std::string* error);
+                                               const CropFlip& crop, std::string* error,
+                                               const ImageLimits& limits = {},
+                                               DecodeBudget* budget = nullptr);
 
 }  // namespace ltfit

@@ -2,9 +2,14 @@
 //
 // Threads, not processes: no shared-memory files, so no /dev/shm limits (REFERENCE.md §3).
 // Each epoch's order and each sample's crop/flip derive from (seed, epoch, sample index) only,
-// so batches are identical whatever the worker count. Unreadable images are skipped, counted
-// once and named in the log; an exception in a worker is re-raised on the caller's thread.
-// A Loader is used from one thread; its destructor joins its workers.
+// so batches are identical whatever the worker count. Unreadable images (including files over
+// data.max_pixels or of a format not in data.formats, FIFOs, directories and dangling links)
+// are skipped, counted once and named in the log; an exception in a worker is re-raised on the
+// caller's thread. A training batch that lost images is refilled, in a fixed order, from the
+// images after it in the epoch's order, so it keeps its size and a resumed run sees the same
+// batches. Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
+// loaders), so data.workers does not multiply the worst case. A Loader is used from one thread;
+// its destructor joins its workers.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,8 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/data/dataset_index.h"
+#include "ltfit/data/decode_budget.h"
+#include "ltfit/data/image_header.h"
 #include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
 
 namespace ltfit {
@@ -31,8 +38,11 @@ struct LoaderOptions {
   // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
   bool augment_in_order = false;
   std::uint64_t seed = 0;   // base of every random choice
-  int workers = 0;          // decode threads; 0 = auto (default_worker_count())
+  int workers = 0;          // decode threads, 1..kMaxLoaderWorkers; 0 = default_worker_count()
   bool pin_memory = false;  // allocate batches in page-locked memory (for CUDA copies)
+  ImageLimits limits;       // what a file must pass to be decoded (data.max_pixels, formats)
+  // Bounds the memory decodes hold at once; null: the process-wide default_decode_budget().
+  std::shared_ptr<DecodeBudget> decode_budget;
   // Called on the worker thread before each image is loaded; may throw. For fault-injection
   // tests (an exception here must reach the consumer with the image's path).
   std::function<void(const std::string& path)> before_load;
@@ -48,10 +58,16 @@ struct Batch {
 struct SkippedImages {
   std::int64_t count = 0;             // number of distinct unreadable files
   std::vector<std::string> examples;  // "path: reason", first few
+  // Training batches dropped because fewer than 2 readable images could fill them (the whole
+  // epoch has fewer than 2 readable images); BatchNorm cannot train on one.
+  std::int64_t dropped_batches = 0;
 };
 
 class Loader {
  public:
+  // Starts the worker threads. Throws ConfigError for more than kMaxLoaderWorkers workers or a
+  // training batch size under 2, RuntimeError (exit 5) when a thread cannot be started (any
+  // started ones are joined first).
   Loader(std::vector<Sample> samples, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -72,14 +88,23 @@ class Loader {
 
  private:
   struct State;
+  struct Work;
+  void start_workers(int count);
   void worker_loop();
-  // Decodes the samples at `positions` for `epoch`; nullopt when every one was unreadable.
-  std::optional<Batch> build_batch(const std::vector<std::int64_t>& positions, int epoch);
+  // Decodes batch `work.index` of an epoch; nullopt when no image (training: fewer than 2)
+  // could be read.
+  std::optional<Batch> build_batch(const Work& work);
+  // Decodes the sample at `position` into row `row` of `images`; false (and counted) if it is
+  // unreadable. `refill` > 0 draws a different augmentation for a sample refilling batch
+  // refill - 1.
+  bool add_sample(std::int64_t position, int epoch, std::int64_t refill, torch::Tensor& images,
+                  Batch& batch, std::vector<std::int64_t>& labels);
   // Loads one sample for `epoch`: augmented when training, centre-cropped otherwise.
   std::optional<torch::Tensor> load_sample(std::int64_t position, int epoch,
-                                           std::string* error) const;
+                                           std::uint64_t augment_seed, std::string* error) const;
   std::vector<Sample> samples_;
   LoaderOptions options_;
+  int worker_count_ = 0;  // fixed before any worker starts
   std::unique_ptr<State> state_;
 };
 
@@ -89,7 +114,7 @@ LoaderOptions make_loader_options(const Config& config, bool train);
 // Cores this process may run on (sched_getaffinity, so containers' CPU sets count).
 int available_cores();
 
-// Loader threads for `data.workers: auto`: one per available core.
+// Loader threads for `data.workers: auto`: one per available core, at most kMaxLoaderWorkers.
 int default_worker_count();
 
 // The seed of one sample's augmentation draw, from (seed, epoch, sample position).
