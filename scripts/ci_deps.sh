@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages the CI's sanitizer and fuzz steps need beyond scripts/setup.sh's: clang and
+# its sanitizer/libFuzzer runtimes (libclang-rt-dev), llvm-symbolizer for readable stacks.
+# Installs only what is missing (apt-get, with sudo when not root); idempotent.
+set -euo pipefail
+PACKAGES=(clang libclang-rt-dev llvm)
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$pkg")
+done
+((${#missing[@]})) || exit 0
+echo "[ci_deps] installing Debian packages: ${missing[*]}" >&2
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
