@@ -1,6 +1,7 @@
 // Identifying an image file by its bytes and checking it against the decode limits; see
-// image_header.h. The per-format parsers are in image_header_raster.cpp and
-// image_header_other.cpp.
+// image_header.h. The per-format parsers are in image_header_raster.cpp (JPEG, PNG, WebP, BMP,
+// Sun raster, GIF), image_header_text.cpp (PNM, PAM, PFM, HDR) and image_header_container.cpp
+// (TIFF, OpenEXR, JPEG 2000).
 #include "ltfit/data/image_header.h"
 
 #include <algorithm>

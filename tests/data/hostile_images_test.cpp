@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// LibTorch first: its c10 logging defines a CHECK macro that Catch's must replace.
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
