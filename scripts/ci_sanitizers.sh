@@ -41,10 +41,19 @@ supp="$ROOT/scripts/sanitizers"
 export ASAN_OPTIONS="log_path=$LOGS/asan:detect_leaks=1:allocator_may_return_null=1:strict_init_order=1:detect_stack_use_after_return=0:print_suppressions=0"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="log_path=$LOGS/ubsan:halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
-log "running the suite (ctest ${LTFIT_ASAN_CTEST_ARGS:-})"
+# Left out under ASan: the tests that start an `ltfit` child under an address-space cap (prlimit
+# --as / ulimit -v). ASan reserves terabytes of address space for its shadow memory at start-up,
+# which no such cap allows ("AddressSanitizer failed to allocate 0xdfff0001000 bytes"), so they
+# can only fail here; they run in the plain `test` step. (Caps set inside an already running
+# process, in a forked child, work under ASan and stay in.) LTFIT_ASAN_EXCLUDE='' runs them all.
+default_exclude='makes ltfit exit 1|SIGTERM stops a pretrained-weights download|SIGTERM during the last epoch.s validation|among bombs, FIFOs|left with one readable image is refilled|_rebuild_from_type_v2 exits 4|stride-0 view claiming 5 GB is refused|flood of cheap opcodes in a small deflated|corrupt record exits 4 naming|hostile checkpoint .a stride-0 view'
+exclude="${LTFIT_ASAN_EXCLUDE-$default_exclude}"
+exclude_args=()
+[[ -n "$exclude" ]] && exclude_args=(-E "$exclude")
+log "running the suite (ctest ${exclude:+-E '<the address-space-capped CLI tests>' }${LTFIT_ASAN_CTEST_ARGS:-})"
 rc=0
 # shellcheck disable=SC2086
-ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" \
+ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" "${exclude_args[@]}" \
   ${LTFIT_ASAN_CTEST_ARGS:-} 2>&1 | tee "$BUILD_DIR/ctest-asan.log" || rc=$?
 summary=$(grep -E '[0-9]+% tests passed' "$BUILD_DIR/ctest-asan.log" | tail -1 || true)
 reports=("$LOGS"/*)
