@@ -97,7 +97,10 @@ TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval,
   }
   parts.plain_seconds += seconds_since(plain_start);  // the final wait for the end of the epoch
   if (parts.plain.empty()) throw DataError("no readable image to evaluate with TTA");
-  TtaResult result{"v1", eval.tta_beta, kTtaV1Views};
+  TtaResult result;
+  result.mode = "v1";
+  result.beta = eval.tta_beta;
+  result.views = kTtaV1Views;
   EvalResult plain = score_predictions(torch::cat(parts.plain), torch::cat(parts.targets),
                                        torch::cat(parts.indices), parts.plain_loss_sum);
   plain.seconds = parts.plain_seconds;
@@ -134,7 +137,10 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
   const torch::Tensor seen = count.index_select(0, plain.indices).unsqueeze(1);
   const torch::Tensor augmented = torch::where(
       seen > 0, sum.index_select(0, plain.indices) / seen.clamp_min(1), plain.probabilities);
-  TtaResult result{"v2", eval.tta_beta, eval.tta_n};
+  TtaResult result;
+  result.mode = "v2";
+  result.beta = eval.tta_beta;
+  result.views = eval.tta_n;
   score_tta(result, std::move(plain), augmented);
   result.seconds = result.tta.seconds = seconds_since(start);
   return result;

@@ -167,8 +167,11 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
   MetricsWriter metrics(run_dir.string(), kLayerGroups, metrics_resume);
   ProgressReporter progress(config.data.batch_size);
+  CheckpointMeta run_meta;
+  run_meta.config_yaml = to_yaml(config);
+  run_meta.classes = index.classes;
   CheckpointWriter checkpoints(
-      (run_dir / "checkpoints").string(), model, *optimizer, {to_yaml(config), index.classes},
+      (run_dir / "checkpoints").string(), model, *optimizer, run_meta,
       {config.train.checkpoint, config.train.time_limit_seconds, options.stop_signal,
        resumed.train_seconds, options.resume ? resumed.best_accuracy : -1.0});
   Profiler profiler(device, config.train.profile);

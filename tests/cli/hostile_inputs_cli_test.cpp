@@ -214,7 +214,7 @@ TEST_CASE("a second trainer on a run directory exits 2 naming the holder", "[cli
   auto lock = ltfit::RunDirLock::try_acquire(run);
   REQUIRE(lock.has_value());
   const std::string pid = "pid " + std::to_string(getpid());
-  for (const std::string args :
+  for (const std::string& args :
        {"train --config " + dir.str() + "/c.yaml --run-dir " + run.string(),
         "train --resume auto --config " + dir.str() + "/c.yaml --run-dir " + run.string()}) {
     INFO(args);

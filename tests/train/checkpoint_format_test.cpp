@@ -304,7 +304,7 @@ TEST_CASE(
   write_old_checkpoint(old_path, model, *optimizer, sample_meta(tiny_config(dir.path() / "data")));
   const std::string image = (ltfit::testing::source_dir() / "tests/fixtures/rgb.bmp").string();
 
-  for (const std::string args :
+  for (const std::string& args :
        {"evaluate --checkpoint " + old_path, "predict --checkpoint " + old_path + " " + image,
         "export --checkpoint " + old_path + " --out " + dir.str() + "/x.pth",
         "train --resume " + old_path}) {
@@ -349,7 +349,7 @@ TEST_CASE("a TorchScript archive whose __setstate__ writes a file is refused and
   REQUIRE(status == 0);
   REQUIRE_FALSE(fs::exists(marker));
   const std::string image = (ltfit::testing::source_dir() / "tests/fixtures/rgb.bmp").string();
-  for (const std::string args :
+  for (const std::string& args :
        {"evaluate --checkpoint " + archive, "predict --checkpoint " + archive + " " + image,
         "export --checkpoint " + archive + " --out " + dir.str() + "/x.pth",
         "train --resume " + archive,

@@ -118,8 +118,14 @@ TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[tr
   saved->eval();
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, saved->layer_group_parameters());
   const std::string path = (dir.path() / "checkpoints" / "last.ckpt").string();
-  ltfit::save_checkpoint(path, saved, optimizer.get(),
-                         {"run: {seed: 7}\n", {"cat", "dog"}, 3, 30, 0.75, 0.5});
+  ltfit::CheckpointMeta saved_meta;
+  saved_meta.config_yaml = "run: {seed: 7}\n";
+  saved_meta.classes = {"cat", "dog"};
+  saved_meta.epochs_done = 3;
+  saved_meta.global_step = 30;
+  saved_meta.accuracy = 0.75;
+  saved_meta.valid_loss = 0.5;
+  ltfit::save_checkpoint(path, saved, optimizer.get(), saved_meta);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
 
   torch::manual_seed(4);
@@ -141,7 +147,9 @@ TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused",
   ltfit::testing::TempDir dir;
   ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
   const std::string path = (dir.path() / "a.ckpt").string();
-  ltfit::save_checkpoint(path, model, nullptr, {"", {"cat", "dog"}});
+  ltfit::CheckpointMeta meta;
+  meta.classes = {"cat", "dog"};
+  ltfit::save_checkpoint(path, model, nullptr, meta);
 
   const std::string truncated = (dir.path() / "truncated.ckpt").string();
   const std::string bytes = ltfit::testing::read_file(path);
