@@ -9,6 +9,7 @@
 // The writer emits STORED records whose data start on a 64-byte boundary (through the padding
 // extra field `FB` that PyTorch's writer uses, so torch.load(mmap=True) works), with CRC-32 and
 // zip64 fields where sizes or offsets need them. Not thread-safe per instance; no globals.
+// Reader in zip_reader.cpp, writer in zip_writer.cpp, the record layouts in zip_format.h.
 #pragma once
 
 #include <cstdint>
