@@ -1,4 +1,6 @@
-// torch.save state dicts on top of the archive reader/writer (torch_archive.h).
+// torch.save state dicts on top of the archive reader/writer (torch_archive.h). Read with ltfit's
+// own pickle machine, not LibTorch's torch::pickle_load, which throws on a state dict (an
+// OrderedDict): "Expected GenericDict but got None" (LibTorch 2.15.0; see pickle.cpp).
 #include "ltfit/model/torch_weights.h"
 
 #include "ltfit/model/torch_archive.h"
