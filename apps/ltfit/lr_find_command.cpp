@@ -81,14 +81,20 @@ void run_lr_find(const LrFindArgs& args) {
   Loader train(index.train, make_loader_options(config, /*train=*/true));
   ResNet model = build_model(config.model, static_cast<std::int64_t>(index.classes.size()));
   model->to(device);
-  // As fastai, on the model as the recipe starts it (frozen for fine_tune).
-  set_body_frozen(model, plan_recipe(config.train).front().frozen);
+  check_precision(config.train.precision, device);
+  if (config.train.channels_last) set_channels_last(model);
   auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
   LrFindOptions options;
   options.num_steps = args.steps;
-  spdlog::info("lr-find: {} steps from {:g} to {:g}", options.num_steps, options.start_lr,
-               options.end_lr);
-  const LrFindResult result = lr_find(model, *optimizer, train, {device, false}, options);
+  // As fastai, on the model as the recipe starts it (frozen for fine_tune).
+  options.frozen = plan_recipe(config.train).front().frozen;
+  spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}", options.num_steps, options.start_lr,
+               options.end_lr, config.train.precision,
+               config.train.channels_last ? ", channels_last" : "");
+  // The training run's precision and memory format: the sweep measures what training will do.
+  const LrFindResult result = lr_find(
+      model, *optimizer, train, {device, config.train.channels_last, config.train.precision},
+      options);
   write_outputs(dir, result);
   spdlog::info("lr-find: {} steps{}; suggestions: valley {:.3g}, steepest {:.3g}; wrote {}",
                result.lrs.size(), result.diverged ? " (stopped: loss diverged)" : "",

@@ -382,7 +382,8 @@ void convert_checkpoint(const Context& context, const Located& at, CheckpointCon
 void convert_train(const Context& context, const Located& at, TrainConfig& train) {
   expect_map(context, at,
              {"recipe", "epochs", "freeze_epochs", "frozen", "lr", "optimizer", "one_cycle",
-              "precision", "channels_last", "device", "checkpoint", "time_limit", "profile"});
+              "precision", "channels_last", "accumulate", "clip_grad_norm", "device", "checkpoint",
+              "time_limit", "profile"});
   read(context, child(at, "recipe"), train.recipe);
   read(context, child(at, "epochs"), train.epochs);
   read(context, child(at, "freeze_epochs"), train.freeze_epochs);
@@ -392,6 +393,8 @@ void convert_train(const Context& context, const Located& at, TrainConfig& train
   convert_one_cycle(context, child(at, "one_cycle"), train.one_cycle);
   read(context, child(at, "precision"), train.precision);
   read(context, child(at, "channels_last"), train.channels_last);
+  read(context, child(at, "accumulate"), train.accumulate);
+  read(context, child(at, "clip_grad_norm"), train.clip_grad_norm);
   read(context, child(at, "device"), train.device);
   convert_checkpoint(context, child(at, "checkpoint"), train.checkpoint);
   read(context, child(at, "time_limit"), train.time_limit_seconds);

@@ -23,6 +23,7 @@ namespace {
 // not overflow somewhere inside LibTorch.
 constexpr double kMaxLr = 10.0;
 constexpr int kMaxEpochs = 100000;
+constexpr int kMaxAccumulate = 1024;
 constexpr double kMaxDivisor = 1e12;
 constexpr double kMaxMinutes = 1e6;
 
@@ -180,6 +181,10 @@ void validate_train(const TrainConfig& train, const Fail& fail) {
           "a positive number or [low, high] with 0 < low <= high, at most 10", lr);
   validate_optimizer(train.optimizer, train.one_cycle, fail);
   require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
+  require(fail, train.accumulate >= 1 && train.accumulate <= kMaxAccumulate, "train.accumulate",
+          "an integer in [1, 1024]", train.accumulate);
+  require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6,
+          "train.clip_grad_norm", "a number in [0, 1e6] (0: off)", train.clip_grad_norm);
   require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
           train.device);
   require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",

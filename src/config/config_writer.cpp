@@ -132,6 +132,8 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   emit_optimizer(out, train.optimizer, train.one_cycle);
   put_string(out, "precision", train.precision);
   put_bool(out, "channels_last", train.channels_last);
+  put_plain(out, "accumulate", std::to_string(train.accumulate));
+  put_plain(out, "clip_grad_norm", format_number(train.clip_grad_norm));
   put_string(out, "device", train.device);
   begin_section(out, "checkpoint");
   put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));

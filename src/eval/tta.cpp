@@ -146,6 +146,10 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
   return result;
 }
 
+int tta_passes(const EvalConfig& eval) {
+  return 1 + (eval.tta_mode == "v2" ? eval.tta_n : kTtaV1Views);
+}
+
 TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options) {
   if (eval.tta_mode != "v1" && eval.tta_mode != "v2")

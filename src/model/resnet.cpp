@@ -175,4 +175,10 @@ std::int64_t count_parameters(const torch::nn::Module& module) {
   return total;
 }
 
+void set_channels_last(ResNet& model) {
+  for (auto& p : model->parameters()) {
+    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
 }  // namespace ltfit

@@ -30,6 +30,7 @@ std::string summary_json(const RunSummary& s) {
       {"valid_loss", s.valid_loss},
       {"tta_accuracy", optional_json(s.tta_accuracy)},
       {"best_accuracy", s.best_accuracy},
+      {"setup_seconds", s.setup_seconds},
       {"train_seconds", s.train_seconds},
       {"tta_seconds", optional_json(s.tta_seconds)},
       {"total_seconds", s.total_seconds},

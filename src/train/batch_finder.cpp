@@ -10,12 +10,12 @@
 #include <ATen/Context.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
-#include <torch/nn/functional/loss.h>
 
 #include "ltfit/model/model_factory.h"
 #include "ltfit/report/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/train/optimizer.h"
+#include "ltfit/train/trainer.h"
 #include "ltfit/util/envinfo.h"
 #include "ltfit/util/error.h"
 
@@ -55,50 +55,64 @@ void empty_cuda_cache(const torch::Device& device) {
 #endif
 }
 
-void set_channels_last(ResNet& model) {
-  for (auto& p : model->parameters()) {
-    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+// The same random batch, `steps` times an epoch: what a training step at that size holds.
+class RandomBatches : public BatchSource {
+ public:
+  RandomBatches(int batch, std::int64_t side, std::int64_t classes, std::uint64_t seed,
+                std::int64_t steps)
+      : steps_(steps) {
+    auto generator = at::detail::createCPUGenerator(seed);
+    batch_.images = torch::randint(256, {batch, side, side, 3}, generator, torch::kUInt8);
+    batch_.labels = torch::randint(classes, {batch}, generator, torch::kLong);
   }
-}
+  void start_epoch(int /*epoch*/, std::int64_t skip_batches) override { served_ = skip_batches; }
+  std::optional<Batch> next() override {
+    if (served_ >= steps_) return std::nullopt;
+    ++served_;
+    return batch_;
+  }
+  std::int64_t batches_per_epoch() const override { return steps_; }
 
-// Builds the model and optimizer and runs `options.steps` training steps at `batch`; returns the
-// largest resident set size sampled between the phases (CPU memory is not otherwise visible).
+ private:
+  Batch batch_;
+  std::int64_t steps_;
+  std::int64_t served_ = 0;
+};
+
+// Samples the resident set size where a step holds the most: after the forward (activations
+// kept for backward), after backward (+ gradients) and after the step (+ optimizer state).
+class RssSampler : public Hook {
+ public:
+  void after_loss(TrainContext& /*ctx*/) override { sample(); }
+  void after_backward(TrainContext& /*ctx*/) override { sample(); }
+  void after_step(TrainContext& /*ctx*/) override { sample(); }
+  std::int64_t max_rss = current_rss_bytes();
+
+ private:
+  void sample() { max_rss = std::max(max_rss, current_rss_bytes()); }
+};
+
+// Builds the model and optimizer and runs `options.steps` training steps at `batch` with the
+// Trainer, under the config's precision and memory format; returns the largest resident set
+// size sampled (CPU memory is not otherwise visible).
 std::int64_t run_steps(const Config& config, const torch::Device& device, int batch,
                        const BatchFitOptions& options) {
   ModelConfig model_config = config.model;
   model_config.pretrained = "none";  // weights do not change memory; nothing to download
   ResNet model = build_model(model_config, options.num_classes);
   model->to(device);
-  model->train();
   if (config.train.channels_last) set_channels_last(model);
   auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
-  const torch::Dtype amp_dtype = precision_dtype(config.train.precision);
-  GradScaler scaler(GradScalerOptions{.enabled = amp_dtype == torch::kHalf});
-
-  const std::int64_t side = config.data.image_size;
-  auto generator = at::detail::createCPUGenerator(config.run.seed);
-  torch::Tensor x = torch::randn({batch, 3, side, side}, generator).to(device);  // [N,3,S,S]
-  if (config.train.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-  const torch::Tensor y =
-      torch::randint(options.num_classes, {batch}, generator, torch::kLong).to(device);  // [N]
-  std::int64_t max_rss = current_rss_bytes();
-  for (int step = 0; step < options.steps; ++step) {
-    optimizer->zero_grad(/*set_to_none=*/true);
-    torch::Tensor loss;
-    {
-      AutocastGuard autocast(device.type(), amp_dtype);
-      loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-    }
-    max_rss = std::max(max_rss, current_rss_bytes());  // activations held for backward
-    scaler.scale(loss).backward();
-    max_rss = std::max(max_rss, current_rss_bytes());  // activations + gradients
-    scaler.step(*optimizer);
-    scaler.update();
-    (void)loss.item<float>();  // waits for the device: asynchronous errors surface here
-    max_rss = std::max(max_rss, current_rss_bytes());  // + optimizer state after the first step
-  }
+  RandomBatches batches(batch, config.data.image_size, options.num_classes, config.run.seed,
+                        options.steps);
+  RssSampler rss;
+  Trainer trainer(model, *optimizer, batches, /*valid=*/nullptr,
+                  {device, config.train.channels_last, config.train.precision}, {&rss});
+  StagePlan stage;
+  stage.name = "find_batch";
+  trainer.fit({stage});  // unfrozen: every gradient, the most memory a step can take
   if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-  return max_rss;
+  return rss.max_rss;
 }
 
 // One trial; on CPU its memory is measured from `baseline_rss` (the process before any trial).

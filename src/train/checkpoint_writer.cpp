@@ -69,8 +69,11 @@ bool CheckpointWriter::stop_requested() {
     return true;
   }
   if (!options_.time_limit_seconds) return false;
-  const double margin = slowest_step_ + 2.0 * slowest_save_ + kSafetySeconds;
-  if (seconds_between(start_, now) + margin < *options_.time_limit_seconds) return false;
+  const double margin = slowest_step_ + 2.0 * slowest_save_ +
+                        options_.tta_passes * slowest_validation_ + kSafetySeconds;
+  if (seconds_between(options_.session_start, now) + margin < *options_.time_limit_seconds) {
+    return false;
+  }
   if (!time_limit_hit_) {
     spdlog::warn(
         "train.time_limit ({:.0f} s) would be passed before the next step ends: "
@@ -81,7 +84,7 @@ bool CheckpointWriter::stop_requested() {
   return true;
 }
 
-bool CheckpointWriter::checkpoint_due() {
+bool CheckpointWriter::checkpoint_due() const {
   const double every = options_.cadence.every_minutes * 60.0;
   return every > 0 && seconds_between(last_save_, Clock::now()) >= every;
 }
@@ -102,7 +105,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   meta.position = state.position;
   meta.best_accuracy = best_accuracy_;
   meta.scaler = state.scaler;
-  meta.train_seconds = options_.prior_train_seconds + seconds_between(start_, start);
+  meta.train_seconds = options_.prior_train_seconds + seconds_between(options_.train_start, start);
   const fs::path numbered =
       fs::path(dir_) / fmt::format("{}{:09d}.ckpt", kNumberedPrefix, state.global_step);
   save_checkpoint(numbered.string(), model_, &optimizer_, meta);
@@ -111,10 +114,43 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   prune();
   const double took = seconds_between(start, Clock::now());
   slowest_save_ = std::max(slowest_save_, took);
-  save_seconds_ += took;
   last_save_ = Clock::now();
   spdlog::debug("checkpoint ({}) at step {}: {}{}", reason, state.global_step, numbered.string(),
                 new_best ? ", new best" : "");
+}
+
+void CheckpointWriter::after_step(TrainContext& ctx) {
+  const bool stop = stop_requested();
+  if (!stop && !checkpoint_due()) return;
+  {
+    ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
+    save(ctx.state, nullptr, stop ? "stop" : "periodic");
+  }
+  if (stop) {
+    ctx.interrupt = "training stopped at step " + std::to_string(ctx.state.global_step) +
+                    " (epoch " + std::to_string(ctx.state.global_epoch) +
+                    "); a checkpoint was written";
+  }
+}
+
+void CheckpointWriter::validation_begin(TrainContext& /*ctx*/) {
+  validation_start_ = Clock::now();
+}
+
+void CheckpointWriter::validation_end(TrainContext& /*ctx*/) {
+  slowest_validation_ =
+      std::max(slowest_validation_, seconds_between(validation_start_, Clock::now()));
+}
+
+void CheckpointWriter::epoch_end(TrainContext& ctx) {
+  {
+    ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
+    save(ctx.state, ctx.epoch, "epoch");
+  }
+  if (stop_requested()) {
+    ctx.interrupt = "training stopped after epoch " + std::to_string(ctx.epoch->epoch) +
+                    "; a checkpoint was written";
+  }
 }
 
 void CheckpointWriter::prune() {

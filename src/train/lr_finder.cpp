@@ -3,10 +3,10 @@
 #include <cmath>
 
 #include <spdlog/spdlog.h>
-#include <torch/nn/functional/loss.h>
 
 #include "ltfit/data/loader.h"
 #include "ltfit/train/checkpoint.h"
+#include "ltfit/train/hooks.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
 
@@ -99,42 +99,69 @@ std::optional<double> suggest_valley(const std::vector<double>& all_lrs,
   return lrs[std::min(idx, n - 1)];
 }
 
-LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, Loader& train,
-                     const TrainerOptions& trainer, const LrFindOptions& options) {
-  StateGuard restore(model, optimizer);
-  model->train();
-  LrFindResult result;
-  const std::size_t groups = optimizer.param_groups().size();
-  double average = 0.0, best = INFINITY;
-  int epoch = 0;
-  train.start_epoch(epoch);
-  for (std::int64_t step = 0; step < options.num_steps; ++step) {
-    auto batch = train.next();
-    if (!batch) {
-      train.start_epoch(++epoch);
-      if (!(batch = train.next())) throw DataError("no readable training image for lr-find");
-    }
-    const double lr = lr_find_lr(options, step);
-    // One LR for every parameter group (set_hyper_parameters maps layer groups to them).
-    set_hyper_parameters(optimizer, std::vector<double>(groups, lr), kLrFindMomentum);
-    optimizer.zero_grad(true);
-    const torch::Tensor x = normalize_images(batch->images, trainer.device, trainer.channels_last);
-    const torch::Tensor loss =
-        torch::nn::functional::cross_entropy(model->forward(x), batch->labels.to(trainer.device));
-    const double value = loss.item<double>();
-    average = options.beta * average + (1.0 - options.beta) * value;
-    const double smooth = average / (1.0 - std::pow(options.beta, static_cast<double>(step + 1)));
-    result.lrs.push_back(lr);
-    result.losses.push_back(value);
-    result.smoothed.push_back(smooth);
-    if (!std::isfinite(smooth) || smooth > options.stop_factor * best) {
-      result.diverged = true;
-      break;
-    }
-    best = std::min(best, smooth);
-    loss.backward();
-    optimizer.step();
+namespace {
+
+// fastai's LRFinder callback: an exponential LR for every group, the smoothed loss recorded
+// after each forward, and the fit ended at num_steps or on divergence (before that batch's
+// backward, so the diverged step never updates the weights).
+class LrFinderHook : public Hook {
+ public:
+  LrFinderHook(const LrFindOptions& options, LrFindResult& result)
+      : options_(options), result_(result) {}
+  int order() const override { return hook_order::kSchedule; }
+
+  void before_batch(TrainContext& ctx) override {
+    const std::int64_t step = ctx.state.global_step;
+    const double lr = lr_find_lr(options_, step);
+    ctx.lrs.assign(ctx.optimizer.param_groups().size(), lr);
+    ctx.momentum = kLrFindMomentum;
+    set_hyper_parameters(ctx.optimizer, ctx.lrs, ctx.momentum);
   }
+
+  void after_loss(TrainContext& ctx) override {
+    const double value = ctx.loss_value;
+    const auto step = static_cast<double>(result_.lrs.size() + 1);
+    average_ = options_.beta * average_ + (1.0 - options_.beta) * value;
+    const double smooth = average_ / (1.0 - std::pow(options_.beta, step));
+    result_.lrs.push_back(ctx.lrs.front());
+    result_.losses.push_back(value);
+    result_.smoothed.push_back(smooth);
+    if (!std::isfinite(smooth) || smooth > options_.stop_factor * best_) {
+      result_.diverged = true;
+      ctx.cancel_batch = ctx.stop = true;
+      return;
+    }
+    best_ = std::min(best_, smooth);
+  }
+
+  void after_step(TrainContext& ctx) override {
+    if (ctx.state.global_step >= options_.num_steps) ctx.stop = true;
+  }
+
+ private:
+  const LrFindOptions& options_;
+  LrFindResult& result_;
+  double average_ = 0.0;
+  double best_ = INFINITY;
+};
+
+}  // namespace
+
+LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, BatchSource& train,
+                     const TrainerOptions& trainer, const LrFindOptions& options,
+                     const std::vector<Hook*>& extra_hooks) {
+  StateGuard restore(model, optimizer);
+  LrFindResult result;
+  LrFinderHook finder(options, result);
+  std::vector<Hook*> hooks = extra_hooks;
+  hooks.push_back(&finder);
+  const std::int64_t batches = std::max<std::int64_t>(1, train.batches_per_epoch());
+  StagePlan sweep;
+  sweep.name = "lr_find";
+  sweep.frozen = options.frozen;
+  sweep.epochs = static_cast<int>((options.num_steps + batches - 1) / batches);
+  Trainer sweeper(model, optimizer, train, /*valid=*/nullptr, trainer, hooks);
+  sweeper.fit({sweep});
   result.steepest = suggest_steepest(result.lrs, result.smoothed);
   result.valley = suggest_valley(result.lrs, result.smoothed);
   return result;

@@ -20,6 +20,7 @@
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/recipe.h"
+#include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/envinfo.h"
@@ -82,12 +83,6 @@ CheckpointMeta resume_from(const std::string& path, ResNet& model,
       path, meta.epochs_done, meta.global_step, meta.position.stage, meta.position.epoch_in_stage,
       meta.position.batch_in_epoch);
   return meta;
-}
-
-void set_channels_last(ResNet& model) {
-  for (auto& p : model->parameters()) {
-    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
-  }
 }
 
 // TTA on the validation set under the training precision; fills the summary's TTA fields.
@@ -170,15 +165,31 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   CheckpointMeta run_meta;
   run_meta.config_yaml = to_yaml(config);
   run_meta.classes = index.classes;
-  CheckpointWriter checkpoints(
-      (run_dir / "checkpoints").string(), model, *optimizer, run_meta,
-      {config.train.checkpoint, config.train.time_limit_seconds, options.stop_signal,
-       resumed.train_seconds, options.resume ? resumed.best_accuracy : -1.0});
+  const auto train_start = std::chrono::steady_clock::now();
+  const double setup_seconds = std::chrono::duration<double>(train_start - start).count();
+  CheckpointWriterOptions checkpoint_options;
+  checkpoint_options.cadence = config.train.checkpoint;
+  checkpoint_options.time_limit_seconds = config.train.time_limit_seconds;
+  checkpoint_options.stop_signal = options.stop_signal;
+  checkpoint_options.prior_train_seconds = resumed.train_seconds;
+  checkpoint_options.best_accuracy = options.resume ? resumed.best_accuracy : -1.0;
+  checkpoint_options.session_start = start;
+  checkpoint_options.train_start = train_start;
+  checkpoint_options.tta_passes = config.eval.tta ? tta_passes(config.eval) : 0;
+  CheckpointWriter checkpoints((run_dir / "checkpoints").string(), model, *optimizer, run_meta,
+                               checkpoint_options);
   Profiler profiler(device, config.train.profile);
   EpochLog epoch_log;
-  Trainer trainer(model, *optimizer, train_loader, valid_loader,
-                  {device, channels_last, config.train.precision},
-                  {&progress, &metrics, &epoch_log}, &checkpoints, &profiler);
+  OneCycleHook schedule;
+  AccumulateHook accumulate(config.train.accumulate);
+  std::optional<ClipGradHook> clip;
+  ObserverHook progress_hook(progress), metrics_hook(metrics), epoch_log_hook(epoch_log);
+  ProfilerHook profiler_hook;
+  std::vector<Hook*> hooks{&schedule,       &accumulate,  &progress_hook, &metrics_hook,
+                           &epoch_log_hook, &checkpoints, &profiler_hook};
+  if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
+  Trainer trainer(model, *optimizer, train_loader, &valid_loader,
+                  {device, channels_last, config.train.precision}, hooks, &profiler);
   const std::vector<StagePlan> plan = plan_recipe(config.train);
   std::vector<EpochStats> history;
   bool stopped_after_last_epoch = false;
@@ -189,7 +200,8 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
       write_timing_json(
           (run_dir / "timing.json").string(), profiler,
           resumed.train_seconds +
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start)
+                  .count(),
           std::nullopt);
       throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
                              "continue with: ltfit train --resume auto --run-dir " +
@@ -203,9 +215,11 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
     history = epoch_log.epochs;
     stopped_after_last_epoch = true;
   }
+  // One clock for the summary and the checkpoints: training from the first step (set-up, weight
+  // download included, is setup_seconds, counted apart), summed over every session.
   const double train_seconds =
       resumed.train_seconds +
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
 
   RunSummary summary;
   summary.run_dir = run_dir.string();
@@ -220,6 +234,7 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.valid_loss = history.empty() ? resumed.valid_loss : history.back().valid_loss;
   summary.best_accuracy = checkpoints.best_accuracy();
   summary.train_seconds = train_seconds;
+  summary.setup_seconds = setup_seconds;
   summary.total_seconds = train_seconds;
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);

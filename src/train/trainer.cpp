@@ -1,13 +1,12 @@
 #include "ltfit/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include <torch/nn/functional/loss.h>
 
-#include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
-#include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -22,50 +21,66 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<OneCycleSchedule> stage_schedules(const StagePlan& stage,
-                                              std::int64_t steps_per_epoch) {
-  std::vector<OneCycleSchedule> schedules;
-  const auto& s = stage.shape;
-  for (const double lr : stage.group_lrs) {
-    schedules.push_back({steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
-                         s.moms[0], s.moms[1], s.moms[2]});
-  }
-  return schedules;
+GradScalerOptions scaler_options(const TrainerOptions& options) {
+  if (options.scaler) return *options.scaler;
+  return GradScalerOptions{.enabled = precision_dtype(options.precision) == torch::kHalf};
 }
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, Loader& train, Loader& valid,
-                 TrainerOptions options, std::vector<TrainObserver*> observers,
-                 TrainControl* control, Profiler* profiler)
+std::int64_t TrainContext::stage_step() const {
+  return static_cast<std::int64_t>(state.position.epoch_in_stage) * steps_per_epoch +
+         state.position.batch_in_epoch / accumulate;
+}
+
+Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, BatchSource& train,
+                 Loader* valid, TrainerOptions options, std::vector<Hook*> hooks,
+                 Profiler* profiler)
     : model_(std::move(model)),
       optimizer_(optimizer),
       train_(train),
       valid_(valid),
-      options_(options),
-      observers_(std::move(observers)),
-      control_(control),
-      profiler_(profiler),
-      amp_dtype_(precision_dtype(options.precision)),
-      scaler_(GradScalerOptions{.enabled = amp_dtype_ == torch::kHalf}) {
-  if (profiler_ == nullptr) profiler_ = &own_profiler_.emplace(options_.device, /*sync=*/false);
+      options_(std::move(options)),
+      profiler_(profiler != nullptr ? profiler
+                                    : &own_profiler_.emplace(options_.device, /*sync=*/false)),
+      scaler_(scaler_options(options_)),
+      hooks_(std::move(hooks)),
+      ctx_(model_, optimizer_, scaler_, *profiler_, state_, options_.device,
+           precision_dtype(options_.precision)) {
+  hooks_.push_back(&scaler_hook_);
+  hooks_.push_back(&loss_check_);
+  std::stable_sort(hooks_.begin(), hooks_.end(),
+                   [](const Hook* a, const Hook* b) { return a->order() < b->order(); });
+}
+
+void Trainer::fire(void (Hook::*event)(TrainContext&)) {
+  for (Hook* hook : hooks_) (hook->*event)(ctx_);
+  if (ctx_.interrupt) {
+    std::string message = *ctx_.interrupt;
+    ctx_.interrupt.reset();
+    throw InterruptedError(message);
+  }
 }
 
 std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const TrainState& start) {
   state_ = start;
-  scaler_.set_state(start.scaler);
+  const bool fresh = start.global_step == 0 && start.global_epoch == 0 &&
+                     start.position == TrainPosition{};
+  if (fresh) {
+    state_.scaler = scaler_.state();  // the scaler's own initial scale
+  } else {
+    scaler_.set_state(start.scaler);
+  }
+  ctx_.stop = false;
   std::vector<EpochStats> stats;
-  for (int s = start.position.stage; s < static_cast<int>(plan.size()); ++s) {
+  fire(&Hook::fit_begin);
+  for (int s = start.position.stage; s < static_cast<int>(plan.size()) && !ctx_.stop; ++s) {
     if (s != start.position.stage) state_.position = {s, 0, 0, 0.0, 0};
     run_stage(plan[static_cast<std::size_t>(s)], stats);
   }
-  return stats;
-}
-
-std::vector<EpochStats> Trainer::fit_one_cycle(const StagePlan& stage) {
-  state_.position = {};
-  std::vector<EpochStats> stats;
-  run_stage(stage, stats);
+  fire(&Hook::fit_end);
   return stats;
 }
 
@@ -73,141 +88,137 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
   TrainPosition& at = state_.position;
   if (at.epoch_in_stage >= stage.epochs) return;  // resumed at this stage's very end
   set_body_frozen(model_, stage.frozen);
-  const std::int64_t steps_per_epoch = train_.batches_per_epoch();
-  if (steps_per_epoch < 1) {
+  ctx_.stage = &stage;
+  ctx_.batches_per_epoch = train_.batches_per_epoch();
+  if (ctx_.batches_per_epoch < 1) {
     throw DataError("the training set has fewer images than one batch (data.batch_size)",
                     "lower data.batch_size or add images");
   }
-  const std::vector<OneCycleSchedule> schedules = stage_schedules(stage, steps_per_epoch);
-  for (auto* o : observers_) {
-    o->on_stage_begin(
-        {stage.name, state_.global_epoch - at.epoch_in_stage, stage.epochs, steps_per_epoch});
-  }
-  while (at.epoch_in_stage < stage.epochs) {
+  ctx_.steps_per_epoch = ceil_div(ctx_.batches_per_epoch, ctx_.accumulate);
+  fire(&Hook::stage_begin);
+  while (at.epoch_in_stage < stage.epochs && !ctx_.stop) {
     const auto start = Clock::now();
-    profiler_->begin_epoch(state_.global_epoch);
-    const EpochTrain trained = train_epoch(schedules, steps_per_epoch);
-    for (auto* o : observers_) o->on_validation_begin(valid_.batches_per_epoch());
-    EvalResult valid;
-    {
-      ScopedPhase phase(*profiler_, Phase::kValidation);
-      valid =
-          evaluate(model_, valid_, {options_.device, options_.channels_last, options_.precision});
-    }
-    const EpochStats epoch{
-        state_.global_epoch,  stage.name,
-        trained.smooth_loss,  valid.loss,
-        valid.accuracy,       1.0 - valid.accuracy,
-        seconds_since(start), static_cast<double>(trained.images) / std::max(trained.seconds, 1e-9),
-        trained.data_wait};
-    stats.push_back(epoch);
+    const double wait_before = profiler_->seconds(Phase::kDataWait);
+    fire(&Hook::epoch_begin);
+    const std::int64_t images = train_epoch();
+    if (ctx_.stop) break;  // a hook ended the fit mid-epoch: no validation, no epoch record
+    const double train_seconds = seconds_since(start);
+    stats.push_back(validate_epoch(stage, profiler_->seconds(Phase::kDataWait) - wait_before));
+    stats.back().images_per_second = static_cast<double>(images) / std::max(train_seconds, 1e-9);
+    stats.back().seconds = seconds_since(start);
     ++state_.global_epoch;
     ++at.epoch_in_stage;
     at.batch_in_epoch = 0;
-    for (auto* o : observers_) o->on_epoch_end(epoch);
-    if (control_ != nullptr) {
-      ScopedPhase phase(*profiler_, Phase::kCheckpoint);
-      control_->save(state_, &epoch, "epoch");
-    }
-    profiler_->end_epoch(trained.images);
-    if (control_ != nullptr && control_->stop_requested()) {
-      throw InterruptedError("training stopped after epoch " + std::to_string(epoch.epoch) +
-                             "; a checkpoint was written");
-    }
+    ctx_.epoch = &stats.back();
+    fire(&Hook::epoch_end);
+    ctx_.epoch = nullptr;
   }
+  fire(&Hook::stage_end);
 }
 
-Trainer::EpochTrain Trainer::train_epoch(const std::vector<OneCycleSchedule>& schedules,
-                                         std::int64_t steps_per_epoch) {
-  EpochTrain result;
-  const auto start = Clock::now();
+EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
+  EpochStats epoch;
+  epoch.epoch = state_.global_epoch;
+  epoch.stage = stage.name;
+  const TrainPosition& at = state_.position;
+  const double count = static_cast<double>(at.loss_count);
+  epoch.train_loss = count > 0 ? at.loss_avg / (1.0 - std::pow(kLossSmoothing, count)) : 0.0;
+  epoch.data_wait_seconds = data_wait;
+  ctx_.valid_accuracy.reset();
+  if (valid_ == nullptr) return epoch;
+  ctx_.valid_batches = valid_->batches_per_epoch();
+  fire(&Hook::validation_begin);
+  EvalResult valid;
+  {
+    ScopedPhase phase(*profiler_, Phase::kValidation);
+    valid = evaluate(model_, *valid_, {options_.device, options_.channels_last, options_.precision});
+  }
+  epoch.valid_loss = valid.loss;
+  epoch.accuracy = valid.accuracy;
+  epoch.error_rate = 1.0 - valid.accuracy;
+  ctx_.valid_accuracy = valid.accuracy;
+  fire(&Hook::validation_end);
+  return epoch;
+}
+
+std::int64_t Trainer::train_epoch() {
   TrainPosition& at = state_.position;
   const std::int64_t first_batch = at.batch_in_epoch;
-  const std::int64_t stage_step0 = at.epoch_in_stage * steps_per_epoch;
   model_->train();
+  optimizer_.zero_grad(/*set_to_none=*/true);
   train_.start_epoch(state_.global_epoch, first_batch);
-  std::vector<double> lrs(schedules.size());
+  ctx_.epoch_images = 0;
+  std::int64_t drawn = 0;
   for (;;) {
-    const auto wait_start = Clock::now();
     std::optional<Batch> batch;
     {
       ScopedPhase phase(*profiler_, Phase::kDataWait);
       batch = train_.next();
     }
-    result.data_wait += seconds_since(wait_start);
     if (!batch) break;
-    const std::int64_t step = stage_step0 + at.batch_in_epoch;
-    for (std::size_t g = 0; g < schedules.size(); ++g) lrs[g] = lr_at(schedules[g], step);
-    const double momentum = momentum_at(schedules.front(), step);
-    set_hyper_parameters(optimizer_, lrs, momentum);
-    const double loss = train_step(batch->images, batch->labels);
-    at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
-    ++at.loss_count;
-    result.images += batch->labels.size(0);
-    const StepStats stats{state_.global_step,   state_.global_epoch, lrs, momentum, loss,
-                          scaler_.scale_value()};
-    for (auto* o : observers_) o->on_step(stats);
-    ++state_.global_step;
-    ++at.batch_in_epoch;
-    after_step();
+    ++drawn;
+    one_batch(*batch);
+    if (ctx_.stop) break;
   }
-  if (result.images == 0 && first_batch == 0) {
+  if (drawn == 0 && first_batch == 0) {
     throw DataError(
         "no training image could be read in epoch " + std::to_string(state_.global_epoch),
         "check the images under data.root (the log names the unreadable ones)");
   }
-  const double count = static_cast<double>(at.loss_count);
-  result.smooth_loss = count > 0 ? at.loss_avg / (1.0 - std::pow(kLossSmoothing, count)) : 0.0;
-  result.seconds = seconds_since(start);
-  return result;
+  return ctx_.epoch_images;
 }
 
-// Under fp16 a non-finite loss is an overflow the loss scaler handles (the step is skipped and
-// the scale halved); in fp32 and bf16 it means divergence and stops the run.
-double Trainer::train_step(const torch::Tensor& images, const torch::Tensor& labels) {
-  torch::Tensor x, y, loss;
+// One batch, fastai's `_do_one_batch`: the hooks around each part are in hooks.h.
+void Trainer::one_batch(const Batch& batch) {
+  TrainContext& c = ctx_;
+  TrainPosition& at = state_.position;
+  const std::int64_t group_start = at.batch_in_epoch / c.accumulate * c.accumulate;
+  c.batch_in_step = static_cast<int>(at.batch_in_epoch - group_start);
+  c.batches_in_step = static_cast<int>(
+      std::min<std::int64_t>(c.accumulate, c.batches_per_epoch - group_start));
+  c.step_now = c.batch_in_step + 1 >= c.batches_in_step;
+  c.cancel_batch = c.skip_step = false;
+  if (c.batch_in_step == 0) c.step_loss = 0.0;
   {
     ScopedPhase phase(*profiler_, Phase::kHostToDevice);
-    x = normalize_images(images, options_.device, options_.channels_last);
-    y = labels.to(options_.device, /*non_blocking=*/true);
+    c.images = normalize_images(batch.images, options_.device, options_.channels_last);
+    c.labels = batch.labels.to(options_.device, /*non_blocking=*/true);
   }
-  optimizer_.zero_grad(/*set_to_none=*/true);
+  fire(&Hook::before_batch);
   {
     ScopedPhase phase(*profiler_, Phase::kForward);
-    AutocastGuard autocast(options_.device.type(), amp_dtype_);
-    loss = torch::nn::functional::cross_entropy(model_->forward(x), y);  // fp32 under autocast
+    AutocastGuard autocast(options_.device.type(), c.amp_dtype);
+    c.output = model_->forward(c.images);
+    c.loss = torch::nn::functional::cross_entropy(c.output, c.labels);  // fp32 under autocast
   }
-  const double value = loss.item<double>();
-  if (!std::isfinite(value) && !scaler_.enabled()) {
-    throw RuntimeError("training loss became " + std::to_string(value) + " at step " +
-                           std::to_string(state_.global_step),
-                       "lower train.lr; the last good checkpoint is kept");
+  c.backward_loss = c.loss;
+  c.loss_value = c.loss.item<double>();
+  fire(&Hook::after_loss);
+  if (c.cancel_batch) {
+    optimizer_.zero_grad(/*set_to_none=*/true);
+    return;
+  }
+  c.epoch_images += c.labels.size(0);
+  c.step_loss += c.loss_value / c.batches_in_step;
+  if (std::isfinite(c.loss_value)) {  // an fp16 overflow must not poison the smoothed loss
+    at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * c.loss_value;
+    ++at.loss_count;
   }
   {
     ScopedPhase phase(*profiler_, Phase::kBackward);
-    scaler_.scale(loss).backward();
+    c.backward_loss.backward();
   }
+  ++at.batch_in_epoch;
+  fire(&Hook::after_backward);
+  if (!c.step_now) return;  // accumulating: the gradients add up until the group's last batch
+  fire(&Hook::before_step);
   {
     ScopedPhase phase(*profiler_, Phase::kOptimizer);
-    scaler_.step(optimizer_);
-    scaler_.update();
+    if (!c.skip_step) optimizer_.step();
+    optimizer_.zero_grad(/*set_to_none=*/true);
   }
-  state_.scaler = scaler_.state();
-  return value;
-}
-
-void Trainer::after_step() {
-  if (control_ == nullptr) return;
-  const bool stop = control_->stop_requested();
-  if (stop || control_->checkpoint_due()) {
-    ScopedPhase phase(*profiler_, Phase::kCheckpoint);
-    control_->save(state_, nullptr, stop ? "stop" : "periodic");
-  }
-  if (stop) {
-    throw InterruptedError("training stopped at step " + std::to_string(state_.global_step) +
-                           " (epoch " + std::to_string(state_.global_epoch) +
-                           "); a checkpoint was written");
-  }
+  ++state_.global_step;
+  fire(&Hook::after_step);
 }
 
 void set_body_frozen(ResNet& model, bool frozen) {

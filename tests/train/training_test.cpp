@@ -76,9 +76,11 @@ TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", 
     void on_step(const ltfit::StepStats& s) override { steps.push_back(s); }
     void on_epoch_end(const ltfit::EpochStats& e) override { epochs.push_back(e); }
   } recorder;
-  ltfit::Trainer trainer(model, *optimizer, train, valid, {}, {&recorder});
+  ltfit::OneCycleHook schedule;
+  ltfit::ObserverHook observe(recorder);
+  ltfit::Trainer trainer(model, *optimizer, train, &valid, {}, {&schedule, &observe});
   ltfit::StagePlan stage{"one_cycle", 2, false, {1e-4, 1e-3, 1e-2}, ltfit::OneCycleConfig{}};
-  const auto stats = trainer.fit_one_cycle(stage);
+  const auto stats = trainer.fit({stage});
 
   REQUIRE(stats.size() == 2);
   REQUIRE(recorder.steps.size() == 4);  // 16 images / 8 per batch x 2 epochs

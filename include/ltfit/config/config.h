@@ -117,6 +117,8 @@ struct TrainConfig {
   OneCycleConfig one_cycle;                  // schedule shape
   std::string precision = "fp32";            // fp32 | fp16 | bf16
   bool channels_last = true;                 // NHWC memory format where it helps
+  int accumulate = 1;           // batches whose gradients add up to one optimizer step
+  double clip_grad_norm = 0.0;  // clip the gradients' total L2 norm to this (0: off)
   std::string device = "auto";               // auto | cpu | cuda | cuda:N
   CheckpointConfig checkpoint;               // checkpoint cadence
   std::optional<double> time_limit_seconds;  // stop cleanly before this wall time (null: none)

@@ -63,7 +63,18 @@ struct SkippedImages {
   std::int64_t dropped_batches = 0;
 };
 
-class Loader {
+// What the Trainer draws training batches from: a Loader, or a test's or find-batch's own.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Starts epoch `epoch` at its batch `skip_batches` (mid-epoch resume).
+  virtual void start_epoch(int epoch, std::int64_t skip_batches) = 0;
+  // The next batch of the epoch, or nullopt at its end.
+  virtual std::optional<Batch> next() = 0;
+  virtual std::int64_t batches_per_epoch() const = 0;
+};
+
+class Loader : public BatchSource {
  public:
   // Starts the worker threads. Throws ConfigError for more than kMaxLoaderWorkers workers or a
   // training batch size under 2, RuntimeError (exit 5) when a thread cannot be started (any
@@ -76,11 +87,11 @@ class Loader {
   // Starts an epoch (0-based); any batches of a previous epoch still in flight are discarded.
   // `skip_batches` > 0 starts at that batch of the epoch (resuming mid-epoch): the batches after
   // it are exactly those an uninterrupted epoch would have delivered.
-  void start_epoch(int epoch, std::int64_t skip_batches = 0);
+  void start_epoch(int epoch, std::int64_t skip_batches = 0) override;
   // The next batch of the current epoch, or nullopt at its end. Throws what a worker threw.
-  std::optional<Batch> next();
+  std::optional<Batch> next() override;
 
-  std::int64_t batches_per_epoch() const;
+  std::int64_t batches_per_epoch() const override;
   std::int64_t size() const { return static_cast<std::int64_t>(samples_.size()); }
   const std::vector<Sample>& samples() const { return samples_; }
   SkippedImages skipped() const;

@@ -46,6 +46,10 @@ TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval, const Ev
 TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
                  const EvalConfig& eval, const EvalOptions& options);
 
+// Passes over the validation set that run_tta makes: the plain one and one per view (v1: 8,
+// v2: eval.tta_n). What train.time_limit keeps in reserve for the final TTA.
+int tta_passes(const EvalConfig& eval);
+
 // tta_v1 or tta_v2 per eval.tta_mode (ConfigError for another mode).
 TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options);

@@ -92,4 +92,8 @@ TORCH_MODULE(ResNet);
 // Number of parameters (not buffers) in `module`.
 std::int64_t count_parameters(const torch::nn::Module& module);
 
+// Stores every 4-D parameter (the convolutions' weights) channels-last (NHWC), for
+// train.channels_last; the model then runs on channels-last batches without conversions.
+void set_channels_last(ResNet& model);
+
 }  // namespace ltfit

@@ -21,7 +21,10 @@ struct RunSummary {
   double valid_loss = 0.0;                    // final validation loss
   std::optional<double> tta_accuracy;         // with test-time augmentation (null when not run)
   double best_accuracy = 0.0;                 // best epoch's accuracy (best.ckpt)
-  double train_seconds = 0.0;                 // training incl. per-epoch validation
+  double setup_seconds = 0.0;                 // this session's set-up before the first step:
+                                              // indexing, model build, weight download
+  double train_seconds = 0.0;                 // training incl. per-epoch validation, from the
+                                              // first step, summed over resumed sessions
   std::optional<double> tta_seconds;          // TTA evaluation (null when not run)
   double total_seconds = 0.0;                 // train + TTA, as the study counts it
   std::int64_t skipped_images = 0;            // unreadable images skipped

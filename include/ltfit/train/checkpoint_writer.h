@@ -1,12 +1,14 @@
-// Where a training run's checkpoints go and when it stops early: the run's TrainControl.
+// Where a training run's checkpoints go and when it stops early: the Trainer's checkpoint hook.
 //
 // Every save writes `checkpoints/step-<global step>.ckpt` (atomically, checkpoint.h), points
 // `last.ckpt` at it and, at an epoch end with a new best validation accuracy, `best.ckpt`; only
 // the `keep` newest numbered files stay. Links are hard links where the file system allows (no
 // extra disk), copies otherwise; each is put in place by rename, so a kill at any moment leaves
 // the previous checkpoint loadable. Saves happen at every epoch end, every `every_minutes`
-// mid-epoch, and before stopping on a signal or before `time_limit` would be passed (the margin
-// covers the slowest step seen, validation included, and the slowest save). Not thread-safe.
+// mid-epoch, and before stopping on a signal or before `time_limit` would be passed. The time
+// limit counts the whole session from `session_start` (set-up included); its margin covers the
+// slowest step seen, validation included, the slowest save, and `tta_passes` validation passes
+// for the final TTA. A stop request becomes ctx.interrupt after the save. Not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -19,35 +21,46 @@
 #include "ltfit/config/config.h"
 #include "ltfit/model/resnet.h"
 #include "ltfit/train/checkpoint.h"
-#include "ltfit/train/trainer.h"
+#include "ltfit/train/hooks.h"
 
 namespace ltfit {
 
 struct CheckpointWriterOptions {
+  using Clock = std::chrono::steady_clock;
   CheckpointConfig cadence;                  // every_minutes, keep
   std::optional<double> time_limit_seconds;  // stop before this much wall time in this session
   std::function<bool()> stop_signal;         // true once a stop was requested (SIGINT/SIGTERM)
   double prior_train_seconds = 0.0;          // training time of earlier sessions (resume)
   double best_accuracy = -1.0;               // best accuracy of earlier sessions (resume)
+  Clock::time_point session_start = Clock::now();  // the job's start: time_limit counts from it
+  Clock::time_point train_start = Clock::now();    // training's start: train_seconds counts from it
+  int tta_passes = 0;  // validation-sized passes the final TTA will take (0: no TTA)
 };
 
-class CheckpointWriter : public TrainControl {
+class CheckpointWriter : public Hook {
  public:
   // `base` supplies config_yaml and classes for every checkpoint.
   CheckpointWriter(std::string dir, ResNet model, torch::optim::Optimizer& optimizer,
                    CheckpointMeta base, CheckpointWriterOptions options);
 
-  bool stop_requested() override;
-  bool checkpoint_due() override;
-  void save(const TrainState& state, const EpochStats* epoch, const char* reason) override;
+  int order() const override { return hook_order::kCheckpoint; }
+  void after_step(TrainContext& ctx) override;
+  void validation_begin(TrainContext& ctx) override;
+  void validation_end(TrainContext& ctx) override;
+  void epoch_end(TrainContext& ctx) override;
+
+  // Saves the full training state; `epoch` holds the stats when called at an epoch's end.
+  // `reason` says why ("epoch", "periodic", "stop") for the log.
+  void save(const TrainState& state, const EpochStats* epoch, const char* reason);
 
   double best_accuracy() const { return best_accuracy_; }
-  double seconds() const { return save_seconds_; }  // time spent writing checkpoints
-  bool time_limit_reached() const { return time_limit_hit_; }
   std::string last_path() const { return dir_ + "/last.ckpt"; }
 
  private:
   using Clock = std::chrono::steady_clock;
+  // Stop now (a signal, or the time limit would be passed before the next step ends)?
+  bool stop_requested();
+  bool checkpoint_due() const;
   void prune();
 
   std::string dir_;
@@ -55,12 +68,12 @@ class CheckpointWriter : public TrainControl {
   torch::optim::Optimizer& optimizer_;
   CheckpointMeta base_;
   CheckpointWriterOptions options_;
-  Clock::time_point start_ = Clock::now();
   Clock::time_point last_save_ = Clock::now();
   Clock::time_point last_poll_ = Clock::now();
   double slowest_step_ = 0.0;  // longest gap between two polls (a step, or an epoch end)
   double slowest_save_ = 0.0;
-  double save_seconds_ = 0.0;
+  double slowest_validation_ = 0.0;
+  Clock::time_point validation_start_;
   double best_accuracy_ = -1.0;
   double last_accuracy_ = 0.0;
   double last_valid_loss_ = 0.0;

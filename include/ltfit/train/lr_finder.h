@@ -5,7 +5,8 @@
 // the test stops once it exceeds 4x the best smoothed loss (or is not finite). Suggestions:
 // fastai v1's steepest descent (argmin of the gradient of the smoothed loss, skipping the first
 // 10 and last 5 points) and fastai v2's valley. The model and optimizer state are restored
-// afterwards. The pure parts are separate functions for testing.
+// afterwards. The sweep is the Trainer with an lr-finder hook (no validation); the pure parts
+// are separate functions for testing.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +20,13 @@
 
 namespace ltfit {
 
-class Loader;
-
 struct LrFindOptions {
   double start_lr = 1e-7;    // first LR
   double end_lr = 10.0;      // LR after num_steps steps
   int num_steps = 100;       // batches at most
   double beta = 0.98;        // loss smoothing
   double stop_factor = 4.0;  // stop when smoothed loss > stop_factor * best
+  bool frozen = false;       // sweep with the body frozen (fastai: as the recipe starts)
 };
 
 struct LrFindResult {
@@ -49,8 +49,10 @@ std::optional<double> suggest_steepest(const std::vector<double>& lrs,
 std::optional<double> suggest_valley(const std::vector<double>& lrs,
                                      const std::vector<double>& smoothed);
 
-// Runs the sweep on `train` (all layer groups at the same LR), then restores model and optimizer.
-LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, Loader& train,
-                     const TrainerOptions& trainer, const LrFindOptions& options);
+// Runs the sweep on `train` (all layer groups at the same LR) with the Trainer, under its
+// precision and memory format, then restores model and optimizer. `extra_hooks` join the sweep.
+LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, BatchSource& train,
+                     const TrainerOptions& trainer, const LrFindOptions& options,
+                     const std::vector<Hook*>& extra_hooks = {});
 
 }  // namespace ltfit

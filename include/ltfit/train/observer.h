@@ -1,6 +1,6 @@
 // What the trainer reports while it runs, and the interface of those who listen.
 //
-// Observers are called on the training thread, in registration order; they must not throw
+// Observers are called on the training thread (through ObserverHook), in registration order; they must not throw
 // for ordinary conditions (an I/O failure in one is a real error and stops the run).
 #pragma once
 
@@ -41,10 +41,18 @@ struct StageInfo {
   std::int64_t steps_per_epoch = 0;
 };
 
+// An epoch's training is starting (after a mid-epoch resume, `first_step` steps are done).
+struct EpochInfo {
+  int epoch = 0;                     // global 0-based epoch
+  std::int64_t first_step = 0;       // optimizer steps of this epoch already done
+  std::int64_t steps_per_epoch = 0;  // optimizer steps in the epoch
+};
+
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
   virtual void on_stage_begin(const StageInfo& stage) {}
+  virtual void on_epoch_begin(const EpochInfo& epoch) {}
   virtual void on_step(const StepStats& step) {}
   virtual void on_validation_begin(std::int64_t batches) {}
   virtual void on_epoch_end(const EpochStats& epoch) {}

@@ -1,0 +1,144 @@
+// Hooks: what runs at the training loop's events, and the context they may change.
+//
+// The Trainer (trainer.h) fires these events, in this order (fastai's Learner event model,
+// learner.py `_do_one_batch`, is the anchor):
+//
+//   fit_begin
+//     stage_begin                                   once per stage (plan_recipe's stages)
+//       epoch_begin
+//         before_batch   the batch is on the device; a hook may replace ctx.images/labels
+//         (forward, loss)
+//         after_loss     ctx.loss is the batch's mean loss; a hook may replace ctx.backward_loss
+//                        (what backward runs on), or set ctx.cancel_batch (no backward, no step)
+//         (backward)
+//         after_backward the gradients are there; ctx.step_now says whether the optimizer
+//                        steps after this batch (false while accumulating gradients)
+//         before_step    only when ctx.step_now; a hook may set ctx.skip_step (no update, the
+//                        gradients are dropped and the step still counts, as fastai's
+//                        CancelStepException and an fp16 overflow do)
+//         (optimizer step, gradients zeroed)
+//         after_step     only when ctx.step_now; ctx.state counts the step
+//       validation_begin / validation_end           when the trainer has a validation set
+//       epoch_end        ctx.epoch holds the epoch's figures
+//     stage_end
+//   fit_end
+//
+// At one event, hooks run by ascending order() (ties: in the order given to the Trainer). A hook
+// may set ctx.stop (end the fit after this batch, e.g. lr-find's divergence) or ctx.interrupt
+// (the trainer throws InterruptedError with that message once the event is done, after the
+// checkpoint hook saved). A hook throws only for real errors; the exception ends the fit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "ltfit/model/resnet.h"
+#include "ltfit/report/timing.h"
+#include "ltfit/train/amp.h"
+#include "ltfit/train/checkpoint.h"
+#include "ltfit/train/observer.h"
+#include "ltfit/train/recipe.h"
+
+namespace ltfit {
+
+// Everything the trainer counts, as saved in and restored from a checkpoint.
+struct TrainState {
+  TrainPosition position;        // stage, epoch in stage, batch in epoch, smoothed loss
+  std::int64_t global_step = 0;  // completed optimizer steps
+  int global_epoch = 0;          // completed epochs over all stages
+  GradScalerState scaler;        // fp16 loss scaler (its state even when not scaling)
+};
+
+struct TrainContext {
+  TrainContext(ResNet& model_, torch::optim::Optimizer& optimizer_, GradScaler& scaler_,
+               Profiler& profiler_, TrainState& state_, torch::Device device_,
+               torch::Dtype amp_dtype_)
+      : model(model_),
+        optimizer(optimizer_),
+        scaler(scaler_),
+        profiler(profiler_),
+        state(state_),
+        device(device_),
+        amp_dtype(amp_dtype_) {}
+
+  // ---- the parts, fixed for the fit
+  ResNet& model;
+  torch::optim::Optimizer& optimizer;
+  GradScaler& scaler;  // fp16 loss scaling; an identity unless enabled
+  Profiler& profiler;
+  TrainState& state;
+  torch::Device device;
+  torch::Dtype amp_dtype;  // autocast dtype; kFloat: none
+
+  // ---- the stage (from stage_begin)
+  const StagePlan* stage = nullptr;
+  int accumulate = 1;                   // batches per optimizer step (set at fit_begin)
+  std::int64_t batches_per_epoch = 0;   // loader batches
+  std::int64_t steps_per_epoch = 0;     // optimizer steps: ceil(batches / accumulate)
+  // Optimizer steps done in this stage before the current batch (the schedule's position).
+  std::int64_t stage_step() const;
+
+  // ---- the epoch
+  std::int64_t epoch_images = 0;         // training images of this epoch so far
+  const EpochStats* epoch = nullptr;     // at epoch_end
+  std::int64_t valid_batches = 0;        // batches of the validation pass (validation_begin)
+  std::optional<double> valid_accuracy;  // after validation_end
+
+  // ---- the batch
+  torch::Tensor images;         // float [N,3,H,W], normalized, on the device
+  torch::Tensor labels;         // int64 [N]
+  torch::Tensor output;         // logits [N,C] (under autocast: its dtype)
+  torch::Tensor loss;           // the batch's mean cross-entropy (fp32)
+  torch::Tensor backward_loss;  // what backward() runs on (scaled, divided by hooks)
+  double loss_value = 0.0;      // loss.item()
+  int batch_in_step = 0;        // 0-based index of this batch in its accumulation group
+  int batches_in_step = 1;      // batches in this group (the last group of an epoch may be short)
+  bool step_now = true;         // the optimizer steps after this batch
+  std::vector<double> lrs;      // learning rate per layer group of this step
+  double momentum = 0.0;        // Adam beta1 / SGD momentum of this step
+  double step_loss = 0.0;       // mean loss of this step's batches (at after_step)
+
+  // ---- requests from hooks
+  bool cancel_batch = false;  // skip backward and step for this batch (its gradients dropped)
+  bool skip_step = false;     // do not update the weights at this step
+  bool stop = false;          // end the fit after this batch
+  std::optional<std::string> interrupt;  // throw InterruptedError(message) after this event
+};
+
+// Orders of the built-in hooks (lower runs first). A new hook picks its place between them.
+namespace hook_order {
+inline constexpr int kAccumulate = -300;  // sets ctx.accumulate; divides the loss
+inline constexpr int kSchedule = -200;    // sets LR and momentum before the batch (one-cycle, lr-find)
+inline constexpr int kLossCheck = -150;   // a non-finite loss stops fp32/bf16 runs
+inline constexpr int kLossScaler = -100;  // scales the loss; unscales the gradients first of all
+inline constexpr int kClip = 0;           // gradient clipping, after the unscale
+inline constexpr int kObservers = 100;    // progress, metrics files, logs
+inline constexpr int kCheckpoint = 200;   // saves, stop requests
+inline constexpr int kProfiler = 300;     // closes the epoch's timing record, after the save
+}  // namespace hook_order
+
+class Hook {
+ public:
+  virtual ~Hook() = default;
+  virtual int order() const { return 0; }
+  virtual void fit_begin(TrainContext& /*ctx*/) {}
+  virtual void stage_begin(TrainContext& /*ctx*/) {}
+  virtual void epoch_begin(TrainContext& /*ctx*/) {}
+  virtual void before_batch(TrainContext& /*ctx*/) {}
+  virtual void after_loss(TrainContext& /*ctx*/) {}
+  virtual void after_backward(TrainContext& /*ctx*/) {}
+  virtual void before_step(TrainContext& /*ctx*/) {}
+  virtual void after_step(TrainContext& /*ctx*/) {}
+  virtual void validation_begin(TrainContext& /*ctx*/) {}
+  virtual void validation_end(TrainContext& /*ctx*/) {}
+  virtual void epoch_end(TrainContext& /*ctx*/) {}
+  virtual void stage_end(TrainContext& /*ctx*/) {}
+  virtual void fit_end(TrainContext& /*ctx*/) {}
+};
+
+}  // namespace ltfit

@@ -1,0 +1,94 @@
+// The hooks ltfit's commands put on the Trainer: schedules, gradient accumulation and clipping,
+// the loss scaler, the loss check, observers (progress, metrics files) and the profiler.
+// Checkpointing is a hook too (CheckpointWriter, checkpoint_writer.h); lr-find's is in
+// lr_finder.cpp. Each is small and independent; hooks.h says when each event fires.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ltfit/train/hooks.h"
+#include "ltfit/train/one_cycle.h"
+
+namespace ltfit {
+
+// fastai's one-cycle per stage: LR per layer group and momentum at the stage's optimizer step.
+class OneCycleHook : public Hook {
+ public:
+  int order() const override { return hook_order::kSchedule; }
+  void stage_begin(TrainContext& ctx) override;
+  void before_batch(TrainContext& ctx) override;
+
+ private:
+  std::vector<OneCycleSchedule> schedules_;  // one per layer group
+};
+
+// train.accumulate: `batches` batches per optimizer step, each batch's loss divided by the
+// number of batches in its group, so the summed gradients are those of the group's mean loss
+// (PyTorch's accumulation recipe). The schedule counts optimizer steps.
+class AccumulateHook : public Hook {
+ public:
+  explicit AccumulateHook(int batches);
+  int order() const override { return hook_order::kAccumulate; }
+  void fit_begin(TrainContext& ctx) override;
+  void after_loss(TrainContext& ctx) override;
+
+ private:
+  int batches_;
+};
+
+// train.clip_grad_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm) before each step,
+// on gradients already unscaled by the loss scaler (as PyTorch's AMP recipe requires).
+class ClipGradHook : public Hook {
+ public:
+  explicit ClipGradHook(double max_norm);
+  int order() const override { return hook_order::kClip; }
+  void after_backward(TrainContext& ctx) override;
+
+ private:
+  double max_norm_;
+};
+
+// fp16 loss scaling (torch.amp.GradScaler): scales the loss for backward, unscales the
+// gradients before any other after_backward hook sees them, skips a step whose gradients
+// overflowed and updates the scale after it. An identity when the scaler is disabled.
+class LossScalerHook : public Hook {
+ public:
+  int order() const override { return hook_order::kLossScaler; }
+  void after_loss(TrainContext& ctx) override;
+  void after_backward(TrainContext& ctx) override;
+  void after_step(TrainContext& ctx) override;
+};
+
+// A non-finite loss stops fp32 and bf16 training (RuntimeError, exit 5): it means divergence.
+// Under fp16 it is an overflow the loss scaler handles, and it passes.
+class LossCheckHook : public Hook {
+ public:
+  int order() const override { return hook_order::kLossCheck; }
+  void after_loss(TrainContext& ctx) override;
+};
+
+// Forwards the loop's events to a TrainObserver (report/ listens without knowing the trainer).
+class ObserverHook : public Hook {
+ public:
+  explicit ObserverHook(TrainObserver& observer) : observer_(observer) {}
+  int order() const override { return hook_order::kObservers; }
+  void stage_begin(TrainContext& ctx) override;
+  void epoch_begin(TrainContext& ctx) override;
+  void after_step(TrainContext& ctx) override;
+  void validation_begin(TrainContext& ctx) override;
+  void epoch_end(TrainContext& ctx) override;
+
+ private:
+  TrainObserver& observer_;
+};
+
+// The profiler's per-epoch records (phases are timed by the trainer around its own work).
+class ProfilerHook : public Hook {
+ public:
+  int order() const override { return hook_order::kProfiler; }
+  void epoch_begin(TrainContext& ctx) override;
+  void epoch_end(TrainContext& ctx) override;
+};
+
+}  // namespace ltfit

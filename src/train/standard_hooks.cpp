@@ -1,0 +1,111 @@
+#include "ltfit/train/standard_hooks.h"
+
+#include <cmath>
+#include <string>
+
+#include <torch/nn/utils/clip_grad.h>
+
+#include "ltfit/train/optimizer.h"
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+void OneCycleHook::stage_begin(TrainContext& ctx) {
+  const StagePlan& stage = *ctx.stage;
+  const auto& s = stage.shape;
+  schedules_.clear();
+  for (const double lr : stage.group_lrs) {
+    schedules_.push_back({ctx.steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
+                          s.moms[0], s.moms[1], s.moms[2]});
+  }
+}
+
+void OneCycleHook::before_batch(TrainContext& ctx) {
+  const std::int64_t step = ctx.stage_step();
+  ctx.lrs.resize(schedules_.size());
+  for (std::size_t g = 0; g < schedules_.size(); ++g) ctx.lrs[g] = lr_at(schedules_[g], step);
+  ctx.momentum = momentum_at(schedules_.front(), step);
+  set_hyper_parameters(ctx.optimizer, ctx.lrs, ctx.momentum);
+}
+
+AccumulateHook::AccumulateHook(int batches) : batches_(batches) {
+  if (batches < 1) {
+    throw ConfigError("train.accumulate must be at least 1, got " + std::to_string(batches));
+  }
+}
+
+void AccumulateHook::fit_begin(TrainContext& ctx) { ctx.accumulate = batches_; }
+
+void AccumulateHook::after_loss(TrainContext& ctx) {
+  if (ctx.batches_in_step > 1) ctx.backward_loss = ctx.backward_loss / ctx.batches_in_step;
+}
+
+ClipGradHook::ClipGradHook(double max_norm) : max_norm_(max_norm) {
+  if (!(max_norm > 0.0) || !std::isfinite(max_norm)) {
+    throw ConfigError("train.clip_grad_norm must be a positive number, got " +
+                      std::to_string(max_norm));
+  }
+}
+
+void ClipGradHook::after_backward(TrainContext& ctx) {
+  if (!ctx.step_now || ctx.skip_step) return;
+  std::vector<torch::Tensor> grads_of;
+  for (const auto& group : ctx.optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      if (p.grad().defined()) grads_of.push_back(p);
+    }
+  }
+  torch::nn::utils::clip_grad_norm_(grads_of, max_norm_);
+}
+
+void LossScalerHook::after_loss(TrainContext& ctx) {
+  ctx.backward_loss = ctx.scaler.scale(ctx.backward_loss);
+}
+
+void LossScalerHook::after_backward(TrainContext& ctx) {
+  // Every other after_backward hook (clipping) sees true gradients; an overflow skips the step.
+  if (ctx.step_now && ctx.scaler.unscale(ctx.optimizer)) ctx.skip_step = true;
+}
+
+void LossScalerHook::after_step(TrainContext& ctx) {
+  ctx.scaler.update();
+  ctx.state.scaler = ctx.scaler.state();
+}
+
+void LossCheckHook::after_loss(TrainContext& ctx) {
+  if (ctx.cancel_batch || std::isfinite(ctx.loss_value) || ctx.scaler.enabled()) return;
+  throw RuntimeError("training loss became " + std::to_string(ctx.loss_value) + " at step " +
+                         std::to_string(ctx.state.global_step),
+                     "lower train.lr; the last good checkpoint is kept");
+}
+
+void ObserverHook::stage_begin(TrainContext& ctx) {
+  observer_.on_stage_begin({ctx.stage->name,
+                            ctx.state.global_epoch - ctx.state.position.epoch_in_stage,
+                            ctx.stage->epochs, ctx.steps_per_epoch});
+}
+
+void ObserverHook::epoch_begin(TrainContext& ctx) {
+  observer_.on_epoch_begin({ctx.state.global_epoch,
+                            ctx.state.position.batch_in_epoch / ctx.accumulate,
+                            ctx.steps_per_epoch});
+}
+
+void ObserverHook::after_step(TrainContext& ctx) {
+  observer_.on_step({ctx.state.global_step - 1, ctx.state.global_epoch, ctx.lrs, ctx.momentum,
+                     ctx.step_loss, ctx.scaler.scale_value()});
+}
+
+void ObserverHook::validation_begin(TrainContext& ctx) {
+  observer_.on_validation_begin(ctx.valid_batches);
+}
+
+void ObserverHook::epoch_end(TrainContext& ctx) { observer_.on_epoch_end(*ctx.epoch); }
+
+void ProfilerHook::epoch_begin(TrainContext& ctx) {
+  ctx.profiler.begin_epoch(ctx.state.global_epoch);
+}
+
+void ProfilerHook::epoch_end(TrainContext& ctx) { ctx.profiler.end_epoch(ctx.epoch_images); }
+
+}  // namespace ltfit
