@@ -21,6 +21,7 @@
 
 #include "config/config_internal.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/utf8.h"
 #include "ltfit/util/input_file.h"
 
 namespace ltfit {
@@ -229,6 +230,11 @@ void read_value(const Context& context, const Located& at, bool& out) {
 
 void read_value(const Context& context, const Located& at, std::string& out) {
   if (!at.node.IsScalar()) fail_type(context, at, "a string");
+  // YAML is Unicode: a string of other bytes could not be written back as it was read (the
+  // emitter would replace them), so a run directory's config.yaml would name another path.
+  if (!is_valid_utf8(at.node.Scalar())) {
+    fail_type(context, at, "a string of valid UTF-8 text (save the file as UTF-8)");
+  }
   out = at.node.Scalar();
 }
 

@@ -353,3 +353,31 @@ TEST_CASE("TTA's blend weight follows the mode unless it is set", "[config]") {
   CHECK(config.eval.tta_beta == 0.25);
   CHECK_FALSE(config.train.profile);
 }
+
+TEST_CASE("strings that are not UTF-8 are refused: config.yaml could not keep them", "[config]") {
+  // Found by the config fuzz target: yaml-cpp reads the bytes, its emitter writes U+FFFD for
+  // them, so the run directory's config.yaml (what --resume reads) named another data.root.
+  const std::string message = ltfit::error_of_string("data:\n  root: data/caf\xe9\n");
+  CHECK_THAT(message, Catch::Matchers::Contains("data.root"));
+  CHECK_THAT(message, Catch::Matchers::Contains("UTF-8"));
+  CHECK(ltfit::load_config_from_string("data:\n  root: data/caf\xc3\xa9\n", "t.yaml").data.root ==
+        "data/caf\xc3\xa9");
+}
+
+TEST_CASE("train.accumulate and train.clip_grad_norm: defaults, bounds, written back",
+          "[config]") {
+  const ltfit::Config defaults = ltfit::load_config_from_string("", "t.yaml");
+  CHECK(defaults.train.accumulate == 1);
+  CHECK(defaults.train.clip_grad_norm == 0.0);
+  const ltfit::Config set =
+      ltfit::load_config_from_string("train: {accumulate: 4, clip_grad_norm: 1.5}", "t.yaml");
+  CHECK(set.train.accumulate == 4);
+  CHECK(set.train.clip_grad_norm == 1.5);
+  ltfit::Config again = ltfit::load_config_from_string(ltfit::to_yaml(set), "w.yaml");
+  again.source = set.source;
+  CHECK(again == set);
+  CHECK_THAT(ltfit::error_of_string("train: {accumulate: 0}"),
+             Catch::Matchers::Contains("train.accumulate"));
+  CHECK_THAT(ltfit::error_of_string("train: {clip_grad_norm: -1}"),
+             Catch::Matchers::Contains("train.clip_grad_norm"));
+}
