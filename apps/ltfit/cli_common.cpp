@@ -1,8 +1,17 @@
+// Pieces shared by several commands: see cli_common.h.
 #include "cli_common.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "ltfit/config/config_loader.h"
+#include "ltfit/train/checkpoint.h"
 
 namespace ltfit::cli {
+
+namespace fs = std::filesystem;
 
 std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> overrides;
@@ -12,6 +21,38 @@ std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets) 
 
 Config load_cli_config(const std::string& path, const std::vector<std::string>& sets) {
   return load_config(path, parse_cli_overrides(sets));
+}
+
+void check_output_file(const fs::path& file, const std::string& what) {
+  const auto fail = [&](const std::string& reason) {
+    throw RuntimeError("cannot write " + what + " '" + file.string() + "': " + reason,
+                       "choose a folder you can write to");
+  };
+  const auto quoted = [](const fs::path& p) { return "'" + p.string() + "'"; };
+  std::error_code ec;
+  const fs::path path = fs::absolute(file, ec);
+  if (ec) fail(ec.message());
+  if (fs::is_directory(path, ec)) fail("it is a folder");
+  // The nearest folder that exists: where the file, or its missing parents, will be created.
+  fs::path dir = path.parent_path();
+  fs::file_status status = fs::status(dir, ec);
+  while (ec == std::errc::no_such_file_or_directory && dir != dir.root_path()) {
+    if (fs::is_symlink(fs::symlink_status(dir, ec))) fail(quoted(dir) + " is a link to nothing");
+    dir = dir.parent_path();
+    status = fs::status(dir, ec);
+  }
+  if (ec) fail(quoted(dir) + ": " + ec.message());
+  if (!fs::is_directory(status)) fail(quoted(dir) + " is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(quoted(dir) + ": " + std::strerror(errno));
+}
+
+int checkpoint_batch_size(const std::string& checkpoint) noexcept {
+  try {
+    const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
+    return load_config_from_string(meta.config_yaml, checkpoint).data.batch_size;
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // namespace ltfit::cli

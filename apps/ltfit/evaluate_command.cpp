@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/eval/checkpoint_eval.h"
 #include "ltfit/eval/eval_report.h"
+#include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/output_dir.h"
 
@@ -22,16 +24,30 @@ struct EvaluateArgs {
   bool json = false;
 };
 
+// evaluate_checkpoint, with the checkpoint's data.batch_size in an out-of-memory message.
+CheckpointEvaluation evaluate_naming_batch_size(const CheckpointEvalRequest& request) {
+  try {
+    return evaluate_checkpoint(request);
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    rethrow_naming_batch_size(checkpoint_batch_size(request.checkpoint));
+  }
+}
+
 void run_evaluate(EvaluateArgs args) {
-  const CheckpointEvaluation evaluation = evaluate_checkpoint(args.request);
   const std::filesystem::path out = args.out.empty() ? default_eval_out_dir(args.request.checkpoint)
                                                      : std::filesystem::path(args.out);
+  const std::filesystem::path csv = out / "predictions.csv";
+  // Before the checkpoint and the data are read: an output that cannot be written fails now,
+  // not after the whole evaluation.
+  check_output_file(csv, args.out.empty() ? "predictions file" : "predictions file (--out)");
+  const CheckpointEvaluation evaluation = evaluate_naming_batch_size(args.request);
   create_output_dir(out, "output folder (--out)");
-  const std::string csv = (out / "predictions.csv").string();
-  write_text_atomic(csv, predictions_csv(evaluation));
-  spdlog::info("wrote {}", csv);
+  write_text_atomic(csv.string(), predictions_csv(evaluation));
+  spdlog::info("wrote {}", csv.string());
   if (args.json) {
-    std::cout << evaluation_json(evaluation, csv) << std::endl;  // names escaped (util/json.h)
+    // Names escaped (util/json.h).
+    std::cout << evaluation_json(evaluation, csv.string()) << std::endl;
   } else {
     std::cout << evaluation_table(evaluation) << std::flush;
   }

@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/image_io.h"
@@ -85,8 +86,9 @@ std::vector<nlohmann::json> predict_tta(const PredictArgs& args) {
   if (args.checkpoint.empty()) throw ConfigError("--tta needs --checkpoint CKPT");
   LoadedModel loaded = load_model_for_eval(args.checkpoint, torch::kCPU);
   const EvalConfig eval = tta_settings(loaded.config.eval, args.tta_mode, std::nullopt);
-  const TtaResult r =
-      tta_predict_images(loaded, args.images, eval, eval_options_for(loaded, torch::kCPU, ""));
+  const TtaResult r = naming_batch_size_on_oom(loaded.config.data.batch_size, [&] {
+    return tta_predict_images(loaded, args.images, eval, eval_options_for(loaded, torch::kCPU, ""));
+  });
   std::vector<nlohmann::json> results(args.images.size());
   for (std::size_t i = 0; i < args.images.size(); ++i) {
     results[i] = {{"image", args.images[i]}, {"error", "unreadable image (see the log)"}};

@@ -96,7 +96,8 @@ void add_train_command(CLI::App& app, int* exit_code) {
     }
     StopSignals signals;  // SIGINT/SIGTERM: finish the step, checkpoint, exit 130
     options.stop_signal = [] { return StopSignals::requested(); };
-    const RunSummary summary = run_train_job(config, options);
+    const RunSummary summary = naming_batch_size_on_oom(
+        config.data.batch_size, [&] { return run_train_job(config, options); });
     if (args->json) std::cout << summary_json(summary) << std::flush;
     *exit_code = 0;
   });
