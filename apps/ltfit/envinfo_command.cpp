@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "ltfit/util/envinfo.h"
+#include "ltfit/run/envinfo.h"
 
 namespace ltfit::cli {
 

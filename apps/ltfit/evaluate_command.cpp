@@ -8,8 +8,8 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "ltfit/eval/checkpoint_eval.h"
-#include "ltfit/eval/eval_report.h"
+#include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/jobs/eval_report.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/output_dir.h"

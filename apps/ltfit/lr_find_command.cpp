@@ -16,7 +16,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/data/plot.h"
 #include "ltfit/model/model_factory.h"
-#include "ltfit/report/run_dir.h"
+#include "ltfit/run/run_dir.h"
 #include "ltfit/train/lr_finder.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/recipe.h"

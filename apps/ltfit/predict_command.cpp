@@ -12,7 +12,7 @@
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/loader.h"
-#include "ltfit/eval/checkpoint_eval.h"
+#include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/resnet.h"

@@ -10,7 +10,7 @@
 #include "ltfit/config/config_loader.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
-#include "ltfit/train/train_job.h"
+#include "ltfit/jobs/train_job.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/signals.h"
 

@@ -7,7 +7,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include "ltfit/data/loader.h"
-#include "ltfit/train/amp.h"
+#include "ltfit/util/precision.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

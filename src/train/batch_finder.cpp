@@ -12,11 +12,11 @@
 #include <torch/cuda.h>
 
 #include "ltfit/model/model_factory.h"
-#include "ltfit/report/timing.h"
-#include "ltfit/train/amp.h"
+#include "ltfit/run/timing.h"
+#include "ltfit/util/precision.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/trainer.h"
-#include "ltfit/util/envinfo.h"
+#include "ltfit/run/envinfo.h"
 #include "ltfit/util/error.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/report/run_dir.h"
+#include "ltfit/run/run_dir.h"
 #include "ltfit/util/utf8.h"
 #include "support/http_server.h"
 #include "support/test_support.h"

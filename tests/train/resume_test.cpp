@@ -13,7 +13,7 @@
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
-#include "ltfit/train/train_job.h"
+#include "ltfit/jobs/train_job.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "ltfit/config/config_loader.h"
-#include "ltfit/train/train_job.h"
+#include "ltfit/jobs/train_job.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 

@@ -1,11 +1,11 @@
-// Mixed precision: the gradient scaler, the autocast guard and the backend switches.
+// Mixed-precision training: the gradient scaler. (The precision names, the autocast guard and
+// the backend switches, which evaluation needs too, are in util/precision.h.)
 //
 // GradScaler follows torch.amp.GradScaler (dynamic loss scaling for fp16): the loss is multiplied
 // by a scale before backward, gradients are divided by it before the optimizer step, a step with
 // an inf/NaN gradient is skipped and the scale halved, and after `growth_interval` clean steps
 // the scale doubles. It is a no-op (scale 1, identity) unless enabled, i.e. for fp32 and bf16.
-// AutocastGuard runs a scope under autocast like torch.autocast. Neither is thread-safe; autocast
-// state is per thread, so enter the guard on the thread that runs the forward pass.
+// Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +14,9 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include "ltfit/util/precision.h"
+
 namespace ltfit {
-
-// "fp32" -> kFloat, "fp16" -> kHalf, "bf16" -> kBFloat16; anything else throws ConfigError.
-torch::Dtype precision_dtype(const std::string& precision);
-
-// Throws ConfigError (train.precision) when `precision` cannot run on `device`: fp16 needs a
-// CUDA device; bf16 on CUDA needs compute capability >= 8.0. fp32 always passes.
-void check_precision(const std::string& precision, const torch::Device& device);
 
 struct GradScalerOptions {
   bool enabled = true;                  // false: identity (fp32/bf16 training)
@@ -73,33 +68,5 @@ class GradScaler {
   Stage stage_ = Stage::kReady;
   bool found_inf_ = false;  // valid once stage_ != kReady
 };
-
-// RAII: autocast to `dtype` on `device_type` for the guard's lifetime, as torch.autocast does;
-// restores the previous enabled flag and dtype on exit and clears the cast cache when leaving
-// the outermost autocast scope. Unlike torch.autocast it also clears the cache on entering and
-// leaving a scope nested in one of another dtype (the cache is keyed by tensor, not dtype, so an
-// fp16 weight copy would otherwise reach a bf16 matmul). kFloat (fp32) makes it a no-op.
-class AutocastGuard {
- public:
-  AutocastGuard(torch::DeviceType device_type, torch::Dtype dtype);
-  ~AutocastGuard();
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
-
- private:
-  // True when this scope is nested in an enabled scope of another dtype.
-  bool switches_dtype() const { return prev_enabled_ && prev_dtype_ != dtype_; }
-
-  bool active_ = false;
-  torch::DeviceType device_type_;
-  torch::Dtype dtype_;
-  bool prev_enabled_ = false;
-  torch::Dtype prev_dtype_ = torch::kFloat;
-};
-
-// Sets the global backend switches for training on `device` and logs one line saying what was
-// set: cuDNN benchmark (off when deterministic), TF32 matmul/cuDNN on GPUs with compute
-// capability >= 8.0, and deterministic algorithms (errors on nondeterministic ops) when asked.
-void configure_backends(const torch::Device& device, bool deterministic);
 
 }  // namespace ltfit

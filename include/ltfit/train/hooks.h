@@ -38,10 +38,10 @@
 #include <torch/types.h>
 
 #include "ltfit/model/resnet.h"
-#include "ltfit/report/timing.h"
+#include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint.h"
-#include "ltfit/train/observer.h"
+#include "ltfit/run/events.h"
 #include "ltfit/train/recipe.h"
 
 namespace ltfit {

@@ -1,0 +1,33 @@
+// Reports of `ltfit evaluate`: a JSON document, a text table and predictions.csv.
+//
+// predictions.csv has one row per evaluated image in sample order:
+//   path,label,predicted,prob_<class>...            (plain evaluation)
+//   path,label,predicted,prob_<class>...,plain_prob_<class>...   (with TTA)
+// where label and predicted are class names, prob_* are the reported probabilities (the
+// TTA-blended ones when TTA ran, and `predicted` is their argmax) and plain_prob_* the plain
+// ones. Paths and class names are escaped in the CSV and the JSON alike (util/utf8.h: valid
+// UTF-8 kept, `\` -> `\\`, any other byte -> `\xNN`). Pure formatting, thread-safe.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "ltfit/jobs/checkpoint_eval.h"
+
+namespace ltfit {
+
+// The JSON document printed by `evaluate --json`; `predictions_path` is recorded in it.
+std::string evaluation_json(const CheckpointEvaluation& evaluation,
+                            const std::string& predictions_path);
+
+// The human-readable report: figures, confusion matrix, per-class P/R/F1 (and TTA figures).
+std::string evaluation_table(const CheckpointEvaluation& evaluation);
+
+// The text of predictions.csv (header line included).
+std::string predictions_csv(const CheckpointEvaluation& evaluation);
+
+// Where evaluate writes by default: the run directory of `checkpoint` (the parent of its
+// `checkpoints/` folder) if it is in one, else the current directory.
+std::filesystem::path default_eval_out_dir(const std::string& checkpoint);
+
+}  // namespace ltfit

@@ -1,0 +1,71 @@
+// Running an experiment plan: each run is a separate `ltfit train` process in its own run
+// directory `<out>/runs/<id>/`, so a crash or an out-of-memory in one run cannot take down the
+// plan; its exit status and last error line are recorded and the plan goes on.
+//
+// Before spawning, each run's config is resolved here (base config, then the options'
+// overrides, then the plan's `set:`, then the run's own): a run this machine cannot do (fp16
+// without a CUDA device, bf16 on an older GPU) is recorded as not applicable instead of run.
+// A config the resolver rejects is still spawned, so the run's own error is what gets recorded.
+// Not thread-safe (spawns processes and waits for them one at a time).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ltfit/config/config.h"
+#include "ltfit/study/experiment_plan.h"
+
+namespace ltfit {
+
+enum class RunStatus { kOk, kFailed, kNotApplicable };
+
+// "ok", "failed", "n/a" (results.csv's status column).
+const char* run_status_name(RunStatus status);
+
+// What happened to one run of a plan.
+struct RunOutcome {
+  std::string id;         // the plan run's id
+  std::string label;      // its human label
+  std::string study_run;  // the study run it reproduces; "" for none
+  RunStatus status = RunStatus::kFailed;
+  std::string reason;            // why it failed or does not apply; "" when ok
+  int exit_code = -1;            // the child's exit status (128 + signal if killed); -1: not run
+  std::string run_dir;           // <out>/runs/<id> (absent when not run)
+  std::optional<Config> config;  // the run's resolved config; null when it does not resolve
+};
+
+struct ExperimentOptions {
+  std::string out_dir;              // report directory; runs go to <out_dir>/runs/<id>/
+  std::vector<Override> overrides;  // --subset and --set: after the plan's set:, before a run's
+  std::string executable = "/proc/self/exe";  // the ltfit binary to spawn
+  std::function<bool()> stop_signal;  // true once the user asked to stop: stop after this run
+  // Called before each run starts (index from 0, count) and after it ends.
+  std::function<void(std::size_t, std::size_t, const PlanRun&)> on_start;
+  std::function<void(std::size_t, std::size_t, const RunOutcome&)> on_end;
+};
+
+// All overrides of `run`, in the order they apply: the plan's set:, `extra`, the run's set:.
+std::vector<Override> run_overrides(const ExperimentPlan& plan, const PlanRun& run,
+                                    const std::vector<Override>& extra);
+
+// Why `config` cannot run on this machine (e.g. "train.precision: fp16 needs a CUDA device ..."),
+// or "" when it can (or when its device cannot be resolved: the run then reports that itself).
+std::string not_applicable_reason(const Config& config);
+
+// The last error line of a run's log (the message, without time stamp and level), or "".
+std::string last_error_line(const std::string& log_path);
+
+// The report directory: `explicit_out` if given (ConfigError if it already holds an
+// experiment), else runs/experiments/<plan_name>, or its first free numbered sibling (-2, -3..).
+std::string experiment_out_dir(const std::optional<std::string>& explicit_out,
+                               const std::string& plan_name);
+
+// Runs every run of `plan` in order and returns their outcomes (runs skipped after a stop
+// request are recorded as failed, "not run: stopped"). Throws RuntimeError when the report
+// directory cannot be created.
+std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
+                                       const ExperimentOptions& options);
+
+}  // namespace ltfit

@@ -1,0 +1,104 @@
+// Checkpoint evaluation and TTA prediction for the CLI: see checkpoint_eval.h.
+#include "ltfit/jobs/checkpoint_eval.h"
+
+#include <spdlog/spdlog.h>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/util/device.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/format.h"
+
+namespace ltfit {
+
+namespace {
+
+// Validation loader options of `config` for `device` (pinned batches for CUDA copies).
+LoaderOptions valid_loader_options(const Config& config, const torch::Device& device) {
+  LoaderOptions options = make_loader_options(config, /*train=*/false);
+  options.pin_memory = device.is_cuda();
+  return options;
+}
+
+}  // namespace
+
+LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device) {
+  LoadedModel loaded;
+  loaded.meta = read_checkpoint_meta(checkpoint);
+  loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
+  const ModelConfig& m = loaded.config.model;
+  loaded.model = ResNet(resnet_spec(m.arch), static_cast<std::int64_t>(loaded.meta.classes.size()),
+                        parse_head_kind(m.head), m.dropout);
+  load_checkpoint(checkpoint, loaded.model, nullptr);
+  loaded.model->to(device);
+  loaded.model->eval();
+  return loaded;
+}
+
+EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
+                        std::optional<double> beta) {
+  EvalConfig eval = base;
+  if (!mode.empty() && mode != "v1" && mode != "v2")
+    throw ConfigError("--tta-mode: expected v1 | v2, got '" + mode + "'");
+  if (!mode.empty() && mode != base.tta_mode) {
+    eval.tta_mode = mode;
+    eval.tta_beta = mode == "v2" ? 0.25 : 0.4;  // fastai v2 tta() / v1 TTA() defaults
+  }
+  if (beta) {
+    if (!(*beta >= 0.0 && *beta <= 1.0))
+      throw ConfigError("--tta-beta: expected a number in [0, 1], got " + std::to_string(*beta));
+    eval.tta_beta = *beta;
+  }
+  return eval;
+}
+
+EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& device,
+                             const std::string& precision) {
+  EvalOptions options;
+  options.device = device;
+  options.precision =
+      resolve_eval_precision(precision.empty() ? loaded.config.train.precision : precision, device);
+  return options;
+}
+
+CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
+  const torch::Device device = resolve_device(request.device, "--device");
+  LoadedModel loaded = load_model_for_eval(request.checkpoint, device);
+  const EvalOptions options = eval_options_for(loaded, device, request.precision);
+  CheckpointEvaluation out;
+  out.checkpoint = request.checkpoint;
+  out.arch = loaded.config.model.arch;
+  out.device = describe_device(device);
+  out.precision = options.precision;
+  out.classes = loaded.meta.classes;
+  out.samples = request.data.empty()
+                    ? index_dataset(loaded.config.data, loaded.config.run.seed).valid
+                    : index_class_folders(request.data, loaded.meta.classes);
+  const LoaderOptions loader_options = valid_loader_options(loaded.config, device);
+  Loader loader(out.samples, loader_options);
+  spdlog::info("evaluating {} ({}, {}) on {} images, {}", request.checkpoint, out.arch,
+               out.precision, loader.size(), out.device);
+  if (request.tta) {
+    const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
+    out.tta = run_tta(loaded.model, loader, loader_options, eval, options);
+    out.plain = out.tta->plain;
+  } else {
+    out.plain = evaluate(loaded.model, loader, options);
+  }
+  spdlog::info("accuracy {:.4f} in {}", out.plain.accuracy, format_mm_ss(out.plain.seconds));
+  return out;
+}
+
+TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>& paths,
+                             const EvalConfig& eval, const EvalOptions& options) {
+  std::vector<Sample> samples;
+  for (const auto& path : paths) samples.push_back({path, 0});
+  LoaderOptions loader_options = valid_loader_options(loaded.config, options.device);
+  loader_options.workers =
+      std::min<int>(loader_options.workers == 0 ? default_worker_count() : loader_options.workers,
+                    static_cast<int>(std::max<std::size_t>(1, paths.size())));
+  Loader loader(std::move(samples), loader_options);
+  return run_tta(loaded.model, loader, loader_options, eval, options);
+}
+
+}  // namespace ltfit

@@ -1,0 +1,153 @@
+// Reports of `ltfit evaluate`: see eval_report.h.
+#include "ltfit/jobs/eval_report.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <nlohmann/json.hpp>
+
+#include "ltfit/eval/metrics.h"
+#include "ltfit/util/json.h"
+#include "ltfit/util/utf8.h"
+
+namespace ltfit {
+
+namespace {
+
+nlohmann::json per_class_json(const EvalResult& r, const std::vector<std::string>& classes) {
+  const std::vector<ClassMetrics> metrics = per_class_metrics(confusion_rows(r.confusion));
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t k = 0; k < metrics.size(); ++k) {
+    out.push_back({{"class", classes[k]},
+                   {"precision", metrics[k].precision},
+                   {"recall", metrics[k].recall},
+                   {"f1", metrics[k].f1},
+                   {"support", metrics[k].support}});
+  }
+  return out;
+}
+
+std::string figures_row(const std::string& name, const EvalResult& r) {
+  return fmt::format("{:<12} {:>8} {:>10.6f} {:>10.6f} {:>10.6f} {:>9.2f}\n", name, r.count, r.loss,
+                     r.accuracy, 1.0 - r.accuracy, r.seconds);
+}
+
+std::string confusion_table(const std::string& title, const EvalResult& r,
+                            const std::vector<std::string>& classes) {
+  std::string out = "\n" + title + " confusion matrix (rows: actual, columns: predicted)\n";
+  out += fmt::format("{:<12}", "");
+  for (const auto& c : classes) out += fmt::format(" {:>8}", c);
+  out += "\n";
+  const ConfusionRows rows = confusion_rows(r.confusion);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out += fmt::format("{:<12}", classes[i]);
+    for (const std::int64_t v : rows[i]) out += fmt::format(" {:>8}", v);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string per_class_table(const std::string& title, const EvalResult& r,
+                            const std::vector<std::string>& classes) {
+  std::string out = fmt::format("\n{} per class\n{:<12} {:>8} {:>10} {:>10} {:>10}\n", title,
+                                "class", "support", "precision", "recall", "f1");
+  const std::vector<ClassMetrics> metrics = per_class_metrics(confusion_rows(r.confusion));
+  for (std::size_t k = 0; k < metrics.size(); ++k) {
+    out += fmt::format("{:<12} {:>8} {:>10.6f} {:>10.6f} {:>10.6f}\n", classes[k],
+                       metrics[k].support, metrics[k].precision, metrics[k].recall, metrics[k].f1);
+  }
+  return out;
+}
+
+// A CSV field: the name escaped as in JSON (utf8.h: any bytes -> valid UTF-8, reversibly), then
+// quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& raw) {
+  const std::string text = escape_utf8(raw);
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string probability_cells(const torch::Tensor& row) {
+  std::string out;
+  for (std::int64_t k = 0; k < row.size(0); ++k)
+    out += fmt::format(",{:.6g}", row[k].item<float>());
+  return out;
+}
+
+}  // namespace
+
+std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path) {
+  const EvalResult& r = e.plain;
+  nlohmann::json j = {
+      {"checkpoint", e.checkpoint},
+      {"arch", e.arch},
+      {"device", e.device},
+      {"precision", e.precision},
+      {"classes", e.classes},
+      {"images", r.count},
+      {"loss", r.loss},
+      {"accuracy", r.accuracy},
+      {"error_rate", 1.0 - r.accuracy},
+      {"seconds", r.seconds},
+      {"confusion", confusion_rows(r.confusion)},
+      {"per_class", per_class_json(r, e.classes)},
+      {"predictions_csv", predictions_path},
+  };
+  if (e.tta) {
+    const EvalResult& t = e.tta->tta;
+    j["tta_mode"] = e.tta->mode;
+    j["tta_beta"] = e.tta->beta;
+    j["tta_views"] = e.tta->views;
+    j["tta_loss"] = t.loss;
+    j["tta_accuracy"] = t.accuracy;
+    j["tta_error_rate"] = 1.0 - t.accuracy;
+    j["tta_seconds"] = e.tta->seconds;
+    j["tta_confusion"] = confusion_rows(t.confusion);
+    j["tta_per_class"] = per_class_json(t, e.classes);
+  }
+  return dump_json(j);
+}
+
+std::string evaluation_table(const CheckpointEvaluation& e) {
+  std::string out =
+      fmt::format("{} ({}) on {}, {}\n\n", e.checkpoint, e.arch, e.device, e.precision);
+  out += fmt::format("{:<12} {:>8} {:>10} {:>10} {:>10} {:>9}\n", "evaluation", "images", "loss",
+                     "accuracy", "error", "seconds");
+  out += figures_row("plain", e.plain);
+  if (e.tta) out += figures_row("tta " + e.tta->mode, e.tta->tta);
+  out += confusion_table("plain", e.plain, e.classes);
+  out += per_class_table("plain", e.plain, e.classes);
+  if (e.tta) {
+    out += confusion_table("TTA", e.tta->tta, e.classes);
+    out += per_class_table("TTA", e.tta->tta, e.classes);
+  }
+  return out;
+}
+
+std::string predictions_csv(const CheckpointEvaluation& e) {
+  std::string out = "path,label,predicted";
+  for (const auto& c : e.classes) out += "," + csv_field("prob_" + c);
+  if (e.tta) {
+    for (const auto& c : e.classes) out += "," + csv_field("plain_prob_" + c);
+  }
+  out += "\n";
+  const EvalResult& reported = e.tta ? e.tta->tta : e.plain;
+  const torch::Tensor predicted = reported.probabilities.argmax(1);
+  for (std::int64_t i = 0; i < reported.count; ++i) {
+    const Sample& s = e.samples[static_cast<std::size_t>(reported.indices[i].item<std::int64_t>())];
+    out += csv_field(s.path) + "," + csv_field(e.classes[static_cast<std::size_t>(s.label)]) + "," +
+           csv_field(e.classes[static_cast<std::size_t>(predicted[i].item<std::int64_t>())]);
+    out += probability_cells(reported.probabilities[i]);
+    if (e.tta) out += probability_cells(e.plain.probabilities[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::filesystem::path default_eval_out_dir(const std::string& checkpoint) {
+  const std::filesystem::path folder = std::filesystem::absolute(checkpoint).parent_path();
+  if (folder.filename() == "checkpoints") return folder.parent_path();
+  return std::filesystem::current_path();
+}
+
+}  // namespace ltfit

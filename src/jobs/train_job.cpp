@@ -1,0 +1,260 @@
+#include "ltfit/jobs/train_job.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+#include <torch/utils.h>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/eval/evaluator.h"
+#include "ltfit/eval/tta.h"
+#include "ltfit/model/model_factory.h"
+#include "ltfit/run/metrics_writer.h"
+#include "ltfit/run/progress.h"
+#include "ltfit/run/run_dir.h"
+#include "ltfit/run/timing.h"
+#include "ltfit/util/precision.h"
+#include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/train/recipe.h"
+#include "ltfit/train/standard_hooks.h"
+#include "ltfit/train/trainer.h"
+#include "ltfit/util/device.h"
+#include "ltfit/run/envinfo.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/format.h"
+#include "ltfit/util/log.h"
+
+namespace ltfit {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void log_dataset(const DatasetIndex& index) {
+  std::string classes;
+  for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
+  spdlog::info("data: {} layout, {} train / {} valid images, classes: {}", index.layout,
+               index.train.size(), index.valid.size(), classes);
+}
+
+// Where this run writes, locked for the run's lifetime. A resumed run writes only into its
+// checkpoint's own run directory or the --run-dir given: never where the checkpoint's embedded
+// config (run.out_dir/run.name) points, which the checkpoint's author chose.
+OpenRunDir open_run_dir(const Config& config, const TrainJobOptions& options) {
+  if (!options.resume && !options.reuse_run_dir) return create_run_dir(config.run, options.run_dir);
+  if (options.run_dir) return open_run_dir_to_continue(*options.run_dir);
+  if (options.resume) {
+    const auto owner = run_dir_of_checkpoint(*options.resume);
+    if (!owner) {
+      throw ConfigError("--resume " + *options.resume +
+                            ": the checkpoint is not in a run directory (<run>/checkpoints/), so "
+                            "where the resumed run writes is not known",
+                        "pass --run-dir DIR: the directory the resumed run writes to");
+    }
+    return open_run_dir_to_continue(*owner);
+  }
+  return open_run_dir_to_continue(fs::path(config.run.out_dir) / config.run.name);
+}
+
+// Keeps the stats of every finished epoch, so a stop that arrives after the last one (when
+// Trainer::fit throws instead of returning them) still leaves the figures for the summary.
+class EpochLog : public TrainObserver {
+ public:
+  void on_epoch_end(const EpochStats& epoch) override { epochs.push_back(epoch); }
+  std::vector<EpochStats> epochs;
+};
+
+// Loads the checkpoint into the built model and optimizer; returns where to continue.
+CheckpointMeta resume_from(const std::string& path, ResNet& model,
+                           torch::optim::Optimizer& optimizer,
+                           const std::vector<std::string>& classes) {
+  CheckpointMeta meta = load_checkpoint(path, model, &optimizer, /*restore_rng=*/true);
+  if (meta.classes != classes) {
+    throw CheckpointError("checkpoint '" + path + "' was trained on other classes than data.root",
+                          "resume with the same data, or start a new run");
+  }
+  spdlog::info(
+      "resuming from {}: {} epoch(s) and {} step(s) done (stage {}, epoch {} of it, "
+      "batch {})",
+      path, meta.epochs_done, meta.global_step, meta.position.stage, meta.position.epoch_in_stage,
+      meta.position.batch_in_epoch);
+  return meta;
+}
+
+// TTA on the validation set under the training precision; fills the summary's TTA fields.
+void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
+                   const LoaderOptions& valid_options, const torch::Device& device,
+                   RunSummary& summary) {
+  const EvalOptions eval_options{device, config.train.channels_last,
+                                 resolve_eval_precision(config.train.precision, device)};
+  const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
+  summary.tta_accuracy = tta.tta.accuracy;
+  summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
+  summary.total_seconds = summary.train_seconds + tta.seconds;
+  spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
+               config.eval.tta_mode, tta.views, tta.beta, tta.tta.accuracy, tta.plain.accuracy,
+               format_mm_ss(tta.seconds));
+}
+
+void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid) {
+  const SkippedImages skipped_train = train.skipped();
+  const SkippedImages skipped_valid = valid.skipped();
+  summary.skipped_images = skipped_train.count + skipped_valid.count;
+  summary.skipped_examples = skipped_train.examples;
+  for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
+  if (summary.skipped_images > 0) {
+    spdlog::warn("{} unreadable image(s) were skipped (listed above and in summary.json)",
+                 summary.skipped_images);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) {
+  const fs::path parent = fs::absolute(checkpoint).parent_path();
+  if (parent.filename() != "checkpoints") return std::nullopt;
+  return parent.parent_path().string();
+}
+
+RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const OpenRunDir opened = open_run_dir(config, options);  // locked until the run ends
+  const fs::path& run_dir = opened.path;
+  write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
+  write_envinfo_json((run_dir / "env.json").string(),
+                     collect_envinfo(config.data.root, run_dir.string()));
+  ScopedLogFile log_file((run_dir / "train.log").string());
+  spdlog::info("run directory: {}", run_dir.string());
+  spdlog::info("resolved config:\n{}", to_yaml(config));
+
+  torch::manual_seed(config.run.seed);
+  const torch::Device device = resolve_device(config.train.device);
+  spdlog::info("device: {}", describe_device(device));
+  check_precision(config.train.precision, device);
+  configure_backends(device, config.run.deterministic);
+  const DatasetIndex index = index_dataset(config.data, config.run.seed);
+  log_dataset(index);
+  LoaderOptions train_options = make_loader_options(config, /*train=*/true);
+  LoaderOptions valid_options = make_loader_options(config, /*train=*/false);
+  train_options.pin_memory = valid_options.pin_memory = device.is_cuda();
+  Loader train_loader(index.train, train_options);
+  Loader valid_loader(index.valid, valid_options);
+  spdlog::info("loader: {} worker thread(s), batch {} at {} px", train_loader.workers(),
+               config.data.batch_size, config.data.image_size);
+
+  ResNet model = build_model(config.model, static_cast<std::int64_t>(index.classes.size()));
+  model->to(device);
+  const bool channels_last = config.train.channels_last;
+  if (channels_last) set_channels_last(model);
+  auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
+
+  CheckpointMeta resumed;
+  TrainState start_state;
+  if (options.resume) {
+    resumed = resume_from(*options.resume, model, *optimizer, index.classes);
+    start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler};
+  }
+  std::optional<MetricsWriter::ResumeAt> metrics_resume;
+  if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
+  MetricsWriter metrics(run_dir.string(), kLayerGroups, metrics_resume);
+  ProgressReporter progress(config.data.batch_size);
+  CheckpointMeta run_meta;
+  run_meta.config_yaml = to_yaml(config);
+  run_meta.classes = index.classes;
+  const auto train_start = std::chrono::steady_clock::now();
+  const double setup_seconds = std::chrono::duration<double>(train_start - start).count();
+  CheckpointWriterOptions checkpoint_options;
+  checkpoint_options.cadence = config.train.checkpoint;
+  checkpoint_options.time_limit_seconds = config.train.time_limit_seconds;
+  checkpoint_options.stop_signal = options.stop_signal;
+  checkpoint_options.prior_train_seconds = resumed.train_seconds;
+  checkpoint_options.best_accuracy = options.resume ? resumed.best_accuracy : -1.0;
+  checkpoint_options.session_start = start;
+  checkpoint_options.train_start = train_start;
+  checkpoint_options.tta_passes = config.eval.tta ? tta_passes(config.eval) : 0;
+  CheckpointWriter checkpoints((run_dir / "checkpoints").string(), model, *optimizer, run_meta,
+                               checkpoint_options);
+  Profiler profiler(device, config.train.profile);
+  EpochLog epoch_log;
+  OneCycleHook schedule;
+  AccumulateHook accumulate(config.train.accumulate);
+  std::optional<ClipGradHook> clip;
+  ObserverHook progress_hook(progress), metrics_hook(metrics), epoch_log_hook(epoch_log);
+  ProfilerHook profiler_hook;
+  std::vector<Hook*> hooks{&schedule,       &accumulate,  &progress_hook, &metrics_hook,
+                           &epoch_log_hook, &checkpoints, &profiler_hook};
+  if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
+  Trainer trainer(model, *optimizer, train_loader, &valid_loader,
+                  {device, channels_last, config.train.precision}, hooks, &profiler);
+  const std::vector<StagePlan> plan = plan_recipe(config.train);
+  std::vector<EpochStats> history;
+  bool stopped_after_last_epoch = false;
+  try {
+    history = trainer.fit(plan, start_state);
+  } catch (const InterruptedError& e) {
+    if (trainer.state().global_epoch < total_epochs(plan)) {
+      write_timing_json(
+          (run_dir / "timing.json").string(), profiler,
+          resumed.train_seconds +
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start)
+                  .count(),
+          std::nullopt);
+      throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
+                             "continue with: ltfit train --resume auto --run-dir " +
+                                 run_dir.string() + " --config " +
+                                 (run_dir / "config.yaml").string());
+    }
+    // Every epoch ran and was checkpointed: the request came too late to cut anything short.
+    spdlog::warn(
+        "stop requested after the last epoch and its checkpoint were complete: finishing the "
+        "run's summary (a second signal stops at once)");
+    history = epoch_log.epochs;
+    stopped_after_last_epoch = true;
+  }
+  // One clock for the summary and the checkpoints: training from the first step (set-up, weight
+  // download included, is setup_seconds, counted apart), summed over every session.
+  const double train_seconds =
+      resumed.train_seconds +
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
+
+  RunSummary summary;
+  summary.run_dir = run_dir.string();
+  summary.arch = config.model.arch;
+  summary.device = describe_device(device);
+  summary.classes = index.classes;
+  summary.epochs = trainer.state().global_epoch;
+  summary.train_images = static_cast<std::int64_t>(index.train.size());
+  summary.valid_images = static_cast<std::int64_t>(index.valid.size());
+  summary.accuracy = history.empty() ? resumed.accuracy : history.back().accuracy;
+  summary.error_rate = 1.0 - summary.accuracy;
+  summary.valid_loss = history.empty() ? resumed.valid_loss : history.back().valid_loss;
+  summary.best_accuracy = checkpoints.best_accuracy();
+  summary.train_seconds = train_seconds;
+  summary.setup_seconds = setup_seconds;
+  summary.total_seconds = train_seconds;
+  if (config.eval.tta) {
+    ScopedPhase phase(profiler, Phase::kTta);
+    run_final_tta(config, model, valid_loader, valid_options, device, summary);
+  }
+  record_skipped(summary, train_loader, valid_loader);
+  write_summary((run_dir / "summary.json").string(), summary);
+  write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,
+                    summary.tta_seconds);
+  spdlog::info("time per phase{}:\n{}", config.train.profile ? "" : " (device not synchronised)",
+               format_phase_table(profiler.totals()));
+  if (stopped_after_last_epoch || (options.stop_signal && options.stop_signal())) {
+    spdlog::info("the stop request arrived after training had completed: the run is complete");
+  }
+  spdlog::info("done in {} (train {}): accuracy {:.4f} (best {:.4f}){}; wrote {}",
+               format_mm_ss(summary.total_seconds), format_mm_ss(train_seconds), summary.accuracy,
+               summary.best_accuracy,
+               summary.tta_accuracy ? fmt::format(", TTA {:.4f}", *summary.tta_accuracy) : "",
+               run_dir.string());
+  return summary;
+}
+
+}  // namespace ltfit

@@ -1,0 +1,48 @@
+#include "ltfit/run/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ltfit/util/format.h"
+#include "ltfit/util/json.h"
+
+namespace ltfit {
+
+namespace {
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string summary_json(const RunSummary& s) {
+  nlohmann::json j = {
+      {"run_dir", s.run_dir},
+      {"arch", s.arch},
+      {"device", s.device},
+      {"classes", s.classes},
+      {"epochs", s.epochs},
+      {"train_images", s.train_images},
+      {"valid_images", s.valid_images},
+      {"accuracy", s.accuracy},
+      {"error_rate", s.error_rate},
+      {"valid_loss", s.valid_loss},
+      {"tta_accuracy", optional_json(s.tta_accuracy)},
+      {"best_accuracy", s.best_accuracy},
+      {"setup_seconds", s.setup_seconds},
+      {"train_seconds", s.train_seconds},
+      {"tta_seconds", optional_json(s.tta_seconds)},
+      {"total_seconds", s.total_seconds},
+      {"total_mm_ss", format_mm_ss(s.total_seconds)},
+      {"skipped_images", s.skipped_images},
+      {"skipped_examples", s.skipped_examples},
+  };
+  return dump_json(j) + "\n";
+}
+
+void write_summary(const std::string& path, const RunSummary& summary) {
+  write_text_atomic(path, summary_json(summary));
+}
+
+}  // namespace ltfit

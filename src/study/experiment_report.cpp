@@ -1,0 +1,253 @@
+// report.md of an experiment (experiment_report.h): the machine, the settings, the results
+// table beside the study's figures and speed-ups, and the charts. Every number comes from the
+// rows (read from the run directories) or the study file.
+#include <spdlog/fmt/fmt.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/study/experiment_report.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/format.h"
+
+namespace ltfit {
+namespace {
+
+namespace fs = std::filesystem;
+const char* const kNone = "—";
+
+std::string cell(const std::string& text) {  // a markdown table cell
+  std::string out;
+  for (const char c : text)
+    out += c == '|' ? std::string("\\|") : c == '\n' ? " " : std::string(1, c);
+  return out;
+}
+
+std::string mm_ss(const std::optional<double>& seconds) {
+  return seconds ? format_mm_ss(*seconds) : kNone;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string percent(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.2f} %", 100.0 * *fraction) : kNone;
+}
+
+bool is_rehearsal(const std::vector<ExperimentRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.subset < 1.0; });
+}
+
+// The time this machine is compared with: measured, or the full-size estimate in a rehearsal.
+std::optional<double> compared_seconds(const ExperimentRow& row) {
+  return row.subset < 1.0 ? row.estimated_total_seconds() : row.total_seconds;
+}
+
+// The first row that has a run directory with files in it.
+const ExperimentRow* first_run(const std::vector<ExperimentRow>& rows) {
+  for (const auto& r : rows)
+    if (r.outcome.status != RunStatus::kNotApplicable && fs::exists(r.outcome.run_dir)) return &r;
+  return nullptr;
+}
+
+void flatten(const nlohmann::json& j, const std::string& key, std::string& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, key.empty() ? k : key + "." + k, out);
+  } else if (j.is_array() &&
+             std::none_of(j.begin(), j.end(), [](const auto& v) { return v.is_structured(); })) {
+    std::string items;
+    for (const auto& v : j)
+      items += (items.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+    out += "- " + key + ": " + items + "\n";
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      flatten(j[i], key + "[" + std::to_string(i) + "]", out);
+  } else {
+    out += "- " + key + ": " + (j.is_string() ? j.get<std::string>() : j.dump()) + "\n";
+  }
+}
+
+std::string environment_section(const std::vector<ExperimentRow>& rows) {
+  std::string out = "## This machine\n\n";
+  const ExperimentRow* first = first_run(rows);
+  const fs::path path = first ? fs::path(first->outcome.run_dir) / "env.json" : fs::path();
+  std::ifstream in(path);
+  const auto env = in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false)
+                      : nlohmann::json(nlohmann::json::value_t::discarded);
+  if (env.is_discarded()) {
+    return out + "env.json missing" + (first ? " (" + path.string() + ")" : " (no run ran)") +
+           "; `ltfit envinfo` prints the machine's profile.\n\n";
+  }
+  out += "From `" + path.string() + "`:\n\n";
+  flatten(env, "", out);
+  return out + "\n";
+}
+
+// Config keys of the study's setup that `config` does not match.
+std::vector<std::string> setup_differences(const Config& config, const StudyFigures& study) {
+  std::vector<std::string> differences;
+  const std::string yaml = to_yaml(config);
+  for (const auto& o : study.setup) {
+    try {
+      Config as_study = load_config_from_string(yaml, config.source, {o});
+      if (!(as_study == config)) differences.push_back(o.key + " (the study: " + o.value + ")");
+    } catch (const ConfigError&) {
+      differences.push_back(o.key + " (the study: " + o.value + ")");
+    }
+  }
+  return differences;
+}
+
+std::string settings_section(const ExperimentPlan& plan, const std::vector<ExperimentRow>& rows) {
+  const ExperimentRow* first = first_run(rows);
+  if (!first || !first->outcome.config) return "";
+  const Config& c = *first->outcome.config;
+  std::string out = "## Settings shared by the runs\n\nFrom `" + first->outcome.run_dir +
+                    "/config.yaml` (each run's own settings are in the table):\n\n";
+  out += fmt::format("- model: {}, pretrained {}, head {}\n", c.model.arch, c.model.pretrained,
+                     c.model.head);
+  out += fmt::format("- data: {} ({}), image size {} px, data.subset {}\n", c.data.root,
+                     c.data.layout, c.data.image_size, c.data.subset);
+  std::vector<std::string> lr_texts;
+  for (const double lr : c.train.lr) lr_texts.push_back(fmt::format("{:g}", lr));
+  out += fmt::format("- train: recipe {}{}, lr {}, device {}, seed {}\n", c.train.recipe,
+                     c.train.frozen ? " (body frozen)" : "", join(lr_texts), c.train.device,
+                     c.run.seed);
+  out += fmt::format("- images: {} train / {} validation measured", first->train_images,
+                     first->valid_images);
+  if (first->subset < 1.0) {
+    out += fmt::format(" (≈ {:.0f} / {:.0f} at full size)", first->train_images / first->subset,
+                       first->valid_images / first->subset);
+  }
+  if (plan.study.train_images > 0) {
+    out += fmt::format("; the study: {} / {}", plan.study.train_images, plan.study.valid_images);
+  }
+  out += "\n";
+  const auto differences = setup_differences(c, plan.study);
+  if (!differences.empty()) {
+    out += "\n**Not the study's setup**: " + join(differences) +
+           ". These runs measure a different workload; the speed-ups below compare machines "
+           "doing different amounts of work.\n";
+  }
+  return out + "\n";
+}
+
+std::string status_cell(const ExperimentRow& r) {
+  const RunOutcome& o = r.outcome;
+  if (o.status == RunStatus::kOk) return "ok";
+  return "**" + std::string(run_status_name(o.status)) + "**: " + cell(o.reason);
+}
+
+std::string ratio(const std::optional<double>& study, const std::optional<double>& ours) {
+  if (!study || !ours || *ours <= 0) return kNone;
+  return fmt::format("{:.2f}×", *study / *ours);
+}
+
+std::string table_header(const ExperimentPlan& plan, bool rehearsal) {
+  std::string head = "| run | status | train | TTA | total | images/s | accuracy | TTA accuracy |";
+  if (rehearsal) head += " **estimated** full-size total |";
+  for (const auto& p : plan.study.platforms) {
+    head += fmt::format(" {0} (study) | speed-up vs {0}{1} |", cell(p.name),
+                        rehearsal ? " (from estimate)" : "");
+  }
+  std::string rule = "|";
+  const auto columns = std::count(head.begin(), head.end(), '|') - 1;
+  for (long i = 0; i < columns; ++i) rule += i < 2 ? "---|" : "--:|";
+  return head + "\n" + rule + "\n";
+}
+
+std::string table_row(const ExperimentPlan& plan, const ExperimentRow& r, bool rehearsal) {
+  std::string line = "| " + cell(r.outcome.label) + " | " + status_cell(r) + " | " +
+                     mm_ss(r.train_seconds) + " | " + mm_ss(r.tta_seconds) + " | " +
+                     mm_ss(r.total_seconds) + " | " +
+                     (r.images_per_second ? fmt::format("{:.1f}", *r.images_per_second) : kNone) +
+                     " | " + percent(r.accuracy) + " | " + percent(r.tta_accuracy) + " |";
+  if (rehearsal) {
+    const auto estimate = r.estimated_total_seconds();
+    line += " " + (estimate ? "~" + format_mm_ss(*estimate) + " (estimate)" : kNone) + " |";
+  }
+  const StudyRun* study = plan.study.find(r.outcome.study_run);
+  for (std::size_t p = 0; p < plan.study.platforms.size(); ++p) {
+    const StudyTime* t = study ? &study->times[p] : nullptr;
+    const std::string text = t && !t->text.empty() ? cell(t->text) : kNone;
+    line += " " + text + " | " + ratio(t ? t->seconds : std::nullopt, compared_seconds(r)) + " |";
+  }
+  return line + "\n";
+}
+
+std::string results_section(const ExperimentPlan& plan, const std::vector<ExperimentRow>& rows) {
+  const bool rehearsal = is_rehearsal(rows);
+  std::string out = "## Results\n\n" + table_header(plan, rehearsal);
+  for (const auto& r : rows) out += table_row(plan, r, rehearsal);
+  out +=
+      "\nTimes are mm:ss wall clock: train (including per-epoch validation) + TTA = total, "
+      "as the study counts them. Speed-up = the study's time / this machine's time "
+      "(> 1: this machine is faster).";
+  if (rehearsal) {
+    out +=
+        " In this rehearsal the speed-ups use the **estimated** full-size time, so they are "
+        "estimates too.";
+  }
+  return out + "\n\n";
+}
+
+std::string study_section(const StudyFigures& study) {
+  if (study.source.empty()) return "";
+  std::string out = "## The study: " + study.title + "\n\nFrom `" + study.source + "`. " +
+                    study.task + ". Time measured: " + study.time_measured + "; " + study.accuracy +
+                    ".\n\n";
+  for (const auto& p : study.platforms) {
+    out += "- " + p.name + ": " + p.gpu + ", GPU memory " + p.gpu_memory + ", " + p.software + "\n";
+  }
+  return out + "\n";
+}
+
+std::string title_section(const ExperimentPlan& plan, const std::vector<ExperimentRow>& rows,
+                          const ReportContext& context) {
+  const bool rehearsal = is_rehearsal(rows);
+  std::string out = "# Experiment `" + plan.name + "`" +
+                    (rehearsal ? " — REHEARSAL on a subset of the images" : "") + "\n\n";
+  if (rehearsal) {
+    const double subset = std::min_element(rows.begin(), rows.end(), [](auto& a, auto& b) {
+                            return a.subset < b.subset;
+                          })->subset;
+    out += fmt::format(
+        "> **Rehearsal, not a measurement of the full study.** The runs used data.subset = {} "
+        "(that fraction of each class in both splits). The measured columns are for that subset. "
+        "The *estimated full-size total* is total / {}: training time and TTA time both scale "
+        "with the number of images (same epochs, same batches per image), so it is an "
+        "**estimate**, shown only in its own column and as lighter hatched bars.\n\n",
+        subset, subset);
+  }
+  out += "Plan `" + plan.source + "`, base config `" + plan.base + "`";
+  if (!context.overrides.empty()) {
+    out += ", command-line overrides:";
+    for (const auto& o : context.overrides) out += " `" + o.key + "=" + o.value + "`";
+  }
+  const auto count = [&](RunStatus s) {
+    return std::count_if(rows.begin(), rows.end(), [&](auto& r) { return r.outcome.status == s; });
+  };
+  out += fmt::format(". {} runs: {} ok, {} failed, {} not applicable here", rows.size(),
+                     count(RunStatus::kOk), count(RunStatus::kFailed),
+                     count(RunStatus::kNotApplicable));
+  if (context.wall_seconds) out += "; the plan took " + format_mm_ss(*context.wall_seconds);
+  return out + ".\n\n";
+}
+
+}  // namespace
+
+std::string experiment_report_markdown(const ExperimentPlan& plan,
+                                       const std::vector<ExperimentRow>& rows,
+                                       const ReportContext& context) {
+  return title_section(plan, rows, context) + environment_section(rows) +
+         settings_section(plan, rows) + results_section(plan, rows) + study_section(plan.study) +
+         "## Charts\n\n![Total time per run](total_time.png)\n\n"
+         "![Training loss and learning rate per step](curves.png)\n";
+}
+
+}  // namespace ltfit

@@ -1,0 +1,232 @@
+// Running an experiment plan, one `ltfit train` child process per run (experiment.h).
+//
+// A child gets `train --config <base> --set ... --run-dir <out>/runs/<id> --json`, stdin from
+// /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log.
+// The parent polls for the child's end so that a stop request (SIGINT/SIGTERM to the parent
+// alone) can be passed on as SIGINT: the child then checkpoints and exits 130.
+#include "ltfit/study/experiment.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/util/precision.h"
+#include "ltfit/util/device.h"
+#include "ltfit/util/error.h"
+
+extern char** environ;
+
+namespace ltfit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// argv for the child: the ltfit binary, `train` and its options.
+std::vector<std::string> child_arguments(const std::string& executable, const std::string& base,
+                                         const std::vector<Override>& overrides,
+                                         const std::string& run_dir) {
+  std::vector<std::string> args = {executable, "train", "--config", base};
+  for (const auto& o : overrides) {
+    args.push_back("--set");
+    args.push_back(o.key + "=" + o.value);
+  }
+  for (const char* arg : {"--run-dir", run_dir.c_str(), "--json"}) args.emplace_back(arg);
+  return args;
+}
+
+// posix_spawn file actions: stdin /dev/null, stdout and stderr to files. Owns the actions.
+class ChildFiles {
+ public:
+  ChildFiles(const std::string& out_path, const std::string& err_path) {
+    posix_spawn_file_actions_init(&actions_);
+    const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+    posix_spawn_file_actions_addopen(&actions_, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions_, STDOUT_FILENO, out_path.c_str(), flags, 0644);
+    posix_spawn_file_actions_addopen(&actions_, STDERR_FILENO, err_path.c_str(), flags, 0644);
+  }
+  ~ChildFiles() { posix_spawn_file_actions_destroy(&actions_); }
+  ChildFiles(const ChildFiles&) = delete;
+  ChildFiles& operator=(const ChildFiles&) = delete;
+  const posix_spawn_file_actions_t* get() const { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+// Waits for `pid`; passes a stop request on as one SIGINT. Returns the exit code, or 128 +
+// the signal that killed it.
+int wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
+  bool forwarded = false;
+  while (true) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (done < 0 && errno != EINTR) return -1;
+    if (!forwarded && stop_signal && stop_signal()) {
+      ::kill(pid, SIGINT);
+      forwarded = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Spawns `args` with stdout/stderr to the given files and waits; the child's exit code.
+int spawn_and_wait(const std::vector<std::string>& args, const std::string& out_path,
+                   const std::string& err_path, const std::function<bool()>& stop_signal) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const ChildFiles files(out_path, err_path);
+  pid_t pid = 0;
+  const int error = ::posix_spawn(&pid, argv[0], files.get(), nullptr, argv.data(), environ);
+  if (error != 0) {
+    throw RuntimeError("cannot start '" + args[0] + "': " + std::strerror(error));
+  }
+  return wait_child(pid, stop_signal);
+}
+
+std::string exit_reason(int code, const std::string& log_path) {
+  const std::string line = last_error_line(log_path);
+  std::string what = code > 128 ? "killed by signal " + std::to_string(code - 128)
+                                : "exit " + std::to_string(code);
+  if (code == 128 + SIGKILL) what += " (out of host memory?)";
+  return line.empty() ? what + " (see " + log_path + ")" : what + ": " + line;
+}
+
+// Spawns one run and records its outcome.
+void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
+             const ExperimentOptions& options, RunOutcome& outcome) {
+  const std::string log_path = outcome.run_dir + ".log";
+  const auto args = child_arguments(options.executable, plan.base, overrides, outcome.run_dir);
+  outcome.exit_code =
+      spawn_and_wait(args, outcome.run_dir + ".json", log_path, options.stop_signal);
+  const bool summary = fs::exists(fs::path(outcome.run_dir) / "summary.json");
+  if (outcome.exit_code == 0 && summary) {
+    outcome.status = RunStatus::kOk;
+    return;
+  }
+  outcome.status = RunStatus::kFailed;
+  outcome.reason = outcome.exit_code == 0 ? "exit 0 but no summary.json was written"
+                                          : exit_reason(outcome.exit_code, log_path);
+}
+
+}  // namespace
+
+const char* run_status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kNotApplicable:
+      return "n/a";
+  }
+  return "?";
+}
+
+std::vector<Override> run_overrides(const ExperimentPlan& plan, const PlanRun& run,
+                                    const std::vector<Override>& extra) {
+  std::vector<Override> all = plan.overrides;
+  all.insert(all.end(), extra.begin(), extra.end());
+  all.insert(all.end(), run.overrides.begin(), run.overrides.end());
+  return all;
+}
+
+std::string not_applicable_reason(const Config& config) {
+  torch::Device device = torch::kCPU;
+  try {
+    device = resolve_device(config.train.device);
+  } catch (const ConfigError&) {
+    return "";  // the run itself reports the missing device
+  }
+  try {
+    check_precision(config.train.precision, device);
+  } catch (const ConfigError& e) {
+    const std::string spec = config.train.device;
+    return std::string(e.what()) +
+           (spec == "auto" ? " (train.device auto resolves to " + device.str() + " here)" : "");
+  }
+  return "";
+}
+
+std::string last_error_line(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    for (const char* level : {" error: ", " critical: "}) {
+      const std::size_t at = line.find(level);
+      if (at == std::string::npos) continue;
+      const std::string message = line.substr(at + std::strlen(level));
+      if (message.rfind("HINT: ", 0) != 0) found = message;
+    }
+  }
+  return found;
+}
+
+std::string experiment_out_dir(const std::optional<std::string>& explicit_out,
+                               const std::string& plan_name) {
+  const auto holds_experiment = [](const fs::path& dir) {
+    return fs::exists(dir / "results.csv") || fs::exists(dir / "runs");
+  };
+  if (explicit_out) {
+    if (holds_experiment(*explicit_out)) {
+      throw ConfigError("--out " + *explicit_out + " already holds an experiment",
+                        "choose another --out, or leave it out for a numbered directory");
+    }
+    return *explicit_out;
+  }
+  const fs::path first = fs::path("runs") / "experiments" / plan_name;
+  fs::path dir = first;
+  for (int n = 2; holds_experiment(dir); ++n) dir = first.string() + "-" + std::to_string(n);
+  return dir.string();
+}
+
+std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
+                                       const ExperimentOptions& options) {
+  const fs::path runs_dir = fs::path(options.out_dir) / "runs";
+  std::error_code error;
+  fs::create_directories(runs_dir, error);
+  if (error) {
+    throw RuntimeError("cannot create '" + runs_dir.string() + "': " + error.message());
+  }
+  std::vector<RunOutcome> outcomes;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlanRun& run = plan.runs[i];
+    RunOutcome outcome;
+    outcome.id = run.id;
+    outcome.label = run.label;
+    outcome.study_run = run.study_run;
+    outcome.run_dir = (runs_dir / run.id).string();
+    const auto overrides = run_overrides(plan, run, options.overrides);
+    try {
+      outcome.config = load_config(plan.base, overrides);
+    } catch (const ConfigError&) {
+      // left to the child, whose own message and exit code are what gets recorded
+    }
+    if (options.on_start) options.on_start(i, plan.runs.size(), run);
+    const std::string na = outcome.config ? not_applicable_reason(*outcome.config) : "";
+    if (options.stop_signal && options.stop_signal()) {
+      outcome.reason = "not run: stopped";
+    } else if (!na.empty()) {
+      outcome.status = RunStatus::kNotApplicable;
+      outcome.reason = na;
+    } else {
+      execute(plan, overrides, options, outcome);
+    }
+    if (options.on_end) options.on_end(i, plan.runs.size(), outcome);
+    outcomes.push_back(std::move(outcome));
+  }
+  return outcomes;
+}
+
+}  // namespace ltfit

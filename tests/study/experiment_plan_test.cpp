@@ -1,0 +1,161 @@
+// Experiment plans and study files: the shipped ones load and say what the study did; mistakes
+// are ConfigErrors naming file:line and key.
+#include <catch2/catch.hpp>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/study/experiment_plan.h"
+#include "ltfit/study/experiment.h"
+#include "ltfit/util/error.h"
+#include "support/test_support.h"
+
+using Catch::Matchers::Contains;
+using ltfit::ConfigError;
+
+namespace {
+
+std::string value_of(const std::vector<ltfit::Override>& overrides, const std::string& key) {
+  for (const auto& o : overrides)
+    if (o.key == key) return o.value;
+  return "<absent>";
+}
+
+// The ConfigError message parsing `yaml` as a plan raises ("" when none).
+std::string plan_error(const std::string& yaml) {
+  try {
+    ltfit::parse_experiment_plan(yaml, "plan.yaml", "/plans");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* const kStudy =
+    "title: t\ntrain_images: 10\nvalid_images: 4\n"
+    "platforms:\n  - {id: a, name: A}\n  - {id: b, name: B}\n"
+    "runs:\n  - id: r1\n    times: {a: \"10:00\", b: \"crashed: no memory\"}\n";
+
+}  // namespace
+
+TEST_CASE("the shipped Kaggle-vs-Colab plan loads with the study's figures", "[experiment]") {
+  const auto dir = ltfit::testing::source_dir() / "configs" / "experiments";
+  const auto plan = ltfit::load_experiment_plan((dir / "kaggle_vs_colab.yaml").string());
+  CHECK(plan.name == "kaggle_vs_colab");
+  CHECK(plan.base == (ltfit::testing::source_dir() / "configs" / "cats_dogs.yaml").string());
+  REQUIRE(plan.runs.size() >= 6);
+  REQUIRE(plan.study.platforms.size() == 2);
+  CHECK(plan.study.platforms[0].software == "CUDA 9.2.148, cuDNN 7.4.1");
+  CHECK(plan.study.platforms[1].gpu_memory == "11.17 GiB (12.0 GB)");
+  CHECK(plan.study.train_images == 23000);
+  CHECK(plan.study.valid_images == 2000);
+  const ltfit::StudyRun* first = plan.study.find("e3_bs16_fp32");
+  REQUIRE(first != nullptr);
+  CHECK(first->times[0].seconds == Approx(11 * 60 + 17));
+  CHECK(first->times[1].seconds == Approx(19 * 60 + 54));
+  const ltfit::StudyRun* bs64 = plan.study.find("e2_bs64_fp32");
+  REQUIRE(bs64 != nullptr);
+  CHECK_FALSE(bs64->times[0].seconds.has_value());
+  CHECK_THAT(bs64->times[0].text, Contains("/dev/shm"));
+  CHECK(plan.study.find("e2_bs256_fp32")->times[1].seconds == Approx(18 * 60 + 38));
+
+  // Every run resolves against the base config to the study's recipe.
+  for (const auto& run : plan.runs) {
+    INFO(run.id);
+    const auto config = ltfit::load_config(plan.base, ltfit::run_overrides(plan, run, {}));
+    CHECK(config.train.recipe == "one_cycle");
+    CHECK(config.train.frozen);
+    CHECK(config.train.lr == std::vector<double>{3.0e-3});
+    CHECK(config.eval.tta);
+    CHECK(config.eval.tta_mode == "v1");
+    CHECK(config.run.seed == 42);
+  }
+  const auto fp16 = ltfit::load_config(plan.base, ltfit::run_overrides(plan, plan.runs[1], {}));
+  CHECK(fp16.train.precision == "fp16");
+  CHECK(fp16.train.epochs == 3);
+  CHECK(fp16.data.batch_size == 16);
+}
+
+TEST_CASE("plan set: values become --set text, in order", "[experiment]") {
+  const auto plan = ltfit::parse_experiment_plan(
+      "name: p\nbase: base.yaml\nset: {train.lr: [1.0e-5, 1.0e-3]}\n"
+      "runs:\n  - id: a\n    label: A\n    set: {data.root: 'x: y', data.batch_size: 64}\n"
+      "  - id: b\n",
+      "plan.yaml", "/plans");
+  CHECK(plan.base == "/plans/base.yaml");
+  CHECK(plan.study.source.empty());
+  CHECK(value_of(plan.overrides, "train.lr") == "[1.0e-5, 1.0e-3]");
+  REQUIRE(plan.runs.size() == 2);
+  CHECK(plan.runs[0].label == "A");
+  CHECK(plan.runs[1].label == "b");  // the id when no label
+  CHECK(plan.runs[0].line == 5);
+  REQUIRE(plan.runs[0].overrides.size() == 2);
+  CHECK(plan.runs[0].overrides[0].key == "data.root");
+  CHECK(plan.runs[0].overrides[0].value == "'x: y'");  // quoted stays a string
+  CHECK(plan.runs[0].overrides[1].value == "64");
+  // --set order: the plan's set:, then the command line's, then the run's own.
+  const auto all = ltfit::run_overrides(plan, plan.runs[0], {{"data.batch_size", "8"}});
+  REQUIRE(all.size() == 4);
+  CHECK(all[0].key == "train.lr");
+  CHECK(all[1].value == "8");
+  CHECK(all[3].value == "64");
+}
+
+TEST_CASE("plan mistakes name the file, the line and the key", "[experiment]") {
+  CHECK_THAT(
+      plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    lable: A\n"),
+      Contains("plan.yaml:5") && Contains("runs[0].lable") && Contains("did you mean 'label'"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nrun:\n  - id: a\n"),
+             Contains("plan.yaml:3") && Contains("run") && Contains("did you mean 'runs'"));
+  CHECK_THAT(plan_error("name: p\nruns:\n  - id: a\n"), Contains("base") && Contains("required"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n  - id: a\n"),
+             Contains("plan.yaml:5") && Contains("duplicate run id 'a'"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: ../x\n"),
+             Contains("runs[0].id") && Contains("'../x'"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns: []\n"), Contains("non-empty list"));
+}
+
+TEST_CASE("bad override values in a plan are ConfigErrors at their line", "[experiment]") {
+  // A nested map is no --set value: nested keys are written dotted.
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    set:\n"
+                        "      data.augment: {flip: false}\n"),
+             Contains("plan.yaml:6") && Contains("runs[0].set.data.augment") &&
+                 Contains("expected a value or a list of values"));
+  CHECK_THAT(
+      plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    set:\n      batch_size: 64\n"),
+      Contains("plan.yaml:6") && Contains("dotted config key"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    set: [data.batch_size]\n"),
+             Contains("plan.yaml:5") && Contains("runs[0].set"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nset: {train.lr: [[1]]}\nruns:\n  - id: a\n"),
+             Contains("plan.yaml:3") && Contains("set.train.lr"));
+}
+
+TEST_CASE("study files: times, notes, and mistakes", "[experiment]") {
+  const auto study = ltfit::parse_study_figures(kStudy, "study.yaml");
+  REQUIRE(study.runs.size() == 1);
+  CHECK(study.runs[0].label == "r1");
+  CHECK(study.runs[0].times[0].seconds == Approx(600));
+  CHECK_FALSE(study.runs[0].times[1].seconds.has_value());
+  CHECK(study.runs[0].times[1].text == "crashed: no memory");
+
+  std::string bad = kStudy;
+  bad.replace(bad.find("b: \"crashed"), 1, "c");
+  CHECK_THROWS_WITH(ltfit::parse_study_figures(bad, "study.yaml"),
+                    Contains("study.yaml:9") && Contains("runs[0].times.c"));
+
+  ltfit::ExperimentPlan plan = ltfit::parse_experiment_plan(
+      "name: p\nbase: b.yaml\nruns:\n  - id: a\n  - id: b\n    study_run: r2\n", "plan.yaml", "");
+  CHECK_THROWS_WITH(ltfit::check_study_links(plan, study),
+                    Contains("plan.yaml:5") && Contains("'r2'") && Contains("did you mean 'r1'"));
+  plan.runs[1].study_run = "r1";
+  CHECK_NOTHROW(ltfit::check_study_links(plan, study));
+}
+
+TEST_CASE("leading mm:ss of a study figure", "[experiment]") {
+  CHECK(ltfit::parse_leading_mm_ss("11:17") == Approx(677));
+  CHECK(ltfit::parse_leading_mm_ss("18:38 at the memory limit") == Approx(1118));
+  CHECK(ltfit::parse_leading_mm_ss("1:02:03") == Approx(3723));
+  CHECK_FALSE(ltfit::parse_leading_mm_ss("—").has_value());
+  CHECK_FALSE(ltfit::parse_leading_mm_ss("crashed: 11:17").has_value());
+  CHECK_FALSE(ltfit::parse_leading_mm_ss("11:77").has_value());
+  CHECK_FALSE(ltfit::parse_leading_mm_ss("11").has_value());
+  CHECK_FALSE(ltfit::parse_leading_mm_ss("11:17x").has_value());
+}

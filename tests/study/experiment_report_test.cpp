@@ -1,0 +1,178 @@
+// The experiment report on fabricated run directories: rows read back, results.csv, report.md
+// (statuses and reasons, the rehearsal label and estimates, study columns and speed-ups, mm:ss)
+// and the charts.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "ltfit/config/config_loader.h"
+#include "ltfit/study/experiment_report.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::RunOutcome;
+using ltfit::RunStatus;
+using ltfit::testing::read_file;
+using ltfit::testing::write_file;
+
+namespace {
+
+ltfit::Config run_config(double subset) {
+  ltfit::Config config;
+  config.train.epochs = 3;
+  config.data.batch_size = 16;
+  config.train.precision = "fp32";
+  config.data.subset = subset;
+  return config;
+}
+
+// A finished run: train 150 s + TTA 30 s, two epochs at 10 and 20 images/s.
+RunOutcome fabricate_ok_run(const fs::path& dir, double subset, double train_seconds = 150.0) {
+  write_file(dir / "config.yaml", ltfit::to_yaml(run_config(subset)));
+  write_file(
+      dir / "summary.json",
+      "{\"train_seconds\": " + std::to_string(train_seconds) +
+          ", \"tta_seconds\": 30.0, \"total_seconds\": " + std::to_string(train_seconds + 30.0) +
+          ", \"accuracy\": 0.9, \"tta_accuracy\": 0.925, \"train_images\": 100, "
+          "\"valid_images\": 50}\n");
+  write_file(dir / "epochs.csv",
+             "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,images_per_second,"
+             "data_wait_seconds\n0,one_cycle,1,1,0.5,0.5,10,10.00,0\n"
+             "1,one_cycle,1,1,0.5,0.5,10,20.00,0\n");
+  write_file(dir / "steps.csv",
+             "step,epoch,lr_0,lr_1,momentum,loss,loss_scale\n0,0,0.1,0.3,0.95,0.7,1\n"
+             "1,0,0.2,0.5,0.9,0.6,1\n2,1,0.1,0.2,0.95,0.5,1\n");
+  write_file(dir / "timing.json", "{\"peak_rss_bytes\": 1000, \"peak_gpu_bytes\": null}\n");
+  RunOutcome outcome;
+  outcome.id = "ok_run";
+  outcome.label = "3 epochs, bs 16, fp32";
+  outcome.study_run = "s1";
+  outcome.status = RunStatus::kOk;
+  outcome.exit_code = 0;
+  outcome.run_dir = dir.string();
+  return outcome;
+}
+
+std::vector<RunOutcome> fabricate_runs(const fs::path& root, double subset) {
+  RunOutcome ok = fabricate_ok_run(root / "runs" / "ok_run", subset);
+  RunOutcome failed;
+  failed.id = "bad";
+  failed.label = "bad run";
+  failed.status = RunStatus::kFailed;
+  failed.reason = "exit 2: data.batch_size: expected a positive integer";
+  failed.exit_code = 2;
+  failed.run_dir = (root / "runs" / "bad").string();
+  RunOutcome na;
+  na.id = "half";
+  na.label = "fp16 run";
+  na.study_run = "s1";
+  na.status = RunStatus::kNotApplicable;
+  na.reason = "train.precision: fp16 needs a CUDA device";
+  na.run_dir = (root / "runs" / "half").string();
+  na.config = run_config(subset);
+  na.config->train.precision = "fp16";
+  return {ok, failed, na};
+}
+
+ltfit::ExperimentPlan study_plan() {
+  ltfit::ExperimentPlan plan;
+  plan.source = "plan.yaml";
+  plan.name = "p";
+  plan.base = "base.yaml";
+  plan.study.source = "study.yaml";
+  plan.study.title = "The study";
+  plan.study.platforms = {{"a", "Alpha GPU", "", "", ""}, {"b", "Beta GPU", "", "", ""}};
+  plan.study.runs = {{"s1", "s1", {{600.0, "10:00"}, {std::nullopt, "crashed: no shm"}}}};
+  return plan;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    lines.push_back(text.substr(start, end - start));
+  return lines;
+}
+
+std::string line_with(const std::string& text, const std::string& needle) {
+  for (const auto& line : lines_of(text))
+    if (line.find(needle) != std::string::npos) return line;
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a run's row is read from its run directory", "[experiment]") {
+  ltfit::testing::TempDir dir;
+  const auto row = ltfit::read_experiment_row(fabricate_ok_run(dir.path() / "r", 0.25));
+  CHECK(row.epochs == 3);
+  CHECK(row.batch_size == 16);
+  CHECK(row.precision == "fp32");
+  CHECK(row.subset == 0.25);
+  CHECK(row.total_seconds == Approx(180));
+  CHECK(row.tta_seconds == Approx(30));
+  CHECK(row.images_per_second == Approx(15));  // mean over epochs.csv
+  CHECK(row.tta_accuracy == Approx(0.925));
+  CHECK(row.peak_rss_bytes == 1000);
+  CHECK_FALSE(row.peak_gpu_bytes.has_value());
+  CHECK(row.estimated_total_seconds() == Approx(720));  // 180 / 0.25
+}
+
+TEST_CASE("a rehearsal report labels itself and its estimates", "[experiment]") {
+  ltfit::testing::TempDir dir;
+  const auto plan = study_plan();
+  const auto rows = ltfit::write_experiment_report(
+      dir.str(), plan, fabricate_runs(dir.path(), 0.25), {{{"data.subset", "0.25"}}, 125.0});
+  REQUIRE(rows.size() == 3);
+
+  const std::string csv = read_file(dir.path() / "results.csv");
+  const auto csv_lines = lines_of(csv);
+  REQUIRE(csv_lines.size() == 4);
+  CHECK(csv_lines[1].rfind("ok_run,\"3 epochs, bs 16, fp32\",ok,,3,16,fp32,true,150,30,180,15,0.9,"
+                           "0.925,1000,,",
+                           0) == 0);
+  CHECK_THAT(csv_lines[2], Contains("bad,bad run,failed,exit 2: data.batch_size"));
+  CHECK_THAT(csv_lines[3], Contains("half,fp16 run,n/a,train.precision: fp16 needs a CUDA device"));
+  CHECK_THAT(csv_lines[3], Contains(",fp16,"));  // settings of an n/a run: the resolved config
+  CHECK_THAT(csv_lines[1], Contains(",0.25,720"));
+
+  const std::string md = read_file(dir.path() / "report.md");
+  CHECK_THAT(md, Contains("REHEARSAL") && Contains("estimate") && Contains("data.subset=0.25"));
+  CHECK_THAT(md, Contains("env.json missing"));
+  CHECK_THAT(md, Contains("the plan took 02:05"));
+  const std::string ok = line_with(md, "| 3 epochs, bs 16, fp32 |");
+  // train 02:30, TTA 00:30, total 03:00, 15 images/s, estimate 12:00, 600 s / 720 s = 0.83x.
+  CHECK_THAT(ok, Contains("| ok | 02:30 | 00:30 | 03:00 | 15.0 | 90.00 % | 92.50 % |"));
+  CHECK_THAT(ok, Contains("~12:00 (estimate)") && Contains("| 10:00 | 0.83× |") &&
+                     Contains("| crashed: no shm | — |"));
+  CHECK_THAT(line_with(md, "| bad run |"),
+             Contains("**failed**: exit 2: data.batch_size: expected a positive integer"));
+  CHECK_THAT(
+      line_with(md, "| fp16 run |"),
+      Contains("**n/a**: train.precision: fp16 needs a CUDA device") && Contains("| 10:00 | — |"));
+  CHECK_THAT(line_with(md, "| run |"),
+             Contains("Alpha GPU (study)") && Contains("speed-up vs Beta GPU (from estimate)"));
+
+  CHECK(fs::file_size(dir.path() / "total_time.png") > 1000);
+  CHECK(fs::file_size(dir.path() / "curves.png") > 1000);
+}
+
+TEST_CASE("a full-size report compares measured times and shows the machine", "[experiment]") {
+  ltfit::testing::TempDir dir;
+  auto outcomes = fabricate_runs(dir.path(), 1.0);
+  // Over an hour: h:mm:ss; speed-up from the measured total.
+  outcomes[0] = fabricate_ok_run(dir.path() / "runs" / "ok_run", 1.0, 3695.0);
+  write_file(dir.path() / "runs" / "ok_run" / "env.json",
+             "{\"cpu\": {\"model\": \"Test CPU\", \"cores\": 2}, \"gpus\": []}");
+  ltfit::write_experiment_report(dir.str(), study_plan(), outcomes, {});
+  const std::string md = read_file(dir.path() / "report.md");
+  CHECK_THAT(md, !Contains("REHEARSAL") && !Contains("estimate"));
+  CHECK_THAT(md, Contains("- cpu.model: Test CPU") && Contains("- cpu.cores: 2"));
+  const std::string ok = line_with(md, "| 3 epochs, bs 16, fp32 |");
+  CHECK_THAT(ok, Contains("| 1:01:35 | 00:30 | 1:02:05 |"));
+  CHECK_THAT(ok, Contains("| 10:00 | 0.16× |"));  // 600 / 3725
+  const std::string csv = read_file(dir.path() / "results.csv");
+  CHECK_THAT(lines_of(csv)[1],
+             Contains(",1,") && !Contains(",1,3725"));  // no estimate column value
+}
