@@ -91,10 +91,11 @@ void run_lr_find(const LrFindArgs& args) {
   spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}", options.num_steps, options.start_lr,
                options.end_lr, config.train.precision,
                config.train.channels_last ? ", channels_last" : "");
-  // The training run's precision and memory format: the sweep measures what training will do.
-  const LrFindResult result = lr_find(
-      model, *optimizer, train, {device, config.train.channels_last, config.train.precision},
-      options);
+  const LrFindResult result = naming_batch_size_on_oom(config.data.batch_size, [&] {
+    // The training run's precision and memory format: the sweep measures what training will do.
+    return lr_find(model, *optimizer, train,
+                   {device, config.train.channels_last, config.train.precision}, options);
+  });
   write_outputs(dir, result);
   spdlog::info("lr-find: {} steps{}; suggestions: valley {:.3g}, steepest {:.3g}; wrote {}",
                result.lrs.size(), result.diverged ? " (stopped: loss diverged)" : "",
