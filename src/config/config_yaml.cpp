@@ -199,12 +199,31 @@ void read_value(const Context& context, const Located& at, bool& out) {
   }
 }
 
+namespace {
+
+// True when yaml-cpp writes `value` (as a map value, as config_writer.cpp does) into YAML that
+// reads back as the same bytes.
+bool survives_yaml_round_trip(const std::string& value) {
+  try {
+    YAML::Emitter out;
+    out << YAML::BeginMap << YAML::Key << "k" << YAML::Value << value << YAML::EndMap;
+    return YAML::Load(out.c_str())["k"].as<std::string>() == value;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 void read_value(const Context& context, const Located& at, std::string& out) {
   if (!at.node.IsScalar()) fail_type(context, at, "a string");
-  // YAML is Unicode: a string of other bytes could not be written back as it was read (the
-  // emitter would replace them), so a run directory's config.yaml would name another path.
-  if (!is_valid_utf8(at.node.Scalar())) {
-    fail_type(context, at, "a string of valid UTF-8 text (save the file as UTF-8)");
+  // Names on Linux are bytes, so a value that is not UTF-8 is kept as it is, as long as
+  // config.yaml (what a run directory keeps and --resume reads) can hold it. YAML cannot quote
+  // such bytes: yaml-cpp's emitter replaces them with U+FFFD whenever the value needs quoting.
+  if (!is_valid_utf8(at.node.Scalar()) && !survives_yaml_round_trip(at.node.Scalar())) {
+    fail_type(context, at,
+              "a string that config.yaml can keep: this one has bytes that are not UTF-8 and "
+              "characters YAML must quote (rename the folder, or save the file as UTF-8)");
   }
   out = at.node.Scalar();
 }
