@@ -193,10 +193,28 @@ std::vector<std::pair<torch::Tensor, torch::Tensor>> stage_model(const Checkpoin
                             c10::str(source.sizes()) + ", the model expects " +
                             c10::str(target.sizes()));
     }
+    if (source.scalar_type() != target.scalar_type()) {
+      throw CheckpointError("checkpoint '" + f.file() + "': '" + name + "' is " +
+                            std::string(c10::toString(source.scalar_type())) +
+                            ", the model expects " +
+                            std::string(c10::toString(target.scalar_type())));
+    }
     copies.emplace_back(target, source);
+    by_name.erase(it);
   };
   for (auto& item : model->named_parameters()) stage(item.key(), item.value());
   for (auto& item : model->named_buffers()) stage(item.key(), item.value());
+  if (!by_name.empty()) {  // as load_state_dict(strict=True): "Unexpected key(s)"
+    std::vector<std::string> sorted;
+    for (const auto& [name, value] : by_name) sorted.emplace_back(name);
+    std::sort(sorted.begin(), sorted.end());
+    std::string names;
+    for (std::size_t i = 0; i < sorted.size() && i < 5; ++i) names += (i ? ", " : "") + sorted[i];
+    if (sorted.size() > 5) names += " and " + std::to_string(sorted.size() - 5) + " more";
+    throw CheckpointError("checkpoint '" + f.file() + "' has tensors the model does not have: " +
+                              names,
+                          "was it saved for another model.arch or model.head?");
+  }
   return copies;
 }
 

@@ -445,3 +445,28 @@ TEST_CASE("a full disk while a checkpoint is written: exit 5, no partial file, p
   CHECK_THAT(r.output, Contains(dir.str() + "/run/checkpoints/step-") && Contains("free"));
   CHECK(temp_files(dir.path() / "run").empty());
 }
+
+TEST_CASE("a checkpoint with a tensor of another dtype, or one the model lacks, is refused",
+          "[train][checkpoint]") {
+  TempDir dir;
+  const std::string path = (dir.path() / "x.ckpt").string();
+  {  // a float64 running mean where the model keeps float32
+    ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+    auto buffer = saved->named_buffers()["bn1.running_mean"];
+    buffer.set_data(buffer.data().to(torch::kDouble));
+    ltfit::save_checkpoint(path, saved, nullptr, sample_meta());
+    ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+    const auto before = loaded->parameters()[0].clone();
+    CHECK_THROWS_WITH(ltfit::load_checkpoint(path, loaded, nullptr),
+                      Contains("bn1.running_mean") && Contains("Double") && Contains("Float"));
+    CHECK(torch::equal(before, loaded->parameters()[0]));  // nothing half loaded
+  }
+  {  // a tensor the model does not have: refused as load_state_dict(strict=True) does
+    ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+    saved->register_buffer("smuggled", torch::zeros({3}));
+    ltfit::save_checkpoint(path, saved, nullptr, sample_meta());
+    ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+    CHECK_THROWS_WITH(ltfit::load_checkpoint(path, loaded, nullptr),
+                      Contains("does not have: smuggled"));
+  }
+}
