@@ -161,7 +161,8 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   std::optional<MetricsWriter::ResumeAt> metrics_resume;
   if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
   MetricsWriter metrics(run_dir.string(), kLayerGroups, metrics_resume);
-  ProgressReporter progress(config.data.batch_size);
+  ProgressReporter progress(static_cast<std::int64_t>(config.data.batch_size) *
+                            config.train.accumulate);
   CheckpointMeta run_meta;
   run_meta.config_yaml = to_yaml(config);
   run_meta.classes = index.classes;

@@ -21,8 +21,8 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(std::int64_t batch_size)
-    : batch_size_(batch_size), tty_(::isatty(STDERR_FILENO) != 0) {}
+ProgressReporter::ProgressReporter(std::int64_t images_per_step)
+    : images_per_step_(images_per_step), tty_(::isatty(STDERR_FILENO) != 0) {}
 
 void ProgressReporter::on_stage_begin(const StageInfo& stage) {
   steps_per_epoch_ = stage.steps_per_epoch;
@@ -30,9 +30,16 @@ void ProgressReporter::on_stage_begin(const StageInfo& stage) {
                stage.steps_per_epoch);
   spdlog::info("{:>5}  {:>10}  {:>10}  {:>8}  {:>10}  {:>6}", "epoch", "train_loss", "valid_loss",
                "accuracy", "error_rate", "time");
-  done_ = 0;
+  done_ = first_ = 0;
   next_decile_ = 1;
   epoch_start_ = Clock::now();
+}
+
+void ProgressReporter::on_epoch_begin(const EpochInfo& epoch) {
+  steps_per_epoch_ = epoch.steps_per_epoch;
+  done_ = first_ = epoch.first_step;
+  next_decile_ = 1;
+  while (steps_per_epoch_ > 0 && done_ * 10 >= next_decile_ * steps_per_epoch_) ++next_decile_;
 }
 
 void ProgressReporter::on_step(const StepStats& step) {
@@ -43,9 +50,10 @@ void ProgressReporter::on_step(const StepStats& step) {
 void ProgressReporter::draw(std::int64_t done, bool force) {
   const auto now = Clock::now();
   const double elapsed = seconds_between(epoch_start_, now);
-  const double rate = static_cast<double>(done * batch_size_) / std::max(elapsed, 1e-9);
+  const std::int64_t here = std::max<std::int64_t>(done - first_, 1);  // this session's steps
+  const double rate = static_cast<double>(here * images_per_step_) / std::max(elapsed, 1e-9);
   const double eta =
-      elapsed / static_cast<double>(done) * static_cast<double>(steps_per_epoch_ - done);
+      elapsed / static_cast<double>(here) * static_cast<double>(steps_per_epoch_ - done);
   const double frac =
       static_cast<double>(done) / static_cast<double>(std::max<std::int64_t>(steps_per_epoch_, 1));
   if (tty_) {
@@ -71,7 +79,7 @@ void ProgressReporter::on_validation_begin(std::int64_t batches) {
 void ProgressReporter::on_epoch_end(const EpochStats& e) {
   spdlog::info("{:>5}  {:>10.6f}  {:>10.6f}  {:>8.6f}  {:>10.6f}  {:>6}", e.epoch, e.train_loss,
                e.valid_loss, e.accuracy, e.error_rate, format_mm_ss(e.seconds));
-  done_ = 0;
+  done_ = first_ = 0;
   next_decile_ = 1;
   epoch_start_ = Clock::now();  // the next epoch's clock starts now, loader warm-up included
 }

@@ -14,8 +14,12 @@ namespace ltfit {
 
 class ProgressReporter : public TrainObserver {
  public:
-  explicit ProgressReporter(std::int64_t batch_size);
+  // `images_per_step`: data.batch_size x train.accumulate.
+  explicit ProgressReporter(std::int64_t images_per_step);
   void on_stage_begin(const StageInfo& stage) override;
+  // After a mid-epoch resume the bar starts where the epoch was (and reaches 100 %); the rate
+  // and ETA count only the steps of this session.
+  void on_epoch_begin(const EpochInfo& epoch) override;
   void on_step(const StepStats& step) override;
   void on_validation_begin(std::int64_t batches) override;
   void on_epoch_end(const EpochStats& epoch) override;
@@ -23,9 +27,10 @@ class ProgressReporter : public TrainObserver {
  private:
   void draw(std::int64_t done, bool force);
 
-  std::int64_t batch_size_;
+  std::int64_t images_per_step_;
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t done_ = 0;
+  std::int64_t first_ = 0;  // steps of the epoch done before this session
   int next_decile_ = 1;
   bool tty_ = false;
   std::chrono::steady_clock::time_point epoch_start_;
