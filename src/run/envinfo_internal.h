@@ -1,4 +1,4 @@
-// Internals shared by the parts of envinfo (private to src/util): envinfo.cpp probes the machine,
+// Internals shared by the parts of envinfo (private to src/run): envinfo.cpp probes the machine,
 // envinfo_parse.cpp turns the texts it reads into fields (pure functions), envinfo_format.cpp
 // writes EnvInfo as JSON and as a table. Constants and pure text helpers only.
 #pragma once

@@ -1,4 +1,4 @@
-// Recipes and LR spreading against fastai's definitions (REFERENCE.md §2).
+// Recipes and LR spreading against fastai's definitions (fastai's learner.fine_tune and fit_one_cycle).
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,8 +1,9 @@
-// A batching image loader: decode -> crop/flip -> batch on worker threads, one batch ahead.
+// A batching image loader: decode -> augment (training: fastai's affine warp, zoom, rotation,
+// flip and lighting; validation: centre crop) -> batch on worker threads, one batch ahead.
 //
-// Threads, not processes: no shared-memory files, so no /dev/shm limits (REFERENCE.md §3).
-// Each epoch's order and each sample's crop/flip derive from (seed, epoch, sample index) only,
-// so batches are identical whatever the worker count. Unreadable images (including files over
+// Threads, not processes: no shared-memory files, so no /dev/shm limits (PyTorch's DataLoader
+// workers need them). Each epoch's order and each sample's augmentation derive from (seed,
+// epoch, sample index) only, so batches are identical whatever the worker count. Unreadable images (including files over
 // data.max_pixels or of a format not in data.formats, FIFOs, directories and dangling links)
 // are skipped, counted once and named in the log; an exception in a worker is re-raised on the
 // caller's thread. A training batch that lost images is refilled, in a fixed order, from the

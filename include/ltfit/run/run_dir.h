@@ -1,4 +1,4 @@
-// The run directory: where a training run writes everything (DESIGN.md "The run directory").
+// The run directory: where a training run writes everything (README.md "The run directory").
 //
 // A new run never overwrites an earlier one: if `<out_dir>/<name>` already holds a run, the
 // run goes to the first free numbered sibling `<name>-2`, `<name>-3`, ...

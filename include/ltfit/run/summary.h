@@ -1,4 +1,4 @@
-// summary.json: the final figures of a run (DESIGN.md), written atomically.
+// summary.json: the final figures of a run (README.md "The run directory"), written atomically.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// fastai's learning-rate range test (lr_find), REFERENCE.md §2.
+// fastai's learning-rate range test (lr_find; fastai/callback/schedule.py).
 //
 // The LR grows exponentially from start_lr to end_lr over num_steps batches:
 // lr_i = start * (end / start)^(i / num_steps). The loss is smoothed (beta 0.98, debiased) and

@@ -1,4 +1,4 @@
-// fastai's one-cycle schedule as pure functions of the step (REFERENCE.md §2).
+// fastai's one-cycle schedule as pure functions of the step (fastai's fit_one_cycle).
 //
 // With n total steps and warm-up w = int(n * pct_start):
 //   step s <  w: lr = cos_anneal(lr_max / div, lr_max, s / w),        mom: moms[0] -> moms[1]
