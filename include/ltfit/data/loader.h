@@ -3,9 +3,9 @@
 //
 // Threads, not processes: no shared-memory files, so no /dev/shm limits (PyTorch's DataLoader
 // workers need them). Each epoch's order and each sample's augmentation derive from (seed,
-// epoch, sample index) only, so batches are identical whatever the worker count. Unreadable images (including files over
-// data.max_pixels or of a format not in data.formats, FIFOs, directories and dangling links)
-// are skipped, counted once and named in the log; an exception in a worker is re-raised on the
+// epoch, sample index) only, so batches are identical whatever the worker count. Unreadable
+// images (including files over data.max_pixels or of a format not in data.formats, FIFOs,
+// directories and dangling links) are skipped, counted once and named in the log; an exception in a worker is re-raised on the
 // caller's thread. A training batch that lost images is refilled, in a fixed order, from the
 // images after it in the epoch's order, so it keeps its size and a resumed run sees the same
 // batches. Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
