@@ -9,7 +9,6 @@
 // the rules do not need it. Pure functions, thread-safe.
 #pragma once
 
-#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <functional>
@@ -17,48 +16,12 @@
 #include <vector>
 
 #include "ltfit/config/config.h"
+#include "ltfit/util/choices.h"
 
 namespace ltfit::config_internal {
 
 // ---- text helpers -------------------------------------------------------------------------
-
-// "a, b, c"
-inline std::string join(const std::vector<std::string>& items,
-                        const std::string& separator = ", ") {
-  std::string text;
-  for (std::size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
-  return text;
-}
-
-// Levenshtein distance (insertions, deletions, substitutions), for "did you mean".
-inline std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// The choice closest to `word`, or "" when none is close enough to be a likely typo.
-inline std::string closest(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& choice : choices) {
-    const std::size_t distance = edit_distance(word, choice);
-    if (distance < best_distance) {
-      best = choice;
-      best_distance = distance;
-    }
-  }
-  return best;
-}
+// (join, closest: util/choices.h)
 
 // Shortest text that parses back to exactly `value` ("0.001", "1e-05", "25").
 inline std::string format_number(double value) {

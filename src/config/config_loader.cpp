@@ -3,7 +3,8 @@
 // Pipeline: text -> YAML tree -> `--set` overrides spliced into the tree -> structs (the
 // convert_* functions below, the only code that walks the document) -> range and enumeration
 // rules (config_rules.cpp, written once against the structs). Reading one value, checking its
-// type and naming the file and line (or the `--set`) of a bad one is config_yaml.cpp's job.
+// type and naming the file and line (or the `--set`) of a bad one is config_yaml.cpp's and the
+// shared yaml_reader.h's job (duplicate keys are refused when the document is loaded).
 // Writing (to_yaml) is in config_writer.cpp; only these src/config files include yaml-cpp.
 // Thread-safe: no shared state.
 #include "ltfit/config/config_loader.h"
@@ -85,7 +86,8 @@ void convert_train(const Context& context, const Located& at, TrainConfig& train
        field("channels_last", train.channels_last), field("accumulate", train.accumulate),
        field("clip_grad_norm", train.clip_grad_norm), field("device", train.device),
        field("checkpoint", convert_checkpoint, train.checkpoint),
-       field("time_limit", train.time_limit_seconds), field("profile", train.profile)});
+       field("time_limit", read_duration, train.time_limit_seconds),
+       field("profile", train.profile)});
 }
 
 void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
@@ -114,18 +116,6 @@ Config convert(const Context& context, const YAML::Node& root) {
 }
 
 // ---- loading -------------------------------------------------------------------------------
-
-YAML::Node parse_yaml(const std::string& text, const std::string& where) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    const std::string line = e.mark.is_null() ? ""
-                                              : ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                    std::to_string(e.mark.column + 1);
-    throw ConfigError(where + line + ": invalid YAML: " + e.msg,
-                      "check the indentation, colons and brackets there");
-  }
-}
 
 // Writes `value` at keys[i..] under `node`, creating maps for missing or null parents.
 void set_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
@@ -156,6 +146,7 @@ void apply_override(YAML::Node& root, const Override& entry, const Context& cont
     throw ConfigError("--set " + entry.key + "=" + entry.value + ": invalid YAML value: " + e.msg,
                       "quote strings and close brackets: --set train.lr=[1e-5,1e-3]");
   }
+  check_unique_keys(context, Located{value, entry.key});
   set_path(root, keys, 0, value, context);
 }
 
@@ -180,7 +171,7 @@ Config load_config(const std::string& path, const std::vector<Override>& overrid
 Config load_config_from_string(const std::string& yaml, const std::string& source,
                                const std::vector<Override>& overrides) {
   const Context context{source, overrides};
-  YAML::Node root = parse_yaml(yaml, source);
+  YAML::Node root = load_document(yaml, context);
   if (!root.IsNull() && !root.IsMap()) {
     fail_type(context, Located{root, ""}, "a map with keys run, data, model, train, eval");
   }

@@ -1,17 +1,21 @@
 // Reading experiment plans and study files (experiment_plan.h).
 //
-// Like config_loader.cpp, the only readers of these YAML trees: each file is checked for its
-// shape (maps, required keys, unknown keys with a "did you mean") and every error names the
-// file, the 1-based line and the key path. Thread-safe: no shared state.
+// Like config_loader.cpp, the only readers of these YAML trees, and through the same helper
+// (config/yaml_reader.h): each file is checked for its shape (maps, required keys, unknown keys
+// with a "did you mean", duplicate keys) and every error names the file, the 1-based line and the
+// key path. Thread-safe: no shared state.
 #include "ltfit/study/experiment_plan.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 
-#include "config/config_internal.h"
+#include "ltfit/config/yaml_reader.h"
+#include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/input_file.h"
 
@@ -19,90 +23,60 @@ namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
-using config_internal::closest;
-using config_internal::join;
-
-// A node and its key path ("runs[2].set") in the file `source`.
-struct Located {
-  YAML::Node node;
-  std::string path;
-  const std::string* source;
-};
+using yaml::child;
+using yaml::Context;
+using yaml::describe;
+using yaml::fail_at;
+using yaml::fail_type;
+using yaml::Located;
 
 int line_of(const YAML::Node& node) {
   return node.IsDefined() && !node.Mark().is_null() ? node.Mark().line + 1 : 0;
 }
 
-[[noreturn]] void fail(const Located& at, const std::string& what, const std::string& hint = "") {
-  const int line = line_of(at.node);
-  const std::string where = *at.source + (line > 0 ? ":" + std::to_string(line) : "");
-  throw ConfigError(where + ": " + (at.path.empty() ? "" : at.path + ": ") + what, hint);
+// `at` must be a map (present, not null) whose keys are all in `keys`.
+void expect_required_map(const Context& context, const Located& at,
+                         const std::vector<std::string>& keys) {
+  if (!at.node.IsMap()) fail_type(context, at, "a map with keys " + join(keys));
+  yaml::expect_map(context, at, keys);
 }
 
-std::string describe(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return "null";
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
-  return node.IsMap() ? "a map" : "a list";
-}
-
-Located child(const Located& parent, const std::string& key) {
-  Located result{YAML::Node(YAML::NodeType::Undefined),
-                 parent.path.empty() ? key : parent.path + "." + key, parent.source};
-  if (parent.node.IsMap()) {
-    const YAML::Node& map = parent.node;  // const lookup: never inserts
-    const YAML::Node value = map[key];
-    if (value.IsDefined()) result.node.reset(value);
-  }
-  return result;
-}
-
-// `at` must be a map whose keys are all in `keys`.
-void expect_map(const Located& at, const std::vector<std::string>& keys) {
-  if (!at.node.IsMap())
-    fail(at, "expected a map with keys " + join(keys) + ", got " + describe(at.node));
-  for (const auto& entry : at.node) {
-    const std::string key = entry.first.Scalar();
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-    const std::string suggestion = closest(key, keys);
-    const Located where{entry.first, at.path.empty() ? key : at.path + "." + key, at.source};
-    fail(where,
-         suggestion.empty() ? "unknown key" : "unknown key; did you mean '" + suggestion + "'?",
-         "valid keys here: " + join(keys));
-  }
-}
-
-std::string read_string(const Located& at, bool required, const std::string& fallback = "") {
+std::string read_string(const Context& context, const Located& at, bool required,
+                        const std::string& fallback = "") {
   if (!at.node.IsDefined() || at.node.IsNull()) {
-    if (required) fail(at, "is required");
+    if (required) fail_at(context, at.node, at.path, "is required");
     return fallback;
   }
-  if (!at.node.IsScalar()) fail(at, "expected a string, got " + describe(at.node));
-  return at.node.Scalar();
+  std::string value;
+  yaml::read_value(context, at, value);
+  return value;
 }
 
-std::int64_t read_count(const Located& at) {
-  const std::string text = read_string(at, /*required=*/true);
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
-    return std::isdigit(c) != 0;
-  });
-  if (!digits || text.size() > 12) fail(at, "expected a non-negative integer, got '" + text + "'");
-  return std::stoll(text);
+std::int64_t read_count(const Context& context, const Located& at) {
+  if (!at.node.IsDefined() || at.node.IsNull()) fail_at(context, at.node, at.path, "is required");
+  std::uint64_t count = 0;
+  yaml::read_value(context, at, count);
+  if (count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    fail_type(context, at, "a non-negative integer");
+  }
+  return static_cast<std::int64_t>(count);
 }
 
 // [A-Za-z0-9._-]+, not "." or "..": safe as a directory name and in CSV.
-std::string read_id(const Located& at) {
-  const std::string id = read_string(at, /*required=*/true);
+std::string read_id(const Context& context, const Located& at) {
+  const std::string id = read_string(context, at, /*required=*/true);
   const bool safe = std::all_of(id.begin(), id.end(), [](unsigned char c) {
     return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
   });
   if (!safe || id.empty() || id == "." || id == "..") {
-    fail(at, "expected an id of letters, digits, '.', '_' and '-', got '" + id + "'");
+    fail_at(context, at.node, at.path,
+            "expected an id of letters, digits, '.', '_' and '-', got '" + id + "'");
   }
   return id;
 }
 
 // A `set:` value as `--set` text: scalars as written (quoted ones re-quoted), lists in flow style.
-std::string override_text(const Located& at) {
+std::string override_text(const Context& context, const Located& at) {
   const YAML::Node& node = at.node;
   if (node.IsNull()) return "null";
   if (node.IsScalar()) {
@@ -111,58 +85,49 @@ std::string override_text(const Located& at) {
     for (const char c : node.Scalar()) quoted += c == '\'' ? std::string("''") : std::string(1, c);
     return quoted + "'";
   }
-  const bool flat_list = node.IsSequence() && std::all_of(node.begin(), node.end(), [](auto item) {
-                           return item.IsScalar();
+  const bool flat_list = node.IsSequence() && std::all_of(node.begin(), node.end(), [](auto entry) {
+                           return entry.IsScalar();
                          });
   if (!flat_list) {
-    fail(at, "expected a value or a list of values, got " + describe(node),
-         "write nested keys dotted: data.augment.flip: false");
+    fail_at(context, node, at.path, "expected a value or a list of values, got " + describe(node),
+            "write nested keys dotted: data.augment.flip: false");
   }
   YAML::Emitter out;
   out << YAML::Flow << node;
   return out.c_str();
 }
 
-// A `set:` map of dotted keys to values; absent or null: none.
-std::vector<Override> read_overrides(const Located& at) {
+// A `set:` map of dotted keys to values; absent or null: none. (Its keys are unique: the
+// document was loaded by yaml::load_document.)
+std::vector<Override> read_overrides(const Context& context, const Located& at) {
   std::vector<Override> overrides;
   if (!at.node.IsDefined() || at.node.IsNull()) return overrides;
   if (!at.node.IsMap()) {
-    fail(at,
-         "expected a map of config keys to values (data.batch_size: 64), got " + describe(at.node));
+    fail_type(context, at, "a map of config keys to values (data.batch_size: 64)");
   }
   for (const auto& entry : at.node) {
     const std::string key = entry.first.Scalar();
-    const Located value{entry.second, at.path + "." + key, at.source};
+    const Located value{entry.second, at.path + "." + key};
     const bool dotted = key.find('.') != std::string::npos && key.front() != '.' &&
                         key.back() != '.' && key.find("..") == std::string::npos;
     if (!dotted) {
-      fail(Located{entry.first, value.path, at.source},
-           "expected a dotted config key like data.batch_size");
+      fail_at(context, entry.first, value.path,
+              "expected a dotted config key like data.batch_size");
     }
-    overrides.push_back(Override{key, override_text(value)});
+    overrides.push_back(Override{key, override_text(context, value)});
   }
   return overrides;
 }
 
-PlanRun read_run(const Located& at) {
-  expect_map(at, {"id", "label", "study_run", "set"});
+PlanRun read_run(const Context& context, const Located& at) {
+  expect_required_map(context, at, {"id", "label", "study_run", "set"});
   PlanRun run;
-  run.id = read_id(child(at, "id"));
-  run.label = read_string(child(at, "label"), /*required=*/false, run.id);
-  run.study_run = read_string(child(at, "study_run"), /*required=*/false);
-  run.overrides = read_overrides(child(at, "set"));
+  run.id = read_id(context, child(at, "id"));
+  run.label = read_string(context, child(at, "label"), /*required=*/false, run.id);
+  run.study_run = read_string(context, child(at, "study_run"), /*required=*/false);
+  run.overrides = read_overrides(context, child(at, "set"));
   run.line = line_of(at.node);
   return run;
-}
-
-YAML::Node parse_yaml(const std::string& text, const std::string& source) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    const std::string line = e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1);
-    throw ConfigError(source + line + ": invalid YAML: " + e.msg);
-  }
 }
 
 std::string resolve(const std::string& plan_dir, const std::string& path) {
@@ -170,29 +135,30 @@ std::string resolve(const std::string& plan_dir, const std::string& path) {
   return (fs::path(plan_dir) / path).lexically_normal().string();
 }
 
-StudyPlatform read_platform(const Located& at) {
-  expect_map(at, {"id", "name", "gpu", "gpu_memory", "software"});
+StudyPlatform read_platform(const Context& context, const Located& at) {
+  expect_required_map(context, at, {"id", "name", "gpu", "gpu_memory", "software"});
   StudyPlatform platform;
-  platform.id = read_id(child(at, "id"));
-  platform.name = read_string(child(at, "name"), /*required=*/false, platform.id);
-  platform.gpu = read_string(child(at, "gpu"), /*required=*/false);
-  platform.gpu_memory = read_string(child(at, "gpu_memory"), /*required=*/false);
-  platform.software = read_string(child(at, "software"), /*required=*/false);
+  platform.id = read_id(context, child(at, "id"));
+  platform.name = read_string(context, child(at, "name"), /*required=*/false, platform.id);
+  platform.gpu = read_string(context, child(at, "gpu"), /*required=*/false);
+  platform.gpu_memory = read_string(context, child(at, "gpu_memory"), /*required=*/false);
+  platform.software = read_string(context, child(at, "software"), /*required=*/false);
   return platform;
 }
 
-StudyRun read_study_run(const Located& at, const std::vector<StudyPlatform>& platforms) {
-  expect_map(at, {"id", "label", "times"});
+StudyRun read_study_run(const Context& context, const Located& at,
+                        const std::vector<StudyPlatform>& platforms) {
+  expect_required_map(context, at, {"id", "label", "times"});
   StudyRun run;
-  run.id = read_id(child(at, "id"));
-  run.label = read_string(child(at, "label"), /*required=*/false, run.id);
+  run.id = read_id(context, child(at, "id"));
+  run.label = read_string(context, child(at, "label"), /*required=*/false, run.id);
   run.times.resize(platforms.size());
   std::vector<std::string> ids;
   for (const auto& p : platforms) ids.push_back(p.id);
   const Located times = child(at, "times");
-  expect_map(times, ids);
+  expect_required_map(context, times, ids);
   for (std::size_t i = 0; i < platforms.size(); ++i) {
-    const std::string text = read_string(child(times, ids[i]), /*required=*/false);
+    const std::string text = read_string(context, child(times, ids[i]), /*required=*/false);
     run.times[i] = StudyTime{parse_leading_mm_ss(text), text};
   }
   return run;
@@ -200,13 +166,9 @@ StudyRun read_study_run(const Located& at, const std::vector<StudyPlatform>& pla
 
 // Calls `read` on each item of the list at `at` (required, non-empty).
 template <typename Read>
-void for_each_item(const Located& at, Read read) {
-  if (!at.node.IsSequence() || at.node.size() == 0) {
-    fail(at, "expected a non-empty list, got " + describe(at.node));
-  }
-  for (std::size_t i = 0; i < at.node.size(); ++i) {
-    read(Located{at.node[i], at.path + "[" + std::to_string(i) + "]", at.source});
-  }
+void for_each_item(const Context& context, const Located& at, Read read) {
+  if (!at.node.IsSequence() || at.node.size() == 0) fail_type(context, at, "a non-empty list");
+  for (std::size_t i = 0; i < at.node.size(); ++i) read(yaml::item(at, i));
 }
 
 }  // namespace
@@ -219,18 +181,22 @@ const StudyRun* StudyFigures::find(const std::string& id) const {
 
 ExperimentPlan parse_experiment_plan(const std::string& yaml, const std::string& source,
                                      const std::string& plan_dir) {
-  const Located top{parse_yaml(yaml, source), "", &source};
-  expect_map(top, {"name", "base", "study", "set", "runs"});
+  const Context context{source, {}};
+  const Located top{yaml::load_document(yaml, context), ""};
+  expect_required_map(context, top, {"name", "base", "study", "set", "runs"});
   ExperimentPlan plan;
   plan.source = source;
-  plan.name = read_id(child(top, "name"));
-  plan.base = resolve(plan_dir, read_string(child(top, "base"), /*required=*/true));
-  plan.study.source = resolve(plan_dir, read_string(child(top, "study"), /*required=*/false));
-  plan.overrides = read_overrides(child(top, "set"));
-  for_each_item(child(top, "runs"), [&](const Located& at) {
-    PlanRun run = read_run(at);
+  plan.name = read_id(context, child(top, "name"));
+  plan.base = resolve(plan_dir, read_string(context, child(top, "base"), /*required=*/true));
+  plan.study.source =
+      resolve(plan_dir, read_string(context, child(top, "study"), /*required=*/false));
+  plan.overrides = read_overrides(context, child(top, "set"));
+  for_each_item(context, child(top, "runs"), [&](const Located& at) {
+    PlanRun run = read_run(context, at);
     for (const auto& other : plan.runs) {
-      if (other.id == run.id) fail(child(at, "id"), "duplicate run id '" + run.id + "'");
+      if (other.id != run.id) continue;
+      const Located id = child(at, "id");
+      fail_at(context, id.node, id.path, "duplicate run id '" + run.id + "'");
     }
     plan.runs.push_back(std::move(run));
   });
@@ -248,22 +214,24 @@ ExperimentPlan load_experiment_plan(const std::string& path) {
 }
 
 StudyFigures parse_study_figures(const std::string& yaml, const std::string& source) {
-  const Located top{parse_yaml(yaml, source), "", &source};
-  expect_map(top, {"title", "task", "time_measured", "accuracy", "train_images", "valid_images",
-                   "setup", "platforms", "runs"});
+  const Context context{source, {}};
+  const Located top{yaml::load_document(yaml, context), ""};
+  expect_required_map(context, top,
+                      {"title", "task", "time_measured", "accuracy", "train_images", "valid_images",
+                       "setup", "platforms", "runs"});
   StudyFigures study;
   study.source = source;
-  study.title = read_string(child(top, "title"), /*required=*/true);
-  study.task = read_string(child(top, "task"), /*required=*/false);
-  study.time_measured = read_string(child(top, "time_measured"), /*required=*/false);
-  study.accuracy = read_string(child(top, "accuracy"), /*required=*/false);
-  study.train_images = read_count(child(top, "train_images"));
-  study.valid_images = read_count(child(top, "valid_images"));
-  study.setup = read_overrides(child(top, "setup"));
-  for_each_item(child(top, "platforms"),
-                [&](const Located& at) { study.platforms.push_back(read_platform(at)); });
-  for_each_item(child(top, "runs"), [&](const Located& at) {
-    study.runs.push_back(read_study_run(at, study.platforms));
+  study.title = read_string(context, child(top, "title"), /*required=*/true);
+  study.task = read_string(context, child(top, "task"), /*required=*/false);
+  study.time_measured = read_string(context, child(top, "time_measured"), /*required=*/false);
+  study.accuracy = read_string(context, child(top, "accuracy"), /*required=*/false);
+  study.train_images = read_count(context, child(top, "train_images"));
+  study.valid_images = read_count(context, child(top, "valid_images"));
+  study.setup = read_overrides(context, child(top, "setup"));
+  for_each_item(context, child(top, "platforms"),
+                [&](const Located& at) { study.platforms.push_back(read_platform(context, at)); });
+  for_each_item(context, child(top, "runs"), [&](const Located& at) {
+    study.runs.push_back(read_study_run(context, at, study.platforms));
   });
   return study;
 }

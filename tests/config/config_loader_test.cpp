@@ -191,6 +191,16 @@ TEST_CASE("enumerations list the allowed values", "[config]") {
              Contains("train.optimizer.name: expected one of adamw, sgd, got adam"));
 }
 
+TEST_CASE("a key written twice is an error at its second line, in the file or a --set",
+          "[config]") {
+  CHECK_THAT(load_error("data:\n  batch_size: 8\n  image_size: 64\n  batch_size: 64\n"),
+             Contains("test.yaml:4: data.batch_size: duplicate key"));
+  CHECK_THAT(error_of_string("run:\n  seed: 1\nrun:\n  seed: 2\n"),
+             Contains("t.yaml:3: run: duplicate key"));
+  CHECK_THAT(error_of_string("", {parse_override("data={batch_size: 8, batch_size: 4}")}),
+             Contains("data.batch_size: duplicate key (from --set data="));
+}
+
 TEST_CASE("a missing config file is an error naming it", "[config]") {
   testing::TempDir dir;
   const std::string path = (dir.path() / "nope.yaml").string();
@@ -370,8 +380,7 @@ TEST_CASE("strings that are not UTF-8 are kept, unless config.yaml could not kee
   }
 }
 
-TEST_CASE("train.accumulate and train.clip_grad_norm: defaults, bounds, written back",
-          "[config]") {
+TEST_CASE("train.accumulate and train.clip_grad_norm: defaults, bounds, written back", "[config]") {
   const ltfit::Config defaults = ltfit::load_config_from_string("", "t.yaml");
   CHECK(defaults.train.accumulate == 1);
   CHECK(defaults.train.clip_grad_norm == 0.0);

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "ltfit/config/config_loader.h"
-#include "ltfit/study/experiment_plan.h"
 #include "ltfit/study/experiment.h"
+#include "ltfit/study/experiment_plan.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
@@ -111,6 +111,23 @@ TEST_CASE("plan mistakes name the file, the line and the key", "[experiment]") {
   CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: ../x\n"),
              Contains("runs[0].id") && Contains("'../x'"));
   CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns: []\n"), Contains("non-empty list"));
+}
+
+TEST_CASE("a key written twice in a plan or a study file is a ConfigError at its second line",
+          "[experiment][study]") {
+  // yaml-cpp keeps both entries and a look-up finds the first: read naively, the second label or
+  // batch size would be dropped without a word.
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    label: A\n    label: B\n"),
+             Contains("plan.yaml:6: runs[0].label: duplicate key"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nset:\n  data.batch_size: 8\n"
+                        "  data.batch_size: 64\nruns:\n  - id: a\n"),
+             Contains("plan.yaml:5: set.data.batch_size: duplicate key"));
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\nbase: c.yaml\n"),
+             Contains("plan.yaml:5: base: duplicate key"));
+  std::string twice = kStudy;
+  twice.replace(twice.find("b: \"crashed"), 1, "a");
+  CHECK_THROWS_WITH(ltfit::parse_study_figures(twice, "study.yaml"),
+                    Contains("study.yaml:9: runs[0].times.a: duplicate key"));
 }
 
 TEST_CASE("bad override values in a plan are ConfigErrors at their line", "[experiment]") {

@@ -5,9 +5,9 @@
 // runs, each a label, the study run it reproduces and its own `set:` overrides (key -> YAML value,
 // the same meaning as `--set key=value`). Paths in a plan are relative to the plan file.
 // The study file holds the study's platforms and, per run, each platform's wall time or a note.
-// Loading checks the shape of both files (unknown keys are errors naming file:line, with a "did
-// you mean"); override values are checked by the runs themselves, so one bad run does not stop
-// the others. Plain values; the functions are thread-safe.
+// Loading checks the shape of both files (unknown keys, with a "did you mean", and keys written
+// twice are errors naming file:line); override values are checked by the runs themselves, so one
+// bad run does not stop the others. Plain values; the functions are thread-safe.
 #pragma once
 
 #include <cstdint>
