@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/eval_report.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/output_dir.h"

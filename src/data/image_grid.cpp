@@ -5,6 +5,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -42,10 +43,11 @@ void write_image_grid(const torch::Tensor& images, const std::vector<std::string
     cv::putText(canvas, caption, cv::Point(x + 2, y + cell_h + kCaptionHeight - 6),
                 cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
   }
-  const std::string tmp = path + ".tmp.png";
-  if (!cv::imwrite(tmp, canvas) || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw RuntimeError("cannot write image grid '" + path + "'", "check the --out directory");
+  std::vector<uchar> png;
+  if (!cv::imencode(".png", canvas, png)) {
+    throw RuntimeError("cannot encode image grid '" + path + "' as PNG");
   }
+  write_file_atomic(path, {reinterpret_cast<const char*>(png.data()), png.size()});
 }
 
 }  // namespace ltfit

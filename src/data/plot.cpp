@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -65,11 +66,9 @@ void put_boxed_text(cv::Mat& img, const std::string& text, cv::Point at, double 
 }
 
 void write_png(const std::string& path, const cv::Mat& img) {
-  const std::string tmp = path + ".tmp.png";
-  if (!cv::imwrite(tmp, img) || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RuntimeError("cannot write chart '" + path + "'");
-  }
+  std::vector<uchar> png;
+  if (!cv::imencode(".png", img, png)) throw RuntimeError("cannot encode chart '" + path + "'");
+  write_file_atomic(path, {reinterpret_cast<const char*>(png.data()), png.size()});
 }
 
 void draw_titles(cv::Mat& img, const std::string& title, const std::string& x_label,

@@ -21,6 +21,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/synth_draw.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/random.h"
 
@@ -83,26 +84,6 @@ std::vector<Job> plan_jobs(const SynthOptions& o) {
   return jobs;
 }
 
-void write_bytes_atomically(const fs::path& path, const std::vector<uchar>& bytes) {
-  std::string temp_name = ".";  // hidden, so a reader never indexes a half-written file
-  temp_name.append(path.filename().string()).append(".tmp");
-  const fs::path temp = path.parent_path() / temp_name;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    if (!out)
-      throw DataError("cannot write synthetic image '" + temp.string() + "'",
-                      "check that the --out directory is writable and the disk not full");
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec)
-    throw DataError(
-        "cannot rename '" + temp.string() + "' to '" + path.string() + "': " + ec.message(),
-        "check that the --out directory is writable");
-}
-
 void write_job(const Job& job, const SynthOptions& o) {
   const cv::Mat image =
       draw_synthetic_image(image_seed(o.seed, job.split, job.index), job.is_dog, o);
@@ -110,7 +91,8 @@ void write_job(const Job& job, const SynthOptions& o) {
   if (!cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, o.jpeg_quality})) {
     throw DataError("cannot encode synthetic image '" + job.path.string() + "' as JPEG");
   }
-  write_bytes_atomically(job.path, bytes);
+  write_file_atomic(job.path.string(),
+                    {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
 // Runs write_job over contiguous ranges on a few threads; rethrows the first worker error.

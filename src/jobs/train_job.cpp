@@ -16,6 +16,7 @@
 #include "ltfit/run/progress.h"
 #include "ltfit/run/run_dir.h"
 #include "ltfit/run/timing.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/precision.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/optimizer.h"

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/json.h"
 #include "run/envinfo_internal.h"

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/json.h"
 

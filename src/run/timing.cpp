@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 #include <nlohmann/json.hpp>
 
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"

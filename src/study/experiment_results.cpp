@@ -9,6 +9,7 @@
 
 #include "ltfit/config/config_loader.h"
 #include "ltfit/study/experiment_report.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/utf8.h"

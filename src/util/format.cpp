@@ -21,17 +21,4 @@ std::string format_mm_ss(double seconds) {
   return text;
 }
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw RuntimeError("cannot write '" + tmp + "'", "check disk space and permissions");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw RuntimeError("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
-}
-
 }  // namespace ltfit

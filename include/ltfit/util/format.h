@@ -8,7 +8,4 @@ namespace ltfit {
 // 83.4 -> "01:23" (fastai's mm:ss); at or above an hour "1:02:03".
 std::string format_mm_ss(double seconds);
 
-// Writes `text` to `path` atomically (temp file + rename); throws RuntimeError on failure.
-void write_text_atomic(const std::string& path, const std::string& text);
-
 }  // namespace ltfit

@@ -1,4 +1,4 @@
-#include "model/atomic_file.h"
+#include "ltfit/util/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
 
 namespace ltfit {
 
@@ -27,6 +29,27 @@ void fsync_directory(const std::string& dir) {
   ::close(fd);
 }
 
+// The process's umask, read without changing it (umask() would, for every thread at once).
+mode_t process_umask() {
+  static const mode_t mask = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Umask:", 0) == 0) {
+        return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+      }
+    }
+    return static_cast<mode_t>(022);
+  }();
+  return mask;
+}
+
+// `<dir>/.<name>.XXXXXX.tmp`: hidden (no reader indexes a half-written image) and unique.
+std::string temp_template(const std::string& path) {
+  const fs::path p(path);
+  return (p.parent_path() / ("." + p.filename().string() + ".XXXXXX.tmp")).string();
+}
+
 }  // namespace
 
 bool WriteError::disk_full() const {
@@ -39,25 +62,35 @@ std::int64_t free_bytes_near(const std::string& path) {
   return std::int64_t(st.f_bavail) * std::int64_t(st.f_frsize);
 }
 
-AtomicFileSink::AtomicFileSink(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("cannot create", errno);
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temp_template(path_)) {
+  fd_ = ::mkostemps(tmp_.data(), /*suffixlen=*/4, O_CLOEXEC);
+  if (fd_ < 0) {
+    const int e = errno;
+    tmp_ = path_ + ".tmp";  // for the message: no file was created
+    fd_ = -1;
+    throw WriteError("cannot create a file next to '" + path_ + "': " + std::strerror(e), e,
+                     "check that the folder exists and is writable");
+  }
+  ::fchmod(fd_, 0644 & ~process_umask());  // as open(..., 0644) would: mkostemps makes 0600
 }
 
-AtomicFileSink::~AtomicFileSink() {
+AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(tmp_.c_str());
 }
 
-void AtomicFileSink::fail(const std::string& what, int error_number) {
+void AtomicFile::fail(const std::string& what, int error_number) {
   const int saved = error_number;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());  // a partial file must not keep a full disk full
-  throw WriteError(what + " '" + tmp_ + "': " + std::strerror(saved), saved);
+  throw WriteError(what + " '" + tmp_ + "' (for '" + path_ + "'): " + std::strerror(saved), saved,
+                   saved == ENOSPC || saved == EDQUOT || saved == EFBIG
+                       ? "free disk space and run again; the previous '" + path_ + "' is kept"
+                       : "check that the folder is writable");
 }
 
-void AtomicFileSink::write(std::string_view bytes) {
+void AtomicFile::write(std::string_view bytes) {
   if (fd_ < 0) throw WriteError("write to '" + tmp_ + "' after a failure", EBADF);
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), 1u << 30));
@@ -67,7 +100,7 @@ void AtomicFileSink::write(std::string_view bytes) {
   }
 }
 
-void AtomicFileSink::commit() {
+void AtomicFile::commit() {
   if (fd_ < 0) throw WriteError("commit of '" + tmp_ + "' after a failure", EBADF);
   if (::fsync(fd_) != 0) fail("cannot flush", errno);
   const int fd = fd_;
@@ -84,6 +117,16 @@ void AtomicFileSink::commit() {
   }
   committed_ = true;
   fsync_directory(parent_of(path_));
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit();
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, text);
 }
 
 }  // namespace ltfit
