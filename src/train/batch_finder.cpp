@@ -215,11 +215,6 @@ TrialMemory run_batch_trial(const Config& config, const torch::Device& device, i
   return trial(config, device, batch, options, current_rss_bytes());
 }
 
-bool batch_fits(const Config& config, const torch::Device& device, int batch,
-                const BatchFitOptions& options) {
-  return run_batch_trial(config, device, batch, options).fits;
-}
-
 std::function<bool(int)> make_trial_predicate(
     const Config& config, const torch::Device& device, const BatchFitOptions& options,
     std::function<void(int batch, const TrialMemory&, double seconds)> report) {

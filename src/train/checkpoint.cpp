@@ -358,11 +358,6 @@ CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
   return load_into(open_checkpoint(path), path, model, optimizer, restore_rng);
 }
 
-CheckpointMeta read_checkpoint_meta_from_bytes(std::string_view bytes, const std::string& name,
-                                               const ReadLimits& limits) {
-  return read_meta(CheckpointFields(name), open_checkpoint(bytes, name, limits).root());
-}
-
 CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
                                           const ReadLimits& limits, ResNet& model,
                                           torch::optim::Optimizer* optimizer, bool restore_rng) {

@@ -76,10 +76,4 @@ void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<
   }
 }
 
-std::vector<double> current_lrs(torch::optim::Optimizer& optimizer) {
-  std::vector<double> lrs;
-  for (auto& group : optimizer.param_groups()) lrs.push_back(group.options().get_lr());
-  return lrs;
-}
-
 }  // namespace ltfit

@@ -45,7 +45,6 @@ StopSignals::~StopSignals() {
 
 bool StopSignals::requested() { return g_signal != 0; }
 
-int StopSignals::signal_number() { return static_cast<int>(g_signal); }
 
 void StopSignals::reset() { g_signal = 0; }
 

@@ -87,9 +87,8 @@ TEST_CASE("find_largest_batch bisects correctly for every limit up to 130", "[ba
   }
 }
 
-TEST_CASE("batch_fits trains resnet18 at 32 px with batch 4 on the CPU", "[batch_finder]") {
+TEST_CASE("a batch trial trains resnet18 at 32 px with batch 4 on the CPU", "[batch_finder]") {
   const ltfit::Config config = tiny_config(32);
-  CHECK(ltfit::batch_fits(config, torch::Device(torch::kCPU), 4));
   const ltfit::TrialMemory m = ltfit::run_batch_trial(config, torch::Device(torch::kCPU), 4);
   CHECK(m.fits);
   CHECK(m.note.empty());
@@ -122,14 +121,15 @@ TEST_CASE("batch trials on the CPU respect the memory budget", "[batch_finder]")
   CHECK(reports[1].bytes > options.cpu_budget_bytes);
 }
 
-TEST_CASE("batch_fits refuses a precision the device cannot run", "[batch_finder]") {
+TEST_CASE("a batch trial refuses a precision the device cannot run", "[batch_finder]") {
   ltfit::Config config = tiny_config(32);
   config.train.precision = "fp16";
-  CHECK_THROWS_AS(ltfit::batch_fits(config, torch::Device(torch::kCPU), 2), ltfit::ConfigError);
+  CHECK_THROWS_AS(ltfit::run_batch_trial(config, torch::Device(torch::kCPU), 2),
+                  ltfit::ConfigError);
 }
 
 TEST_CASE("a trial failing for another reason than memory throws RuntimeError", "[batch_finder]") {
   // Batch 1 at 32 px leaves BatchNorm one value per channel: training cannot run at all.
-  CHECK_THROWS_AS(ltfit::batch_fits(tiny_config(32), torch::Device(torch::kCPU), 1),
+  CHECK_THROWS_AS(ltfit::run_batch_trial(tiny_config(32), torch::Device(torch::kCPU), 1),
                   ltfit::RuntimeError);
 }

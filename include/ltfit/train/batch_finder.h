@@ -63,10 +63,6 @@ std::int64_t cpu_budget_bytes(const BatchFitOptions& options);
 TrialMemory run_batch_trial(const Config& config, const torch::Device& device, int batch,
                             const BatchFitOptions& options = {});
 
-// run_batch_trial(...).fits.
-bool batch_fits(const Config& config, const torch::Device& device, int batch,
-                const BatchFitOptions& options = {});
-
 // A predicate for find_largest_batch that runs trials (on CPU skipping those predicted over
 // budget) and reports each result with its wall time to `report` (may be empty).
 std::function<bool(int)> make_trial_predicate(

@@ -76,10 +76,8 @@ CheckpointMeta read_checkpoint_meta(const std::string& path);
 CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
                                torch::optim::Optimizer* optimizer, bool restore_rng = false);
 
-// The same readers on a checkpoint's bytes in memory, `name` standing for the file in messages
-// (what a fuzz target calls: no file system). Errors as above.
-CheckpointMeta read_checkpoint_meta_from_bytes(std::string_view bytes, const std::string& name,
-                                               const ReadLimits& limits);
+// load_checkpoint on a checkpoint's bytes in memory, `name` standing for the file in messages
+// (what the fuzz target calls: no file system). Errors as above.
 CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
                                           const ReadLimits& limits, ResNet& model,
                                           torch::optim::Optimizer* optimizer,

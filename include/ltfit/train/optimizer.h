@@ -21,7 +21,5 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,
                           double momentum);
 
-// Current LR of each group.
-std::vector<double> current_lrs(torch::optim::Optimizer& optimizer);
 
 }  // namespace ltfit

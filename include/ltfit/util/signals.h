@@ -17,9 +17,8 @@ class StopSignals {
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
-  // True once SIGINT or SIGTERM arrived; which one in signal_number().
+  // True once SIGINT or SIGTERM arrived.
   static bool requested();
-  static int signal_number();
   // Clears the flag (tests).
   static void reset();
 };
