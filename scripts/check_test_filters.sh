@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every test filter the scripts use must select at least one test: a filter that matches nothing
+# (a renamed test, a dropped tag) silently runs nothing and reports success. Checks the Catch2
+# specs of the CUDA, parity and TSan steps and each pattern of the ASan step's exclusion list
+# (scripts/ci_sanitizers.sh). CTest runs it as `test_filters_select_tests`.
+#
+#   scripts/check_test_filters.sh <path to ltfit_tests>
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TESTS="${1:?usage: check_test_filters.sh <path to ltfit_tests>}"
+# Catch2 v2 exits with the number of tests listed, hence `|| true`.
+names="$("$TESTS" --list-test-names-only 2>/dev/null || true)"
+bad=0
+
+for spec in "[cuda]" "[parity]" "[loader]~[rlimit]"; do
+  count="$("$TESTS" --list-test-names-only "$spec" 2>/dev/null | grep -c . || true)"
+  if ((count == 0)); then
+    echo "filter '$spec' selects no test"
+    bad=1
+  fi
+done
+
+exclude="$(sed -n "s/^default_exclude='\(.*\)'$/\1/p" "$ROOT/scripts/ci_sanitizers.sh")"
+[[ -n "$exclude" ]] || { echo "no default_exclude found in scripts/ci_sanitizers.sh"; exit 1; }
+IFS='|' read -ra patterns <<<"$exclude"
+for pattern in "${patterns[@]}"; do
+  if ! grep -qE -- "$pattern" <<<"$names"; then
+    echo "ASan exclusion '$pattern' matches no test name"
+    bad=1
+  fi
+done
+
+((bad)) && exit 1
+echo "check_test_filters: every filter selects at least one test (${#patterns[@]} ASan exclusions)"
