@@ -13,16 +13,6 @@ namespace ltfit::cli {
 
 namespace fs = std::filesystem;
 
-std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return overrides;
-}
-
-Config load_cli_config(const std::string& path, const std::vector<std::string>& sets) {
-  return load_config(path, parse_cli_overrides(sets));
-}
-
 void check_output_file(const fs::path& file, const std::string& what) {
   const auto fail = [&](const std::string& reason) {
     throw RuntimeError("cannot write " + what + " '" + file.string() + "': " + reason,

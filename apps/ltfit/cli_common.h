@@ -5,17 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/config/config.h"
-#include "ltfit/config/config_loader.h"
+#include "ltfit/jobs/command_config.h"  // parse_cli_overrides, load_cli_config
 #include "ltfit/util/error.h"
 
 namespace ltfit::cli {
-
-// The `--set key=value` options as overrides (ConfigError on a malformed one).
-std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets);
-
-// Loads `path` with the `--set key=value` overrides applied (ConfigError on any mistake).
-Config load_cli_config(const std::string& path, const std::vector<std::string>& sets);
 
 // Fails fast, before a command does its work, unless `file` can be written later: a
 // RuntimeError (exit 5) naming the path when `file` is a folder, or when the nearest folder of
