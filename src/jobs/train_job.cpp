@@ -11,7 +11,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
-#include "ltfit/model/model_factory.h"
+#include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/metrics_writer.h"
 #include "ltfit/run/progress.h"
 #include "ltfit/run/run_dir.h"
@@ -19,7 +19,6 @@
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/precision.h"
 #include "ltfit/train/checkpoint_writer.h"
-#include "ltfit/train/optimizer.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
@@ -34,13 +33,6 @@ namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
-
-void log_dataset(const DatasetIndex& index) {
-  std::string classes;
-  for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
-  spdlog::info("data: {} layout, {} train / {} valid images, classes: {}", index.layout,
-               index.train.size(), index.valid.size(), classes);
-}
 
 // Where this run writes, locked for the run's lifetime. A resumed run writes only into its
 // checkpoint's own run directory or the --run-dir given: never where the checkpoint's embedded
@@ -137,21 +129,13 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   spdlog::info("device: {}", describe_device(device));
   check_precision(config.train.precision, device);
   configure_backends(device, config.run.deterministic);
-  const DatasetIndex index = index_dataset(config.data, config.run.seed);
-  log_dataset(index);
-  LoaderOptions train_options = make_loader_options(config, /*train=*/true);
-  LoaderOptions valid_options = make_loader_options(config, /*train=*/false);
-  train_options.pin_memory = valid_options.pin_memory = device.is_cuda();
-  Loader train_loader(index.train, train_options);
-  Loader valid_loader(index.valid, valid_options);
-  spdlog::info("loader: {} worker thread(s), batch {} at {} px", train_loader.workers(),
-               config.data.batch_size, config.data.image_size);
-
-  ResNet model = build_model(config.model, static_cast<std::int64_t>(index.classes.size()));
-  model->to(device);
+  TrainingSetup setup = make_training_setup(config, device, /*with_valid=*/true);
+  const DatasetIndex& index = setup.index;
+  Loader& train_loader = *setup.train_loader;
+  Loader& valid_loader = *setup.valid_loader;
+  ResNet& model = setup.model;
+  auto& optimizer = setup.optimizer;
   const bool channels_last = config.train.channels_last;
-  if (channels_last) set_channels_last(model);
-  auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
 
   CheckpointMeta resumed;
   TrainState start_state;
@@ -240,7 +224,7 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.total_seconds = train_seconds;
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);
-    run_final_tta(config, model, valid_loader, valid_options, device, summary);
+    run_final_tta(config, model, valid_loader, setup.valid_options, device, summary);
   }
   record_skipped(summary, train_loader, valid_loader);
   write_summary((run_dir / "summary.json").string(), summary);

@@ -1,0 +1,29 @@
+// `ltfit lr-find`: fastai's LR range test (train/lr_finder.h) on the model, data and optimizer a
+// training run of the config would build (training_setup.h), under its train.precision and
+// channels_last; writes lr_find.csv (step,lr,loss,smoothed_loss) and lr_find.png (the smoothed
+// loss over the LR, log scale, the valley marked). Not thread-safe.
+#pragma once
+
+#include <string>
+
+#include "ltfit/config/config.h"
+#include "ltfit/train/lr_finder.h"
+
+namespace ltfit {
+
+struct LrFindJobOptions {
+  std::string out;  // folder for the outputs; empty: a new run directory <run.name>-lr_find
+  int steps = 100;  // steps of the sweep at most (fastai: 100)
+};
+
+struct LrFindJobResult {
+  LrFindResult sweep;  // the LRs, losses and suggestions
+  std::string dir;     // where lr_find.csv and lr_find.png were written
+};
+
+// Runs the sweep as the model starts the recipe (frozen for fine_tune). The output folder is
+// created (or the run directory created and locked) before the data is read; an out-of-memory
+// error in the sweep names data.batch_size (OutOfMemoryError, exit 5).
+LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& options);
+
+}  // namespace ltfit

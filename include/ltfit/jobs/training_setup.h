@@ -1,0 +1,39 @@
+// The parts a training run is made of, built once from a config: the indexed data, its loaders,
+// the model (on the device, channels_last when train.channels_last) and the optimizer over the
+// model's layer groups. `ltfit train` (run_train_job) and `ltfit lr-find` build them here, so
+// the sweep measures what training will run; find-batch builds a model per trial instead.
+//
+// Seeding, the precision check and the backend settings stay with the caller (train does them
+// before, lr-find checks the precision after). Not thread-safe; the loaders' worker threads
+// stop when the setup is destroyed.
+#pragma once
+
+#include <memory>
+
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "ltfit/config/config.h"
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/model/resnet.h"
+
+namespace ltfit {
+
+struct TrainingSetup {
+  DatasetIndex index;  // classes, train and valid samples
+  LoaderOptions train_options, valid_options;
+  std::unique_ptr<Loader> train_loader;  // shuffled, augmented
+  std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for
+  ResNet model{nullptr};                 // on the device, in channels_last if configured
+  std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
+};
+
+// Indexes config.data, starts the loaders (batches pinned for a CUDA `device`; the validation
+// loader only when `with_valid`), builds the model and the optimizer. Logs the data and the
+// loader. Throws DataError for data that cannot be indexed, ConfigError/CheckpointError for
+// weights that cannot be had or read (model_factory.h).
+TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
+                                  bool with_valid);
+
+}  // namespace ltfit

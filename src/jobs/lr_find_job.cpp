@@ -1,0 +1,91 @@
+// `ltfit lr-find`'s work: see lr_find_job.h.
+#include "ltfit/jobs/lr_find_job.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "ltfit/data/plot.h"
+#include "ltfit/jobs/training_setup.h"
+#include "ltfit/run/run_dir.h"
+#include "ltfit/train/recipe.h"
+#include "ltfit/util/device.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/output_dir.h"
+#include "ltfit/util/precision.h"
+
+namespace ltfit {
+
+namespace {
+
+void write_outputs(const std::filesystem::path& dir, const LrFindResult& r) {
+  std::ofstream csv(dir / "lr_find.csv");
+  csv << "step,lr,loss,smoothed_loss\n";
+  for (std::size_t i = 0; i < r.lrs.size(); ++i) {
+    csv << i << ',' << r.lrs[i] << ',' << r.losses[i] << ',' << r.smoothed[i] << '\n';
+  }
+  ChartOptions chart;
+  chart.title = "lr_find: smoothed training loss";
+  chart.x_label = "learning rate (log)";
+  chart.y_label = "loss";
+  chart.log_x = true;
+  chart.marker_x = r.valley;
+  // As fastai's Recorder.plot: leave out the first 10 and last 5 points (warm-up noise and the
+  // divergence spike that would flatten the rest of the curve).
+  const std::size_t skip_start = 10, skip_end = 5;
+  if (r.lrs.size() > skip_start + skip_end + 2) {
+    const std::vector<double> lrs(r.lrs.begin() + skip_start, r.lrs.end() - skip_end);
+    const std::vector<double> smooth(r.smoothed.begin() + skip_start, r.smoothed.end() - skip_end);
+    write_line_chart((dir / "lr_find.png").string(), lrs, {{"smoothed loss", smooth}}, chart);
+  } else {
+    write_line_chart((dir / "lr_find.png").string(), r.lrs, {{"smoothed loss", r.smoothed}}, chart);
+  }
+}
+
+}  // namespace
+
+LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
+  std::filesystem::path dir;
+  std::optional<OpenRunDir> run_dir;  // holds the lock on the default directory until the end
+  if (job.out.empty()) {
+    config.run.name += "-lr_find";
+    run_dir = create_run_dir(config.run, std::nullopt);
+    dir = run_dir->path;
+  } else {
+    dir = job.out;
+    create_output_dir(dir, "output folder (--out)");
+  }
+  const torch::Device device = resolve_device(config.train.device);
+  TrainingSetup setup = make_training_setup(config, device, /*with_valid=*/false);
+  check_precision(config.train.precision, device);
+  LrFindOptions options;
+  options.num_steps = job.steps;
+  // As fastai, on the model as the recipe starts it (frozen for fine_tune).
+  options.frozen = plan_recipe(config.train).front().frozen;
+  spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}", options.num_steps, options.start_lr,
+               options.end_lr, config.train.precision,
+               config.train.channels_last ? ", channels_last" : "");
+  // The training run's precision and memory format: the sweep measures what training will do.
+  TrainerOptions trainer;
+  trainer.device = device;
+  trainer.channels_last = config.train.channels_last;
+  trainer.precision = config.train.precision;
+  LrFindJobResult result;
+  try {
+    result.sweep = lr_find(setup.model, *setup.optimizer, *setup.train_loader, trainer, options);
+  } catch (...) {
+    rethrow_naming_batch_size(config.data.batch_size);
+  }
+  write_outputs(dir, result.sweep);
+  result.dir = dir.string();
+  const LrFindResult& r = result.sweep;
+  spdlog::info("lr-find: {} steps{}; suggestions: valley {:.3g}, steepest {:.3g}; wrote {}",
+               r.lrs.size(), r.diverged ? " (stopped: loss diverged)" : "", r.valley.value_or(NAN),
+               r.steepest.value_or(NAN), result.dir);
+  return result;
+}
+
+}  // namespace ltfit

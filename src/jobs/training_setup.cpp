@@ -1,0 +1,46 @@
+// Data, loaders, model and optimizer of a training run: see training_setup.h.
+#include "ltfit/jobs/training_setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "ltfit/model/model_factory.h"
+#include "ltfit/train/optimizer.h"
+
+namespace ltfit {
+
+namespace {
+
+void log_dataset(const DatasetIndex& index) {
+  std::string classes;
+  for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
+  spdlog::info("data: {} layout, {} train / {} valid images, classes: {}", index.layout,
+               index.train.size(), index.valid.size(), classes);
+}
+
+}  // namespace
+
+TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
+                                  bool with_valid) {
+  TrainingSetup setup;
+  setup.index = index_dataset(config.data, config.run.seed);
+  log_dataset(setup.index);
+  setup.train_options = make_loader_options(config, /*train=*/true);
+  setup.valid_options = make_loader_options(config, /*train=*/false);
+  setup.train_options.pin_memory = setup.valid_options.pin_memory = device.is_cuda();
+  setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
+  if (with_valid) {
+    setup.valid_loader = std::make_unique<Loader>(setup.index.valid, setup.valid_options);
+  }
+  spdlog::info("loader: {} worker thread(s), batch {} at {} px", setup.train_loader->workers(),
+               config.data.batch_size, config.data.image_size);
+
+  setup.model = build_model(config.model, static_cast<std::int64_t>(setup.index.classes.size()));
+  setup.model->to(device);
+  if (config.train.channels_last) set_channels_last(setup.model);
+  setup.optimizer = make_optimizer(config.train.optimizer, setup.model->layer_group_parameters());
+  return setup;
+}
+
+}  // namespace ltfit
