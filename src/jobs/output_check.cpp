@@ -1,15 +1,15 @@
-// Pieces shared by several commands: see cli_common.h.
-#include "cli_common.h"
+// Output files checked before the work: see output_check.h.
+#include "ltfit/jobs/output_check.h"
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
-#include "ltfit/config/config_loader.h"
-#include "ltfit/train/checkpoint.h"
+#include "ltfit/util/error.h"
 
-namespace ltfit::cli {
+namespace ltfit {
 
 namespace fs = std::filesystem;
 
@@ -36,13 +36,4 @@ void check_output_file(const fs::path& file, const std::string& what) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(quoted(dir) + ": " + std::strerror(errno));
 }
 
-int checkpoint_batch_size(const std::string& checkpoint) noexcept {
-  try {
-    const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
-    return load_config_from_string(meta.config_yaml, checkpoint).data.batch_size;
-  } catch (...) {
-    return 0;
-  }
-}
-
-}  // namespace ltfit::cli
+}  // namespace ltfit

@@ -1,0 +1,16 @@
+// Checking, before a command does its work, that an output file can be written later.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace ltfit {
+
+// Fails fast, before a command does its work, unless `file` can be written later: a
+// RuntimeError (exit 5) naming the path when `file` is a folder, or when the nearest folder of
+// it that exists is not a folder or not writable (a file in the way, a missing permission, a
+// read-only file system, a name too long). `what` names it, e.g. "predictions file (--out)".
+// Creates nothing. Thread-safe.
+void check_output_file(const std::filesystem::path& file, const std::string& what);
+
+}  // namespace ltfit

@@ -1,0 +1,42 @@
+// `ltfit export`'s work: see export_job.h.
+#include "ltfit/jobs/export_job.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/model/torch_weights.h"
+
+namespace ltfit {
+
+namespace {
+
+// Parameters and buffers in PyTorch's state_dict order: module by module, each module's own
+// parameters, then its own buffers.
+StateDict state_dict_of(ResNet& model) {
+  StateDict state;
+  for (const auto& item : model->named_modules()) {
+    const std::string prefix = item.key().empty() ? "" : item.key() + ".";
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) {
+      state.emplace_back(prefix + p.key(), p.value().detach());
+    }
+    for (const auto& b : item.value()->named_buffers(/*recurse=*/false)) {
+      state.emplace_back(prefix + b.key(), b.value().detach());
+    }
+  }
+  return state;
+}
+
+}  // namespace
+
+void run_export_job(const std::string& checkpoint, const std::string& out) {
+  LoadedModel loaded = load_model_for_eval(checkpoint, torch::kCPU);
+  const StateDict state = state_dict_of(loaded.model);
+  write_torch_state_dict(out, state);
+  std::string classes;
+  for (const auto& c : loaded.meta.classes) classes += (classes.empty() ? "" : ", ") + c;
+  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}", state.size(),
+               loaded.config.model.arch, loaded.config.model.head, classes, out);
+}
+
+}  // namespace ltfit
