@@ -1,143 +1,12 @@
 // `ltfit convert-checkpoint --trust-code OLD NEW`: rewrites a checkpoint of ltfit's old format
-// (formats 1 and 2: a LibTorch serialize archive, i.e. TorchScript) in the current data-only
-// format (checkpoint.h), keeping weights, optimizer state, position, scaler and RNG states, so
-// that `train --resume NEW` continues exactly where OLD would have.
-//
-// Reading the old format goes through torch::jit::load, which compiles the code stored in the
-// archive and runs every __setstate__ in it: a crafted file runs whatever it likes. This file is
-// the only place in ltfit that still does so, and only with --trust-code, for files the user made.
-#include <spdlog/spdlog.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/torch.h>
+// (TorchScript) in the current data-only format (jobs/convert_checkpoint_job.h). Reading the old
+// format runs code stored in the file: only with --trust-code.
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
-#include <memory>
-
 #include "commands.h"
-#include "ltfit/config/config_loader.h"
-#include "ltfit/model/resnet.h"
-#include "ltfit/train/checkpoint.h"
-#include "ltfit/train/optimizer.h"
-#include "ltfit/util/error.h"
+#include "ltfit/jobs/convert_checkpoint_job.h"
 
 namespace ltfit::cli {
-
-namespace {
-
-c10::IValue read_value(torch::serialize::InputArchive& archive, const char* key) {
-  c10::IValue value;
-  if (!archive.try_read(key, value)) throw std::runtime_error(std::string("no '") + key + "'");
-  return value;
-}
-
-// The metadata of formats 1 (no position) and 2.
-CheckpointMeta read_old_meta(torch::serialize::InputArchive& archive) {
-  const std::int64_t version = read_value(archive, "format_version").toInt();
-  if (version < 1 || version > 2) {
-    throw std::runtime_error("format version " + std::to_string(version) +
-                             " is not one of the old formats (1, 2)");
-  }
-  CheckpointMeta meta;
-  meta.config_yaml = read_value(archive, "config_yaml").toStringRef();
-  for (const c10::IValue& c : read_value(archive, "classes").toListRef()) {
-    meta.classes.push_back(c.toStringRef());
-  }
-  meta.epochs_done = static_cast<int>(read_value(archive, "epochs_done").toInt());
-  meta.global_step = read_value(archive, "global_step").toInt();
-  meta.accuracy = read_value(archive, "accuracy").toDouble();
-  meta.valid_loss = read_value(archive, "valid_loss").toDouble();
-  if (version < 2) {  // weights only; positioned at the last completed epoch's end
-    meta.best_accuracy = meta.accuracy;
-    return meta;
-  }
-  const auto ints = read_value(archive, "position").toIntVector();
-  const auto reals = read_value(archive, "position_real").toDoubleVector();
-  if (ints.size() != 5 || reals.size() != 4) throw std::runtime_error("malformed position");
-  meta.position = {static_cast<int>(ints[0]), static_cast<int>(ints[1]), ints[2], reals[0],
-                   ints[3]};
-  meta.scaler = {reals[2], ints[4]};
-  meta.best_accuracy = reals[1];
-  meta.train_seconds = reals[3];
-  return meta;
-}
-
-void load_old_weights(torch::serialize::InputArchive& archive, ResNet& model) {
-  torch::serialize::InputArchive weights;
-  if (!archive.try_read("model", weights)) throw std::runtime_error("no model weights");
-  torch::NoGradGuard no_grad;
-  const auto copy = [&](const std::string& name, torch::Tensor& target, bool is_buffer) {
-    torch::Tensor source;
-    if (!weights.try_read(name, source, is_buffer) || source.sizes() != target.sizes()) {
-      throw std::runtime_error("no tensor '" + name + "' of shape " + c10::str(target.sizes()));
-    }
-    target.copy_(source);
-  };
-  for (auto& item : model->named_parameters()) copy(item.key(), item.value(), false);
-  for (auto& item : model->named_buffers()) copy(item.key(), item.value(), true);
-}
-
-RngStates read_old_rng(torch::serialize::InputArchive& archive) {
-  torch::serialize::InputArchive rng;
-  RngStates states;
-  if (!archive.try_read("rng", rng) || !rng.try_read("cpu", states.cpu, /*is_buffer=*/true)) {
-    throw std::runtime_error("no random generator state");
-  }
-  torch::Tensor state;
-  for (int i = 0; rng.try_read("cuda" + std::to_string(i), state, /*is_buffer=*/true); ++i) {
-    states.cuda.push_back(state);
-  }
-  return states;
-}
-
-void convert(const std::string& old_path, const std::string& new_path) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(old_path);  // runs the archive's code: hence --trust-code
-  const CheckpointMeta meta = read_old_meta(archive);
-  const Config config = load_config_from_string(meta.config_yaml, old_path + " (config)");
-  ResNet model(resnet_spec(config.model.arch), static_cast<std::int64_t>(meta.classes.size()),
-               parse_head_kind(config.model.head), config.model.dropout);
-  load_old_weights(archive, model);
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  torch::serialize::InputArchive optimizer_archive;
-  if (archive.try_read("optimizer", optimizer_archive)) {
-    optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
-    optimizer->load(optimizer_archive);
-  }
-  save_checkpoint(new_path, model, optimizer.get(), meta, read_old_rng(archive));
-  spdlog::info("converted {} ({}, {} step(s), {}) to {}", old_path, config.model.arch,
-               meta.global_step, optimizer ? "with optimizer state" : "weights only", new_path);
-}
-
-void run_convert(const std::string& old_path, const std::string& new_path, bool trust_code) {
-  if (!trust_code) {
-    throw ConfigError(
-        "convert-checkpoint reads ltfit's old checkpoint format, a TorchScript archive: loading "
-        "one executes code stored inside the file, which can do anything your account can",
-        "convert only files you made yourself, and confirm it with --trust-code");
-  }
-  std::error_code ec;
-  if (std::filesystem::equivalent(old_path, new_path, ec)) {
-    throw ConfigError("convert-checkpoint: NEW must differ from OLD ('" + old_path + "')");
-  }
-  if (!std::filesystem::is_regular_file(old_path, ec)) {
-    throw CheckpointError("checkpoint '" + old_path + "' does not exist or is not a file");
-  }
-  try {
-    convert(old_path, new_path);
-  } catch (const Error&) {
-    throw;
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw CheckpointError("'" + old_path + "' is not a readable checkpoint of the old format (" +
-                          what.substr(0, what.find('\n')) + ")");
-  } catch (const std::exception& e) {
-    throw CheckpointError("'" + old_path + "' is not a readable checkpoint of the old format (" +
-                          std::string(e.what()) + ")");
-  }
-}
-
-}  // namespace
 
 void add_convert_checkpoint_command(CLI::App& app, int* exit_code) {
   auto old_path = std::make_shared<std::string>();
@@ -151,7 +20,7 @@ void add_convert_checkpoint_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--trust-code", *trust_code,
                 "confirm that OLD is yours: reading the old format runs code stored in the file");
   cmd->callback([old_path, new_path, trust_code, exit_code] {
-    run_convert(*old_path, *new_path, *trust_code);
+    run_convert_checkpoint_job(*old_path, *new_path, *trust_code);
     *exit_code = 0;
   });
 }

@@ -1,18 +1,14 @@
 // `ltfit bench-loader` (input pipeline throughput, no model) and `ltfit show-batch` (a grid of
-// augmented training images with their labels).
-#include <spdlog/spdlog.h>
+// augmented training images with their labels): jobs/loader_jobs.h.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "cli_common.h"
 #include "commands.h"
-#include "ltfit/data/dataset_index.h"
-#include "ltfit/data/image_grid.h"
-#include "ltfit/data/loader.h"
-#include "ltfit/util/error.h"
+#include "ltfit/jobs/loader_jobs.h"
 #include "ltfit/util/json.h"
 
 namespace ltfit::cli {
@@ -34,71 +30,25 @@ void add_config_options(CLI::App* cmd, LoaderArgs* args) {
   cmd->add_option("--set", args->sets, "override a config key (key=value); repeatable");
 }
 
-// Pulls `count` batches from `loader`, starting new epochs as needed; returns images seen.
-std::int64_t pull_batches(Loader& loader, int count, int* epoch) {
-  std::int64_t images = 0;
-  for (int i = 0; i < count; ++i) {
-    auto batch = loader.next();
-    if (!batch) {
-      loader.start_epoch(++*epoch);
-      batch = loader.next();
-      if (!batch) break;
-    }
-    images += batch->labels.size(0);
-  }
-  return images;
-}
-
 void run_bench_loader(const LoaderArgs& args) {
-  Config config = load_cli_config(args.config, args.sets);
-  if (args.workers > 0) config.data.workers = args.workers;
-  const DatasetIndex index = index_dataset(config.data, config.run.seed);
-  Loader loader(index.train, make_loader_options(config, /*train=*/true));
-  const int warmup = 2 * loader.workers();
-  int epoch = 0;
-  loader.start_epoch(epoch);
-  spdlog::info("bench-loader: {} images, {} worker(s), batch {} at {} px; {} warm-up + {} batches",
-               loader.size(), loader.workers(), config.data.batch_size, config.data.image_size,
-               warmup, args.batches);
-  pull_batches(loader, warmup, &epoch);
-  const auto start = std::chrono::steady_clock::now();
-  const std::int64_t images = pull_batches(loader, args.batches, &epoch);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double rate = static_cast<double>(images) / seconds;
-  const nlohmann::json result = {{"images_per_second", rate},
-                                 {"images_per_second_per_worker", rate / loader.workers()},
-                                 {"workers", loader.workers()},
-                                 {"available_cores", available_cores()},
-                                 {"images", images},
-                                 {"seconds", seconds},
-                                 {"batch_size", config.data.batch_size},
-                                 {"image_size", config.data.image_size},
-                                 {"skipped_images", loader.skipped().count}};
+  const Config config = load_cli_config(args.config, args.sets);
+  const BenchLoaderResult r = run_bench_loader_job(config, args.batches, args.workers);
+  const double rate = r.images_per_second;
   if (args.json) {
+    const nlohmann::json result = {{"images_per_second", rate},
+                                   {"images_per_second_per_worker", rate / r.workers},
+                                   {"workers", r.workers},
+                                   {"available_cores", r.available_cores},
+                                   {"images", r.images},
+                                   {"seconds", r.seconds},
+                                   {"batch_size", config.data.batch_size},
+                                   {"image_size", config.data.image_size},
+                                   {"skipped_images", r.skipped_images}};
     std::cout << dump_json(result) << std::endl;
   } else {
     std::printf("%lld images in %.2f s: %.1f images/s, %.1f per worker (%d workers)\n",
-                static_cast<long long>(images), seconds, rate, rate / loader.workers(),
-                loader.workers());
+                static_cast<long long>(r.images), r.seconds, rate, rate / r.workers, r.workers);
   }
-}
-
-void run_show_batch(const LoaderArgs& args) {
-  const Config config = load_cli_config(args.config, args.sets);
-  const DatasetIndex index = index_dataset(config.data, config.run.seed);
-  Loader loader(index.train, make_loader_options(config, /*train=*/true));
-  loader.start_epoch(args.epoch);
-  const auto batch = loader.next();
-  if (!batch) throw DataError("no readable training image for a batch");
-  std::vector<std::string> captions;
-  for (std::int64_t i = 0; i < batch->labels.size(0); ++i) {
-    captions.push_back(
-        index.classes[static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())]);
-  }
-  write_image_grid(batch->images, captions, 0, args.out);
-  spdlog::info("wrote {} augmented training images (epoch {}) to {}", captions.size(), args.epoch,
-               args.out);
 }
 
 }  // namespace
@@ -125,7 +75,7 @@ void add_loader_commands(CLI::App& app, int* exit_code) {
   show_cmd->add_option("--epoch", show->epoch, "epoch whose first batch to show")
       ->capture_default_str();
   show_cmd->callback([show, exit_code] {
-    run_show_batch(*show);
+    run_show_batch_job(load_cli_config(show->config, show->sets), show->epoch, show->out);
     *exit_code = 0;
   });
 }

@@ -1,11 +1,8 @@
-// `ltfit synth`: write the synthetic two-class image set.
-#include <spdlog/spdlog.h>
+// `ltfit synth`: write the synthetic two-class image set (jobs/synth_job.h).
 #include <CLI/CLI.hpp>
 
-#include <chrono>
-
 #include "commands.h"
-#include "ltfit/data/synth.h"
+#include "ltfit/jobs/synth_job.h"
 
 namespace ltfit::cli {
 
@@ -33,13 +30,7 @@ void add_synth_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--quality", options->jpeg_quality, "JPEG quality 0-100")->capture_default_str();
   cmd->callback([options, exit_code] {
-    const auto start = std::chrono::steady_clock::now();
-    const SynthResult result = write_synthetic_dataset(*options);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    spdlog::info("wrote {} train + {} valid images to {} ({} layout) in {:.1f} s",
-                 result.train_written, result.valid_written, options->out_dir, options->layout,
-                 seconds);
+    run_synth_job(*options);
     *exit_code = 0;
   });
 }

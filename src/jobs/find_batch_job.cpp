@@ -1,0 +1,45 @@
+// `ltfit find-batch`'s work: see find_batch_job.h.
+#include "ltfit/jobs/find_batch_job.h"
+
+#include <spdlog/spdlog.h>
+
+#include "ltfit/util/device.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+FindBatchReport run_find_batch_job(const Config& config, const FindBatchJobOptions& job) {
+  const torch::Device device = resolve_device(config.train.device);
+  FindBatchReport report;
+  report.device = describe_device(device);
+  report.cuda = device.is_cuda();
+  report.max = job.max > 0 ? job.max : (device.is_cuda() ? 1024 : 256);
+  BatchFitOptions options;
+  options.cpu_budget_bytes = static_cast<std::int64_t>(job.budget_mib * kMiB);
+  report.cpu_budget_bytes = cpu_budget_bytes(options);
+  spdlog::info("find-batch: {} ({} head) at {} px, {}{}, on {}; batches {}..{}", config.model.arch,
+               config.model.head, config.data.image_size, config.train.precision,
+               config.train.channels_last ? ", channels_last" : "", report.device, job.start,
+               report.max);
+  if (!device.is_cuda()) {
+    spdlog::info(
+        "CPU: a trial fails when its resident memory growth passes {:.0f} MiB "
+        "(an estimate; a real CPU out-of-memory kills the process)",
+        static_cast<double>(report.cpu_budget_bytes) / kMiB);
+  }
+  const auto log_trial = [&](int batch, const TrialMemory& m, double seconds) {
+    report.memory[batch] = m;
+    spdlog::info("batch {:>5}: {:<4} {:7.2f} s  {:9.1f} MiB{}{}", batch, m.fits ? "fits" : "no",
+                 seconds, static_cast<double>(m.bytes) / kMiB, m.note.empty() ? "" : "  ", m.note);
+  };
+  report.search = find_largest_batch(make_trial_predicate(config, device, options, log_trial),
+                                     job.start, report.max);
+  return report;
+}
+
+}  // namespace ltfit

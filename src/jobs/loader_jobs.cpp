@@ -1,0 +1,72 @@
+// bench-loader and show-batch: see loader_jobs.h.
+#include "ltfit/jobs/loader_jobs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <vector>
+
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/image_grid.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+// Pulls `count` batches from `loader`, starting new epochs as needed; returns images seen.
+std::int64_t pull_batches(Loader& loader, int count, int* epoch) {
+  std::int64_t images = 0;
+  for (int i = 0; i < count; ++i) {
+    auto batch = loader.next();
+    if (!batch) {
+      loader.start_epoch(++*epoch);
+      batch = loader.next();
+      if (!batch) break;
+    }
+    images += batch->labels.size(0);
+  }
+  return images;
+}
+
+}  // namespace
+
+BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) {
+  if (workers > 0) config.data.workers = workers;
+  const DatasetIndex index = index_dataset(config.data, config.run.seed);
+  Loader loader(index.train, make_loader_options(config, /*train=*/true));
+  const int warmup = 2 * loader.workers();
+  int epoch = 0;
+  loader.start_epoch(epoch);
+  spdlog::info("bench-loader: {} images, {} worker(s), batch {} at {} px; {} warm-up + {} batches",
+               loader.size(), loader.workers(), config.data.batch_size, config.data.image_size,
+               warmup, batches);
+  pull_batches(loader, warmup, &epoch);
+  const auto start = std::chrono::steady_clock::now();
+  BenchLoaderResult result;
+  result.images = pull_batches(loader, batches, &epoch);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.images_per_second = static_cast<double>(result.images) / result.seconds;
+  result.workers = loader.workers();
+  result.available_cores = available_cores();
+  result.skipped_images = loader.skipped().count;
+  return result;
+}
+
+void run_show_batch_job(const Config& config, int epoch, const std::string& out) {
+  const DatasetIndex index = index_dataset(config.data, config.run.seed);
+  Loader loader(index.train, make_loader_options(config, /*train=*/true));
+  loader.start_epoch(epoch);
+  const auto batch = loader.next();
+  if (!batch) throw DataError("no readable training image for a batch");
+  std::vector<std::string> captions;
+  for (std::int64_t i = 0; i < batch->labels.size(0); ++i) {
+    captions.push_back(
+        index.classes[static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())]);
+  }
+  write_image_grid(batch->images, captions, 0, out);
+  spdlog::info("wrote {} augmented training images (epoch {}) to {}", captions.size(), epoch, out);
+}
+
+}  // namespace ltfit
