@@ -10,7 +10,7 @@ namespace {
 std::unique_ptr<torch::optim::Optimizer> optimizer(
     const char* name, const std::vector<std::vector<torch::Tensor>>& groups) {
   OptimizerConfig config;
-  config.name = name;
+  config.name = parse_optimizer_kind(name);
   return make_optimizer(config, groups);
 }
 

@@ -48,7 +48,7 @@ void run_find_batch(const FindBatchArgs& args) {
         {"device", r.device},
         {"arch", config.model.arch},
         {"image_size", config.data.image_size},
-        {"precision", config.train.precision},
+        {"precision", precision_name(config.train.precision)},
         {"channels_last", config.train.channels_last},
         {"start", args.job.start},
         {"max", r.max},
@@ -62,8 +62,9 @@ void run_find_batch(const FindBatchArgs& args) {
   }
   std::printf("largest batch that trains: %d%s (%s at %d px, %s, %s; %zu trials)\n",
               r.search.largest, r.search.largest == r.max ? " (the --max limit)" : "",
-              config.model.arch.c_str(), config.data.image_size, config.train.precision.c_str(),
-              r.device.c_str(), r.search.trials.size());
+              config.model.arch.c_str(), config.data.image_size,
+              precision_name(config.train.precision).c_str(), r.device.c_str(),
+              r.search.trials.size());
   std::printf("for context: %s\n", kStudyContext);
 }
 

@@ -1,8 +1,9 @@
 // Loading and overriding the YAML configuration (config_loader.h).
 //
 // Pipeline: text -> YAML tree -> `--set` overrides spliced into the tree -> structs (the
-// convert_* functions below, the only code that walks the document) -> range and enumeration
-// rules (config_rules.cpp, written once against the structs). Reading one value, checking its
+// convert_* functions below, the only code that walks the document; enumerations are parsed
+// here by config.h's parse_*) -> range rules (config_rules.cpp, written once against the
+// structs). Reading one value, checking its
 // type and naming the file and line (or the `--set`) of a bad one is config_yaml.cpp's and the
 // shared yaml_reader.h's job (duplicate keys are refused when the document is loaded).
 // Writing (to_yaml) is in config_writer.cpp; only these src/config files include yaml-cpp.
@@ -44,7 +45,7 @@ void convert_augment(const Context& context, const Located& at, AugmentConfig& a
 
 void convert_data(const Context& context, const Located& at, DataConfig& data) {
   read_fields(context, at,
-              {field("root", data.root), field("layout", data.layout),
+              {field("root", data.root), field("layout", parse_data_layout, data.layout),
                field("valid_count", data.valid_count), field("image_size", data.image_size),
                field("batch_size", data.batch_size), field("workers", read_workers, data.workers),
                field("augment", convert_augment, data.augment), field("subset", data.subset),
@@ -55,14 +56,14 @@ void convert_data(const Context& context, const Located& at, DataConfig& data) {
 void convert_model(const Context& context, const Located& at, ModelConfig& model) {
   read_fields(context, at,
               {field("arch", model.arch), field("pretrained", model.pretrained),
-               field("head", model.head), field("dropout", model.dropout)});
+               field("head", parse_head_kind, model.head), field("dropout", model.dropout)});
 }
 
 void convert_optimizer(const Context& context, const Located& at, OptimizerConfig& optimizer) {
-  read_fields(
-      context, at,
-      {field("name", optimizer.name), field("betas", optimizer.betas), field("eps", optimizer.eps),
-       field("weight_decay", optimizer.weight_decay), field("wd_bn_bias", optimizer.wd_bn_bias)});
+  read_fields(context, at,
+              {field("name", parse_optimizer_kind, optimizer.name), field("betas", optimizer.betas),
+               field("eps", optimizer.eps), field("weight_decay", optimizer.weight_decay),
+               field("wd_bn_bias", optimizer.wd_bn_bias)});
 }
 
 void convert_one_cycle(const Context& context, const Located& at, OneCycleConfig& one_cycle) {
@@ -79,10 +80,11 @@ void convert_checkpoint(const Context& context, const Located& at, CheckpointCon
 void convert_train(const Context& context, const Located& at, TrainConfig& train) {
   read_fields(
       context, at,
-      {field("recipe", train.recipe), field("epochs", train.epochs),
+      {field("recipe", parse_recipe, train.recipe), field("epochs", train.epochs),
        field("freeze_epochs", train.freeze_epochs), field("frozen", train.frozen),
        field("lr", read_lr, train.lr), field("optimizer", convert_optimizer, train.optimizer),
-       field("one_cycle", convert_one_cycle, train.one_cycle), field("precision", train.precision),
+       field("one_cycle", convert_one_cycle, train.one_cycle),
+       field("precision", parse_precision, train.precision),
        field("channels_last", train.channels_last), field("accumulate", train.accumulate),
        field("clip_grad_norm", train.clip_grad_norm), field("device", train.device),
        field("checkpoint", convert_checkpoint, train.checkpoint),
@@ -92,9 +94,9 @@ void convert_train(const Context& context, const Located& at, TrainConfig& train
 
 void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
   const auto read_mode = [&eval](const Context& c, const Located& mode) {
-    read(c, mode, eval.tta_mode);
+    read_choice(c, mode, parse_tta_mode, eval.tta_mode);
     // fastai v2 blends with lerp weight 0.25, v1 with beta 0.4: an unset beta follows the mode.
-    if (eval.tta_mode == "v2") eval.tta_beta = 0.25;
+    if (eval.tta_mode == TtaMode::kV2) eval.tta_beta = 0.25;
   };
   read_fields(context, at,
               {field("tta", eval.tta),

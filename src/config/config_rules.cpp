@@ -1,7 +1,7 @@
-// Config rules (config_loader.h's validate): value ranges and enumerations, written once
-// against the structs. A broken rule is reported through a Fail callback, so the loader can name
-// the file and line of the offending node while validate() names only the key. No yaml-cpp here.
-// Thread-safe: no shared state.
+// Config rules (config_loader.h's validate): value ranges and the string enumerations (model.arch),
+// written once against the structs; the enum-typed fields are valid by construction. A broken rule
+// is reported through a Fail callback, so the loader can name the file and line of the offending
+// node while validate() names only the key. No yaml-cpp here. Thread-safe: no shared state.
 #include "ltfit/config/config_loader.h"
 
 #include <algorithm>
@@ -107,7 +107,6 @@ void validate_formats(const std::vector<std::string>& formats, const Fail& fail)
 
 void validate_data(const DataConfig& data, const Fail& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
-  require_one_of(fail, "data.layout", data.layout, {"auto", "folders", "kaggle"});
   require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
   require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
           data.subset);
@@ -139,13 +138,11 @@ void validate_model(const ModelConfig& model, const Fail& fail) {
                  {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
   require(fail, !model.pretrained.empty(), "model.pretrained",
           "imagenet, none or the path of a torchvision .pth file", model.pretrained);
-  require_one_of(fail, "model.head", model.head, {"fastai", "linear"});
   require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
           model.dropout);
 }
 
 void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Fail& fail) {
-  require_one_of(fail, "train.optimizer.name", o.name, {"adamw", "sgd"});
   require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
           "two numbers in [0, 1)", o.betas);
   require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
@@ -167,7 +164,6 @@ void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const
 }
 
 void validate_train(const TrainConfig& train, const Fail& fail) {
-  require_one_of(fail, "train.recipe", train.recipe, {"fine_tune", "one_cycle"});
   require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
   require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
   require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
@@ -180,11 +176,10 @@ void validate_train(const TrainConfig& train, const Fail& fail) {
   require(fail, lr_ok, "train.lr",
           "a positive number or [low, high] with 0 < low <= high, at most 10", lr);
   validate_optimizer(train.optimizer, train.one_cycle, fail);
-  require_one_of(fail, "train.precision", train.precision, {"fp32", "fp16", "bf16"});
   require(fail, train.accumulate >= 1 && train.accumulate <= kMaxAccumulate, "train.accumulate",
           "an integer in [1, 1024]", train.accumulate);
-  require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6,
-          "train.clip_grad_norm", "a number in [0, 1e6] (0: off)", train.clip_grad_norm);
+  require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6, "train.clip_grad_norm",
+          "a number in [0, 1e6] (0: off)", train.clip_grad_norm);
   require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
           train.device);
   require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
@@ -204,7 +199,6 @@ void validate_eval(const EvalConfig& eval, const Fail& fail) {
           eval.tta_beta);
   require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
   require(fail, eval.tta_scale <= 10, "eval.tta_scale", "a number <= 10", eval.tta_scale);
-  require_one_of(fail, "eval.tta_mode", eval.tta_mode, {"v1", "v2"});
   require(fail, eval.tta_n >= 1 && eval.tta_n <= 64, "eval.tta_n", "an integer in [1, 64]",
           eval.tta_n);
 }

@@ -68,7 +68,7 @@ void emit_run(YAML::Emitter& out, const RunConfig& run) {
 void emit_data(YAML::Emitter& out, const DataConfig& data) {
   begin_section(out, "data");
   put_string(out, "root", data.root);
-  put_string(out, "layout", data.layout);
+  put_string(out, "layout", data_layout_name(data.layout));
   put_plain(out, "valid_count", std::to_string(data.valid_count));
   put_plain(out, "subset", format_number(data.subset));
   put_plain(out, "image_size", std::to_string(data.image_size));
@@ -97,14 +97,14 @@ void emit_model(YAML::Emitter& out, const ModelConfig& model) {
   begin_section(out, "model");
   put_string(out, "arch", model.arch);
   put_string(out, "pretrained", model.pretrained);
-  put_string(out, "head", model.head);
+  put_string(out, "head", head_kind_name(model.head));
   put_plain(out, "dropout", format_number(model.dropout));
   out << YAML::EndMap;
 }
 
 void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycleConfig& c) {
   begin_section(out, "optimizer");
-  put_string(out, "name", o.name);
+  put_string(out, "name", optimizer_kind_name(o.name));
   put_list(out, "betas", o.betas);
   put_plain(out, "eps", format_number(o.eps));
   put_plain(out, "weight_decay", format_number(o.weight_decay));
@@ -120,7 +120,7 @@ void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycle
 
 void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   begin_section(out, "train");
-  put_string(out, "recipe", train.recipe);
+  put_string(out, "recipe", recipe_name(train.recipe));
   put_plain(out, "epochs", std::to_string(train.epochs));
   put_plain(out, "freeze_epochs", std::to_string(train.freeze_epochs));
   put_bool(out, "frozen", train.frozen);
@@ -130,7 +130,7 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
     put_list(out, "lr", train.lr);
   }
   emit_optimizer(out, train.optimizer, train.one_cycle);
-  put_string(out, "precision", train.precision);
+  put_string(out, "precision", precision_name(train.precision));
   put_bool(out, "channels_last", train.channels_last);
   put_plain(out, "accumulate", std::to_string(train.accumulate));
   put_plain(out, "clip_grad_norm", format_number(train.clip_grad_norm));
@@ -153,7 +153,7 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
 void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
   begin_section(out, "eval");
   put_bool(out, "tta", eval.tta);
-  put_string(out, "tta_mode", eval.tta_mode);
+  put_string(out, "tta_mode", tta_mode_name(eval.tta_mode));
   put_plain(out, "tta_beta", format_number(eval.tta_beta));
   put_plain(out, "tta_scale", format_number(eval.tta_scale));
   put_plain(out, "tta_n", std::to_string(eval.tta_n));

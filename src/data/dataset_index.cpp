@@ -153,7 +153,7 @@ std::string tried_layouts(const fs::path& root) {
 
 DatasetIndex index_folders(const fs::path& root) {
   DatasetIndex index;
-  index.layout = "folders";
+  index.layout = data_layout_name(DataLayout::kFolders);
   index.classes = subdirectory_names(root / "train");
   if (index.classes.empty()) {
     throw DataError("no class folders in '" + (root / "train").string() + "' (layout folders)",
@@ -198,7 +198,7 @@ DatasetIndex index_kaggle(const fs::path& root, int valid_count, std::uint64_t s
                     "set data.valid_count between 0 and the number of images minus one");
   }
   DatasetIndex index;
-  index.layout = "kaggle";
+  index.layout = data_layout_name(DataLayout::kKaggle);
   std::map<std::string, std::int64_t> labels;
   for (const auto& file : files) labels.emplace(kaggle_class(file), 0);
   for (auto& [name, label] : labels) {
@@ -216,13 +216,10 @@ DatasetIndex index_kaggle(const fs::path& root, int valid_count, std::uint64_t s
   return index;
 }
 
-std::string resolve_layout(const fs::path& root, const std::string& layout) {
-  if (layout == "folders" || layout == "kaggle") return layout;
-  if (layout != "auto") {
-    throw ConfigError("data.layout: expected auto, folders or kaggle, got '" + layout + "'");
-  }
-  if (looks_like_folders(root)) return "folders";
-  if (!kaggle_dir(root).empty()) return "kaggle";
+DataLayout resolve_layout(const fs::path& root, DataLayout layout) {
+  if (layout != DataLayout::kAuto) return layout;
+  if (looks_like_folders(root)) return DataLayout::kFolders;
+  if (!kaggle_dir(root).empty()) return DataLayout::kKaggle;
   throw DataError("no images found under data root '" + root.string() + "': " + tried_layouts(root),
                   kDataHint);
 }
@@ -275,9 +272,9 @@ DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
         "data root '" + data.root + "' does not exist (data.root; " + tried_layouts(root) + ")",
         kDataHint);
   }
-  const std::string layout = resolve_layout(root, data.layout);
-  DatasetIndex index =
-      layout == "folders" ? index_folders(root) : index_kaggle(root, data.valid_count, seed);
+  DatasetIndex index = resolve_layout(root, data.layout) == DataLayout::kFolders
+                           ? index_folders(root)
+                           : index_kaggle(root, data.valid_count, seed);
   require_two_classes(index, root);
   sort_by_path(index.train);
   sort_by_path(index.valid);

@@ -7,8 +7,8 @@
 #include <torch/nn/functional/loss.h>
 
 #include "ltfit/data/loader.h"
-#include "ltfit/util/precision.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/precision.h"
 
 namespace ltfit {
 
@@ -39,11 +39,10 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
   return result;
 }
 
-std::string resolve_eval_precision(const std::string& requested, const torch::Device& device) {
-  precision_dtype(requested);  // validates the name
-  if (requested == "fp16" && device.is_cpu()) {
+Precision resolve_eval_precision(Precision requested, const torch::Device& device) {
+  if (requested == Precision::kFp16 && device.is_cpu()) {
     spdlog::info("precision fp16 needs a CUDA device: evaluating in fp32 on the CPU");
-    return "fp32";
+    return Precision::kFp32;
   }
   return requested;
 }

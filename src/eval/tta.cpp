@@ -98,7 +98,7 @@ TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval,
   parts.plain_seconds += seconds_since(plain_start);  // the final wait for the end of the epoch
   if (parts.plain.empty()) throw DataError("no readable image to evaluate with TTA");
   TtaResult result;
-  result.mode = "v1";
+  result.mode = tta_mode_name(TtaMode::kV1);
   result.beta = eval.tta_beta;
   result.views = kTtaV1Views;
   EvalResult plain = score_predictions(torch::cat(parts.plain), torch::cat(parts.targets),
@@ -138,7 +138,7 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
   const torch::Tensor augmented = torch::where(
       seen > 0, sum.index_select(0, plain.indices) / seen.clamp_min(1), plain.probabilities);
   TtaResult result;
-  result.mode = "v2";
+  result.mode = tta_mode_name(TtaMode::kV2);
   result.beta = eval.tta_beta;
   result.views = eval.tta_n;
   score_tta(result, std::move(plain), augmented);
@@ -147,17 +147,16 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
 }
 
 int tta_passes(const EvalConfig& eval) {
-  return 1 + (eval.tta_mode == "v2" ? eval.tta_n : kTtaV1Views);
+  return 1 + (eval.tta_mode == TtaMode::kV2 ? eval.tta_n : kTtaV1Views);
 }
 
 TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options) {
-  if (eval.tta_mode != "v1" && eval.tta_mode != "v2")
-    throw ConfigError("eval.tta_mode: expected v1 | v2, got '" + eval.tta_mode + "'");
-  spdlog::info("TTA {}: {} images, beta {}, {} precision", eval.tta_mode, loader.size(),
-               eval.tta_beta, options.precision);
-  TtaResult result = eval.tta_mode == "v1" ? tta_v1(model, loader, eval, options)
-                                           : tta_v2(model, loader, loader_options, eval, options);
+  spdlog::info("TTA {}: {} images, beta {}, {} precision", tta_mode_name(eval.tta_mode),
+               loader.size(), eval.tta_beta, precision_name(options.precision));
+  TtaResult result = eval.tta_mode == TtaMode::kV1
+                         ? tta_v1(model, loader, eval, options)
+                         : tta_v2(model, loader, loader_options, eval, options);
   spdlog::info("TTA {}: accuracy {:.4f} (plain {:.4f}) in {:.2f} s", result.mode,
                result.tta.accuracy, result.plain.accuracy, result.seconds);
   return result;

@@ -5,6 +5,7 @@
 
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/util/choices.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
@@ -28,7 +29,7 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
   const ModelConfig& m = loaded.config.model;
   loaded.model = ResNet(resnet_spec(m.arch), static_cast<std::int64_t>(loaded.meta.classes.size()),
-                        parse_head_kind(m.head), m.dropout);
+                        m.head, m.dropout);
   load_checkpoint(checkpoint, loaded.model, nullptr);
   loaded.model->to(device);
   loaded.model->eval();
@@ -38,11 +39,17 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
 EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
                         std::optional<double> beta) {
   EvalConfig eval = base;
-  if (!mode.empty() && mode != "v1" && mode != "v2")
-    throw ConfigError("--tta-mode: expected v1 | v2, got '" + mode + "'");
-  if (!mode.empty() && mode != base.tta_mode) {
-    eval.tta_mode = mode;
-    eval.tta_beta = mode == "v2" ? 0.25 : 0.4;  // fastai v2 tta() / v1 TTA() defaults
+  if (!mode.empty()) {
+    TtaMode parsed = base.tta_mode;
+    try {
+      parsed = parse_tta_mode(mode);
+    } catch (const ChoiceError& e) {
+      throw ConfigError("--tta-mode: expected " + e.expected() + ", got '" + mode + "'", e.hint());
+    }
+    if (parsed != base.tta_mode) {
+      eval.tta_mode = parsed;
+      eval.tta_beta = parsed == TtaMode::kV2 ? 0.25 : 0.4;  // fastai v2 tta() / v1 TTA() defaults
+    }
   }
   if (beta) {
     if (!(*beta >= 0.0 && *beta <= 1.0))
@@ -56,8 +63,8 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
                              const std::string& precision) {
   EvalOptions options;
   options.device = device;
-  options.precision =
-      resolve_eval_precision(precision.empty() ? loaded.config.train.precision : precision, device);
+  options.precision = resolve_eval_precision(
+      precision.empty() ? loaded.config.train.precision : parse_precision(precision), device);
   return options;
 }
 
@@ -69,7 +76,7 @@ CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   out.checkpoint = request.checkpoint;
   out.arch = loaded.config.model.arch;
   out.device = describe_device(device);
-  out.precision = options.precision;
+  out.precision = precision_name(options.precision);
   out.classes = loaded.meta.classes;
   out.samples = request.data.empty()
                     ? index_dataset(loaded.config.data, loaded.config.run.seed).valid

@@ -91,7 +91,7 @@ void convert(const std::string& old_path, const std::string& new_path) {
   const CheckpointMeta meta = read_old_meta(archive);
   const Config config = load_config_from_string(meta.config_yaml, old_path + " (config)");
   ResNet model(resnet_spec(config.model.arch), static_cast<std::int64_t>(meta.classes.size()),
-               parse_head_kind(config.model.head), config.model.dropout);
+               config.model.head, config.model.dropout);
   load_old_weights(archive, model);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   torch::serialize::InputArchive optimizer_archive;

@@ -36,7 +36,7 @@ void run_export_job(const std::string& checkpoint, const std::string& out) {
   std::string classes;
   for (const auto& c : loaded.meta.classes) classes += (classes.empty() ? "" : ", ") + c;
   spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}", state.size(),
-               loaded.config.model.arch, loaded.config.model.head, classes, out);
+               loaded.config.model.arch, head_kind_name(loaded.config.model.head), classes, out);
 }
 
 }  // namespace ltfit

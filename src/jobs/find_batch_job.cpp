@@ -23,7 +23,8 @@ FindBatchReport run_find_batch_job(const Config& config, const FindBatchJobOptio
   options.cpu_budget_bytes = static_cast<std::int64_t>(job.budget_mib * kMiB);
   report.cpu_budget_bytes = cpu_budget_bytes(options);
   spdlog::info("find-batch: {} ({} head) at {} px, {}{}, on {}; batches {}..{}", config.model.arch,
-               config.model.head, config.data.image_size, config.train.precision,
+               head_kind_name(config.model.head), config.data.image_size,
+               precision_name(config.train.precision),
                config.train.channels_last ? ", channels_last" : "", report.device, job.start,
                report.max);
   if (!device.is_cuda()) {

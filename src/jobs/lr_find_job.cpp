@@ -66,7 +66,7 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
   // As fastai, on the model as the recipe starts it (frozen for fine_tune).
   options.frozen = plan_recipe(config.train).front().frozen;
   spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}", options.num_steps, options.start_lr,
-               options.end_lr, config.train.precision,
+               options.end_lr, precision_name(config.train.precision),
                config.train.channels_last ? ", channels_last" : "");
   // The training run's precision and memory format: the sweep measures what training will do.
   TrainerOptions trainer;

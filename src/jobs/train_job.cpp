@@ -89,8 +89,8 @@ void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
   summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
   summary.total_seconds = summary.train_seconds + tta.seconds;
   spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
-               config.eval.tta_mode, tta.views, tta.beta, tta.tta.accuracy, tta.plain.accuracy,
-               format_mm_ss(tta.seconds));
+               tta_mode_name(config.eval.tta_mode), tta.views, tta.beta, tta.tta.accuracy,
+               tta.plain.accuracy, format_mm_ss(tta.seconds));
 }
 
 void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid) {

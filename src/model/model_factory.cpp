@@ -9,16 +9,16 @@
 namespace ltfit {
 
 ResNet build_model(const ModelConfig& model, std::int64_t num_classes) {
-  ResNet net(resnet_spec(model.arch), num_classes, parse_head_kind(model.head), model.dropout);
+  ResNet net(resnet_spec(model.arch), num_classes, model.head, model.dropout);
   if (model.pretrained == "none") {
     spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
-                 model.head, num_classes, count_parameters(*net));
+                 head_kind_name(model.head), num_classes, count_parameters(*net));
     return net;
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);
   load_pretrained_body(net, read_torch_state_dict(file), file);
   spdlog::info("model: {} with a {} head for {} classes, {} parameters, body from {}", model.arch,
-               model.head, num_classes, count_parameters(*net), file);
+               head_kind_name(model.head), num_classes, count_parameters(*net), file);
   return net;
 }
 

@@ -72,12 +72,6 @@ torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
   return torch::relu(out + identity);
 }
 
-HeadKind parse_head_kind(const std::string& name) {
-  if (name == "linear") return HeadKind::kLinear;
-  if (name == "fastai") return HeadKind::kFastai;
-  throw ConfigError("model.head: expected one of fastai, linear, got '" + name + "'");
-}
-
 namespace {
 
 torch::nn::Sequential make_fastai_head(std::int64_t features, std::int64_t num_classes,

@@ -130,7 +130,7 @@ ExperimentRow read_experiment_row(const RunOutcome& outcome) {
   if (const auto& config = row.outcome.config) {
     row.epochs = config->train.epochs;
     row.batch_size = config->data.batch_size;
-    row.precision = config->train.precision;
+    row.precision = precision_name(config->train.precision);
     row.channels_last = config->train.channels_last;
     row.subset = config->data.subset;
   }

@@ -42,18 +42,17 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   for (auto& split : split_groups(config, groups)) {
     const double wd = split.decay ? config.weight_decay : 0.0;
-    if (config.name == "adamw") {
+    if (config.name == OptimizerKind::kAdamW) {
       auto options = std::make_unique<torch::optim::AdamWOptions>(1e-3);
       options->betas({config.betas[0], config.betas[1]}).eps(config.eps).weight_decay(wd);
       param_groups.emplace_back(split.params, std::move(options));
     } else {
-      LTFIT_CHECK(config.name == "sgd", "optimizer validated at load time");
       auto options = std::make_unique<torch::optim::SGDOptions>(1e-3);
       options->momentum(config.betas[0]).weight_decay(wd);
       param_groups.emplace_back(split.params, std::move(options));
     }
   }
-  if (config.name == "adamw") {
+  if (config.name == OptimizerKind::kAdamW) {
     return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(1e-3));
   }
   return std::make_unique<torch::optim::SGD>(param_groups, torch::optim::SGDOptions(1e-3));

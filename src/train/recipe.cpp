@@ -32,12 +32,11 @@ std::vector<double> spread_lrs(const std::vector<double>& lr, int groups, bool s
 }
 
 std::vector<StagePlan> plan_recipe(const TrainConfig& train) {
-  if (train.recipe == "one_cycle") {
+  if (train.recipe == Recipe::kOneCycle) {
     // Frozen, a single LR is fastai v1's slice(lr): lr/10 for the body's BatchNorm layers.
     return {{"one_cycle", train.epochs, train.frozen,
              spread_lrs(train.lr, kLayerGroups, /*slice_of_one=*/train.frozen), train.one_cycle}};
   }
-  LTFIT_CHECK(train.recipe == "fine_tune", "recipe validated at load time");
   std::vector<StagePlan> plan;
   double base = train.lr.back();
   if (train.freeze_epochs > 0) {

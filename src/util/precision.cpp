@@ -36,14 +36,19 @@ const char* on_off(bool on) { return on ? "on" : "off"; }
 
 }  // namespace
 
-torch::Dtype precision_dtype(const std::string& precision) {
-  if (precision == "fp32") return torch::kFloat;
-  if (precision == "fp16") return torch::kHalf;
-  if (precision == "bf16") return torch::kBFloat16;
-  throw ConfigError("train.precision: expected one of fp32, fp16, bf16, got '" + precision + "'");
+torch::Dtype precision_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::kFp16:
+      return torch::kHalf;
+    case Precision::kBf16:
+      return torch::kBFloat16;
+    case Precision::kFp32:
+      break;
+  }
+  return torch::kFloat;
 }
 
-void check_precision(const std::string& precision, const torch::Device& device) {
+void check_precision(Precision precision, const torch::Device& device) {
   const torch::Dtype dtype = precision_dtype(precision);
   if (dtype == torch::kHalf && !device.is_cuda()) {
     throw ConfigError(

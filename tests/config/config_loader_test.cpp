@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
@@ -201,6 +202,46 @@ TEST_CASE("a key written twice is an error at its second line, in the file or a 
              Contains("data.batch_size: duplicate key (from --set data="));
 }
 
+// Each enumeration: every name parses to a value whose name it is; an unknown name is a
+// ChoiceError (a ConfigError, exit 2) naming the key, every choice and the closest one.
+template <typename Enum>
+void check_names(Enum (*parse)(std::string_view), const std::string& (*name)(Enum),
+                 const std::vector<std::string>& names, const std::string& key) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    INFO(names[i]);
+    CHECK(parse(names[i]) == static_cast<Enum>(i));
+    CHECK(name(static_cast<Enum>(i)) == names[i]);
+  }
+  try {
+    parse(names[0] + "x");
+    FAIL("an unknown name was accepted");
+  } catch (const ChoiceError& e) {
+    CHECK(e.exit_code() == ExitCode::kUsage);
+    CHECK(std::string(e.what()) ==
+          key + ": expected one of " + join(names) + ", got '" + names[0] + "x'");
+    CHECK(e.expected() == "one of " + join(names));
+    CHECK(e.hint() == "did you mean '" + names[0] + "'?");
+  }
+}
+
+TEST_CASE("each enumeration has one parse and one name, in the order messages list them",
+          "[config]") {
+  check_names(parse_precision, precision_name, {"fp32", "fp16", "bf16"}, "train.precision");
+  check_names(parse_recipe, recipe_name, {"fine_tune", "one_cycle"}, "train.recipe");
+  check_names(parse_data_layout, data_layout_name, {"auto", "folders", "kaggle"}, "data.layout");
+  check_names(parse_head_kind, head_kind_name, {"fastai", "linear"}, "model.head");
+  check_names(parse_optimizer_kind, optimizer_kind_name, {"adamw", "sgd"}, "train.optimizer.name");
+  check_names(parse_tta_mode, tta_mode_name, {"v1", "v2"}, "eval.tta_mode");
+  // What to_yaml writes for each is its name, so config.yaml reads back the same.
+  Config c;
+  c.train.precision = Precision::kBf16;
+  c.eval.tta_mode = TtaMode::kV2;
+  const std::string text = to_yaml(c);
+  CHECK_THAT(text, Contains("  precision: bf16\n") && Contains("  tta_mode: v2\n") &&
+                       Contains("  recipe: fine_tune\n") && Contains("  layout: auto\n") &&
+                       Contains("  head: fastai\n") && Contains("    name: adamw\n"));
+}
+
 TEST_CASE("a missing config file is an error naming it", "[config]") {
   testing::TempDir dir;
   const std::string path = (dir.path() / "nope.yaml").string();
@@ -227,7 +268,7 @@ TEST_CASE("overrides (--set) replace values, create maps and are validated", "[c
   CHECK(config.train.lr == std::vector<double>{1e-5, 1e-3});
   CHECK(config.model.pretrained == "none");
   CHECK(config.train.optimizer.eps == 1e-6);
-  CHECK(config.train.optimizer.name == "adamw");  // siblings keep their defaults
+  CHECK(config.train.optimizer.name == OptimizerKind::kAdamW);  // siblings keep their defaults
   CHECK(config.train.time_limit_seconds == 5 * 3600 + 50 * 60);
   CHECK(config.data.workers == 0);
 
@@ -299,20 +340,21 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     Config c;
     c.source = "t.yaml";
     c.run = {"my run: 2", "out dir", 7, true};
-    c.data = {"/data/x", "kaggle", 100, 96, 3, 5, {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25}};
-    c.model = {"resnet50", "null", "linear", 0.125};
-    c.train.recipe = "one_cycle";
+    c.data = {
+        "/data/x", DataLayout::kKaggle, 100, 96, 3, 5, {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25}};
+    c.model = {"resnet50", "null", HeadKind::kLinear, 0.125};
+    c.train.recipe = Recipe::kOneCycle;
     c.train.epochs = 9;
     c.train.freeze_epochs = 0;
     c.train.lr = {1.0e-5, 3.0e-3};
-    c.train.optimizer = {"sgd", {0.8, 0.95}, 1e-7, 0.1};
+    c.train.optimizer = {OptimizerKind::kSgd, {0.8, 0.95}, 1e-7, 0.1};
     c.train.one_cycle = {0.25, 10, 1e4, {0.9, 0.8, 0.9}};
-    c.train.precision = "bf16";
+    c.train.precision = Precision::kBf16;
     c.train.channels_last = false;
     c.train.device = "cuda:1";
     c.train.checkpoint = {2.5, 3};
     c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
-    c.eval = {false, "v2", 0.3, 1.2, 6};
+    c.eval = {false, TtaMode::kV2, 0.3, 1.2, 6};
     c.train.profile = true;
     c.data.max_pixels = 0;
     c.data.formats = {"png", "hdr", "jpeg2000"};
@@ -335,13 +377,13 @@ TEST_CASE("the shipped configs load cleanly", "[config]") {
   CHECK(study.model.pretrained == "imagenet");
   CHECK(study.data.batch_size == 16);
   CHECK(study.data.image_size == 224);
-  CHECK(study.train.recipe == "fine_tune");
+  CHECK(study.train.recipe == Recipe::kFineTune);
   CHECK(study.train.epochs == 3);
   const Config quick = load_config((configs / "quickstart.yaml").string());
   CHECK(quick.run.name == "quickstart");
   CHECK(quick.data.root == "data/synth");
   CHECK(quick.model.pretrained == "none");
-  CHECK(quick.train.recipe == "one_cycle");
+  CHECK(quick.train.recipe == Recipe::kOneCycle);
   CHECK_FALSE(quick.eval.tta);
 }
 
@@ -359,7 +401,7 @@ TEST_CASE("TTA's blend weight follows the mode unless it is set", "[config]") {
       0.5);
   const Config config = load_config_from_string("eval:\n  tta: true\n", "t.yaml",
                                                 {parse_override("eval.tta_mode=v2")});
-  CHECK(config.eval.tta_mode == "v2");
+  CHECK(config.eval.tta_mode == ltfit::TtaMode::kV2);
   CHECK(config.eval.tta_beta == 0.25);
   CHECK_FALSE(config.train.profile);
 }

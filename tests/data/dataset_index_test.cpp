@@ -25,7 +25,7 @@ ltfit::DataConfig data_config(const TempDir& dir, const std::string& layout = "a
                               int valid_count = 5) {
   ltfit::DataConfig data;
   data.root = dir.str();
-  data.layout = layout;
+  data.layout = ltfit::parse_data_layout(layout);
   data.valid_count = valid_count;
   return data;
 }

@@ -8,11 +8,14 @@
 #include "ltfit/util/error.h"
 
 TEST_CASE("evaluation precision resolves per device", "[eval]") {
-  CHECK(ltfit::resolve_eval_precision("fp32", torch::kCPU) == "fp32");
-  CHECK(ltfit::resolve_eval_precision("bf16", torch::kCPU) == "bf16");
-  CHECK(ltfit::resolve_eval_precision("fp16", torch::kCPU) == "fp32");  // logged fallback
-  CHECK(ltfit::resolve_eval_precision("fp16", torch::Device("cuda:0")) == "fp16");
-  CHECK_THROWS_AS(ltfit::resolve_eval_precision("fp8", torch::kCPU), ltfit::ConfigError);
+  using ltfit::Precision;
+  CHECK(ltfit::resolve_eval_precision(Precision::kFp32, torch::kCPU) == Precision::kFp32);
+  CHECK(ltfit::resolve_eval_precision(Precision::kBf16, torch::kCPU) == Precision::kBf16);
+  CHECK(ltfit::resolve_eval_precision(Precision::kFp16, torch::kCPU) ==
+        Precision::kFp32);  // logged fallback
+  CHECK(ltfit::resolve_eval_precision(Precision::kFp16, torch::Device("cuda:0")) ==
+        Precision::kFp16);
+  CHECK_THROWS_AS(ltfit::parse_precision("fp8"), ltfit::ConfigError);
 }
 
 TEST_CASE("forward_logits runs under bf16 autocast, returns float32, restores state", "[eval]") {
@@ -23,7 +26,7 @@ TEST_CASE("forward_logits runs under bf16 autocast, returns float32, restores st
   const torch::Tensor x = torch::randn({2, 3, 32, 32});
   ltfit::EvalOptions options;
   const torch::Tensor fp32 = ltfit::forward_logits(model, x, options);
-  options.precision = "bf16";
+  options.precision = ltfit::Precision::kBf16;
   const torch::Tensor bf16 = ltfit::forward_logits(model, x, options);
   CHECK(bf16.scalar_type() == torch::kFloat32);
   CHECK(bf16.sizes() == torch::IntArrayRef({2, 3}));

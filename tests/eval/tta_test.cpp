@@ -116,7 +116,7 @@ TEST_CASE("v2 TTA averages n augmented passes, reproducibly", "[eval][tta]") {
   ltfit::Loader loader(set.samples, valid_options());
   ltfit::ResNet model = calibrated_model(loader);
   ltfit::EvalConfig eval;
-  eval.tta_mode = "v2";
+  eval.tta_mode = ltfit::TtaMode::kV2;
   eval.tta_beta = 0.25;
   eval.tta_n = 3;
   const ltfit::TtaResult r = ltfit::run_tta(model, loader, valid_options(), eval, {});
@@ -131,8 +131,7 @@ TEST_CASE("v2 TTA averages n augmented passes, reproducibly", "[eval][tta]") {
   eval.tta_n = 1;  // fewer passes: a different average
   const ltfit::TtaResult one = ltfit::run_tta(model, loader, valid_options(), eval, {});
   CHECK_FALSE(torch::allclose(one.tta.probabilities, r.tta.probabilities, 1e-5, 1e-5));
-  eval.tta_mode = "v3";
-  CHECK_THROWS_AS(ltfit::run_tta(model, loader, valid_options(), eval, {}), ltfit::ConfigError);
+  CHECK_THROWS_AS(ltfit::parse_tta_mode("v3"), ltfit::ConfigError);
 }
 
 TEST_CASE("v1 and v2 TTA under bf16 autocast on the CPU give float32 probabilities",
@@ -141,11 +140,11 @@ TEST_CASE("v1 and v2 TTA under bf16 autocast on the CPU give float32 probabiliti
   ltfit::Loader loader(set.samples, valid_options());
   ltfit::ResNet model = calibrated_model(loader);
   ltfit::EvalOptions bf16;
-  bf16.precision = "bf16";
+  bf16.precision = ltfit::Precision::kBf16;
   for (const char* mode : {"v1", "v2"}) {
     INFO(mode);
     ltfit::EvalConfig eval;
-    eval.tta_mode = mode;
+    eval.tta_mode = ltfit::parse_tta_mode(mode);
     eval.tta_n = 2;
     const ltfit::TtaResult fp = ltfit::run_tta(model, loader, valid_options(), eval, {});
     const ltfit::TtaResult low = ltfit::run_tta(model, loader, valid_options(), eval, bf16);

@@ -61,15 +61,15 @@ TEST_CASE("the shipped Kaggle-vs-Colab plan loads with the study's figures", "[e
   for (const auto& run : plan.runs) {
     INFO(run.id);
     const auto config = ltfit::load_config(plan.base, ltfit::run_overrides(plan, run, {}));
-    CHECK(config.train.recipe == "one_cycle");
+    CHECK(config.train.recipe == ltfit::Recipe::kOneCycle);
     CHECK(config.train.frozen);
     CHECK(config.train.lr == std::vector<double>{3.0e-3});
     CHECK(config.eval.tta);
-    CHECK(config.eval.tta_mode == "v1");
+    CHECK(config.eval.tta_mode == ltfit::TtaMode::kV1);
     CHECK(config.run.seed == 42);
   }
   const auto fp16 = ltfit::load_config(plan.base, ltfit::run_overrides(plan, plan.runs[1], {}));
-  CHECK(fp16.train.precision == "fp16");
+  CHECK(fp16.train.precision == ltfit::Precision::kFp16);
   CHECK(fp16.train.epochs == 3);
   CHECK(fp16.data.batch_size == 16);
 }

@@ -22,7 +22,7 @@ ltfit::Config run_config(double subset) {
   ltfit::Config config;
   config.train.epochs = 3;
   config.data.batch_size = 16;
-  config.train.precision = "fp32";
+  config.train.precision = ltfit::Precision::kFp32;
   config.data.subset = subset;
   return config;
 }
@@ -71,7 +71,7 @@ std::vector<RunOutcome> fabricate_runs(const fs::path& root, double subset) {
   na.reason = "train.precision: fp16 needs a CUDA device";
   na.run_dir = (root / "runs" / "half").string();
   na.config = run_config(subset);
-  na.config->train.precision = "fp16";
+  na.config->train.precision = ltfit::Precision::kFp16;
   return {ok, failed, na};
 }
 

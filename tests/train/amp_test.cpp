@@ -205,14 +205,14 @@ TEST_CASE("GradScaler state round-trips and rejects bad values", "[train][amp]")
 }
 
 TEST_CASE("precision names map to dtypes and fp16 on CPU is a config error", "[train][amp]") {
-  CHECK(ltfit::precision_dtype("fp32") == torch::kFloat);
-  CHECK(ltfit::precision_dtype("fp16") == torch::kHalf);
-  CHECK(ltfit::precision_dtype("bf16") == torch::kBFloat16);
-  CHECK_THROWS_AS(ltfit::precision_dtype("fp8"), ltfit::ConfigError);
-  CHECK_NOTHROW(ltfit::check_precision("fp32", torch::kCPU));
-  CHECK_NOTHROW(ltfit::check_precision("bf16", torch::kCPU));
+  CHECK(ltfit::precision_dtype(ltfit::parse_precision("fp32")) == torch::kFloat);
+  CHECK(ltfit::precision_dtype(ltfit::parse_precision("fp16")) == torch::kHalf);
+  CHECK(ltfit::precision_dtype(ltfit::parse_precision("bf16")) == torch::kBFloat16);
+  CHECK_THROWS_AS(ltfit::parse_precision("fp8"), ltfit::ConfigError);
+  CHECK_NOTHROW(ltfit::check_precision(ltfit::Precision::kFp32, torch::kCPU));
+  CHECK_NOTHROW(ltfit::check_precision(ltfit::Precision::kBf16, torch::kCPU));
   try {
-    ltfit::check_precision("fp16", torch::kCPU);
+    ltfit::check_precision(ltfit::Precision::kFp16, torch::kCPU);
     FAIL("fp16 on CPU was accepted");
   } catch (const ltfit::ConfigError& e) {
     CHECK_THAT(e.what(), Catch::StartsWith("train.precision: fp16 needs a CUDA device"));
@@ -282,7 +282,7 @@ TEST_CASE("configure_backends switches deterministic algorithms", "[train][amp]"
 TEST_CASE("fp16 training with loss scaling on CUDA reduces the loss", "[train][amp][cuda]") {
   REQUIRE(torch::cuda::is_available());
   const torch::Device device(torch::kCUDA, 0);
-  CHECK_NOTHROW(ltfit::check_precision("fp16", device));
+  CHECK_NOTHROW(ltfit::check_precision(ltfit::Precision::kFp16, device));
   ltfit::GradScaler scaler;
   const auto [first, last] = train_tiny(device, torch::kHalf, scaler, 20);
   INFO("loss " << first << " -> " << last);

@@ -123,7 +123,7 @@ TEST_CASE("batch trials on the CPU respect the memory budget", "[batch_finder]")
 
 TEST_CASE("a batch trial refuses a precision the device cannot run", "[batch_finder]") {
   ltfit::Config config = tiny_config(32);
-  config.train.precision = "fp16";
+  config.train.precision = ltfit::Precision::kFp16;
   CHECK_THROWS_AS(ltfit::run_batch_trial(config, torch::Device(torch::kCPU), 2),
                   ltfit::ConfigError);
 }

@@ -193,7 +193,7 @@ TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
     INFO(name);
     TempDir dir;
     ltfit::OptimizerConfig config;
-    config.name = name;
+    config.name = ltfit::parse_optimizer_kind(name);
     torch::manual_seed(1);
     ltfit::ResNet a(ltfit::resnet_spec("resnet18"), 2);
     auto opt_a = ltfit::make_optimizer(config, a->layer_group_parameters());
@@ -231,7 +231,7 @@ TEST_CASE("a checkpoint whose optimizer state does not fit the optimizer changes
   ltfit::save_checkpoint(path, a, adamw.get(), sample_meta());
   ltfit::ResNet b(ltfit::resnet_spec("resnet18"), 2);
   ltfit::OptimizerConfig sgd_config;
-  sgd_config.name = "sgd";
+  sgd_config.name = ltfit::OptimizerKind::kSgd;
   auto sgd = ltfit::make_optimizer(sgd_config, b->layer_group_parameters());
   const torch::Tensor before = b->named_parameters()["conv1.weight"].clone();
   CHECK_THROWS_WITH(ltfit::load_checkpoint(path, b, sgd.get()),

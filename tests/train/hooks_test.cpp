@@ -95,7 +95,8 @@ std::vector<torch::Tensor> gradients(const torch::optim::Optimizer& optimizer) {
   return out;
 }
 
-double max_abs_difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+double max_abs_difference(const std::vector<torch::Tensor>& a,
+                          const std::vector<torch::Tensor>& b) {
   REQUIRE(a.size() == b.size());
   double worst = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -155,10 +156,10 @@ TEST_CASE("hooks run at each event in order, and a context flag acts", "[train][
   auto optimizer = sgd_like(model);
   ltfit::Trainer trainer(model, *optimizer, data, nullptr, {}, {&late, &b});
   trainer.fit({plain_stage()});
-  const std::vector<std::string> expected{
-      "b:fit_begin",      "b:stage_begin", "b:epoch_begin", "b:before_batch",
-      "b:after_loss",     "b:after_backward", "b:before_step", "late:before_step",
-      "b:after_step",     "b:epoch_end",   "b:stage_end",   "b:fit_end"};
+  const std::vector<std::string> expected{"b:fit_begin",    "b:stage_begin",    "b:epoch_begin",
+                                          "b:before_batch", "b:after_loss",     "b:after_backward",
+                                          "b:before_step",  "late:before_step", "b:after_step",
+                                          "b:epoch_end",    "b:stage_end",      "b:fit_end"};
   CHECK(events == expected);
 
   SECTION("skip_step leaves the weights as they were and still counts the step") {
@@ -213,8 +214,7 @@ TEST_CASE("accumulating N batches gives the gradients of one batch N times large
   CHECK(total_norm(one.seen[0]) > 1e-3);
   CHECK(max_abs_difference(accumulated.seen[0], one.seen[0]) < 1e-6);
   // And the weights after the step agree too.
-  CHECK(max_abs_difference(accumulated_model->parameters(), one_model->parameters()) <
-        1e-6);
+  CHECK(max_abs_difference(accumulated_model->parameters(), one_model->parameters()) < 1e-6);
 }
 
 TEST_CASE("accumulation: the schedule counts optimizer steps; a short last group is a mean",
@@ -252,7 +252,8 @@ TEST_CASE("accumulation: the schedule counts optimizer steps; a short last group
   }
   const std::vector<double> expected{2, 2, 2, 2, 1, 2, 2, 2, 2, 1};
   REQUIRE(divisors.ratios.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(divisors.ratios[i] == Approx(expected[i]));
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    CHECK(divisors.ratios[i] == Approx(expected[i]));
 }
 
 TEST_CASE("clip_grad_norm clips after the loss scaler's unscale, as torch's AMP recipe",
@@ -298,7 +299,8 @@ TEST_CASE("an overflowed fp16 step is skipped and does not poison the smoothed l
   struct Overflow : ltfit::Hook {  // what an fp16 overflow looks like to the loop
     int order() const override { return ltfit::hook_order::kLossCheck - 1; }
     void after_loss(ltfit::TrainContext& ctx) override {
-      if (ctx.state.global_step == 1) ctx.loss_value = INFINITY, ctx.backward_loss = ctx.loss * INFINITY;
+      if (ctx.state.global_step == 1)
+        ctx.loss_value = INFINITY, ctx.backward_loss = ctx.loss * INFINITY;
     }
   } overflow;
   FixedBatches data(4, 2);
@@ -324,7 +326,9 @@ TEST_CASE("an overflowed fp16 step is skipped and does not poison the smoothed l
 TEST_CASE("lr-find runs under the training precision: bf16 on CPU really trains in bf16",
           "[train][hooks][lr_find]") {
   struct DtypeProbe : ltfit::Hook {
-    void after_loss(ltfit::TrainContext& ctx) override { dtypes.push_back(ctx.output.scalar_type()); }
+    void after_loss(ltfit::TrainContext& ctx) override {
+      dtypes.push_back(ctx.output.scalar_type());
+    }
     std::vector<torch::Dtype> dtypes;
   };
   FixedBatches data(3, 2);
@@ -338,7 +342,7 @@ TEST_CASE("lr-find runs under the training precision: bf16 on CPU really trains 
     const auto before = model->parameters()[0].detach().clone();
     DtypeProbe probe;
     ltfit::TrainerOptions trainer;
-    trainer.precision = precision;
+    trainer.precision = ltfit::parse_precision(precision);
     const auto result = ltfit::lr_find(model, *optimizer, data, trainer, options, {&probe});
     CHECK(result.lrs.size() == 5);
     REQUIRE(probe.dtypes.size() == 5);

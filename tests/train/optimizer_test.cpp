@@ -56,7 +56,7 @@ TEST_CASE("each layer group gets its own LR and all share the momentum", "[train
     CHECK(adam.eps() == Approx(1e-5));
   }
   ltfit::OptimizerConfig sgd;
-  sgd.name = "sgd";
+  sgd.name = ltfit::OptimizerKind::kSgd;
   auto plain = ltfit::make_optimizer(sgd, model->layer_group_parameters());
   ltfit::set_hyper_parameters(*plain, {0.1, 0.2, 0.3}, 0.9);
   CHECK(static_cast<torch::optim::SGDOptions&>(plain->param_groups()[0].options()).momentum() ==

@@ -1,4 +1,5 @@
-// Recipes and LR spreading against fastai's definitions (fastai's learner.fine_tune and fit_one_cycle).
+// Recipes and LR spreading against fastai's definitions (fastai's learner.fine_tune and
+// fit_one_cycle).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -23,7 +24,7 @@ TEST_CASE("spread_lrs follows fastai's lr_range", "[train][recipe]") {
 
 TEST_CASE("one_cycle is one unfrozen stage with the configured shape", "[train][recipe]") {
   ltfit::TrainConfig train;
-  train.recipe = "one_cycle";
+  train.recipe = ltfit::Recipe::kOneCycle;
   train.epochs = 4;
   train.lr = {2e-3};
   const auto plan = ltfit::plan_recipe(train);
@@ -46,7 +47,7 @@ TEST_CASE("one_cycle is one unfrozen stage with the configured shape", "[train][
 TEST_CASE("fine_tune is fastai v2's: frozen slice(base) at pct 0.99, then slice(base/200, base/2)",
           "[train][recipe]") {
   ltfit::TrainConfig train;
-  train.recipe = "fine_tune";
+  train.recipe = ltfit::Recipe::kFineTune;
   train.epochs = 3;
   train.freeze_epochs = 1;
   train.lr = {2e-3};

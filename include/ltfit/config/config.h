@@ -9,9 +9,60 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ltfit/util/precision_name.h"  // Precision, parse_precision, precision_name
+
 namespace ltfit {
+
+// ---- enumerations -------------------------------------------------------------------------
+// Each has one parse (its config name -> the value; ChoiceError, a ConfigError, "<key>: expected
+// one of ..., got '<text>'" with a "did you mean" otherwise) and one name (the value -> the name
+// config files use), built on one table of names (config_enums.cpp). Precision, `train.precision`,
+// is in util/precision_name.h (util's precision.h takes it).
+
+// `data.layout`: how the images under data.root are arranged.
+enum class DataLayout {
+  kAuto,     // folders when {train,valid}/<class>/ exist, else kaggle
+  kFolders,  // {train,valid}/<class>/*.jpg
+  kKaggle,   // <class>.<N>.jpg (in root/train or root), validation split by run.seed
+};
+DataLayout parse_data_layout(std::string_view text);  // "auto" | "folders" | "kaggle"
+const std::string& data_layout_name(DataLayout layout);
+
+// `model.head`: the classifier on top of the body.
+enum class HeadKind {
+  kFastai,  // fastai's create_head: concat pool (max || avg) -> flatten -> BN -> Dropout(p/2)
+            // -> Linear(2C, 512) -> ReLU -> BN -> Dropout(p) -> Linear(512, n), as `head.*`
+  kLinear,  // torchvision's: average pool -> flatten -> fc (names `fc.weight`, `fc.bias`)
+};
+HeadKind parse_head_kind(std::string_view text);  // "fastai" | "linear"
+const std::string& head_kind_name(HeadKind head);
+
+// `train.optimizer.name`: the optimizer.
+enum class OptimizerKind {
+  kAdamW,  // decoupled weight decay Adam (fastai's default)
+  kSgd,    // SGD with momentum (betas[0])
+};
+OptimizerKind parse_optimizer_kind(std::string_view text);  // "adamw" | "sgd"
+const std::string& optimizer_kind_name(OptimizerKind kind);
+
+// `train.recipe`: the stages training runs.
+enum class Recipe {
+  kFineTune,  // fastai's fine_tune: freeze_epochs frozen, then epochs unfrozen
+  kOneCycle,  // one fit_one_cycle over epochs (body frozen throughout when train.frozen)
+};
+Recipe parse_recipe(std::string_view text);  // "fine_tune" | "one_cycle"
+const std::string& recipe_name(Recipe recipe);
+
+// `eval.tta_mode`: which test-time augmentation.
+enum class TtaMode {
+  kV1,  // fastai v1 TTA(): 8 corner-zoom x flip views
+  kV2,  // fastai v2 tta(): eval.tta_n training-augmented passes
+};
+TtaMode parse_tta_mode(std::string_view text);  // "v1" | "v2"
+const std::string& tta_mode_name(TtaMode mode);
 
 // `run:` what the run is called, where it goes, and its randomness.
 struct RunConfig {
@@ -46,7 +97,7 @@ inline const std::vector<std::string> kImageFormatNames = {
 // `data:` where the images are and how batches are made.
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
-  std::string layout = "auto";             // auto | folders | kaggle
+  DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle
   int valid_count = 2000;                  // kaggle layout: validation images, split by seed
   int image_size = 224;                    // side of the square training image, pixels
   int batch_size = 16;    // images per batch; at least 2 (BatchNorm needs 2 per training batch)
@@ -69,7 +120,7 @@ struct DataConfig {
 struct ModelConfig {
   std::string arch = "resnet34";        // resnet18 | resnet34 | resnet50 | resnet101 | resnet152
   std::string pretrained = "imagenet";  // imagenet | PATH to a torchvision .pth | none
-  std::string head = "fastai";          // fastai | linear
+  HeadKind head = HeadKind::kFastai;    // fastai | linear
   double dropout = 0.5;                 // fastai head: last dropout p (the first is half)
 
   bool operator==(const ModelConfig&) const = default;
@@ -77,12 +128,12 @@ struct ModelConfig {
 
 // `train.optimizer:` the optimizer and its hyper-parameters.
 struct OptimizerConfig {
-  std::string name = "adamw";               // adamw | sgd
-  std::vector<double> betas = {0.9, 0.99};  // Adam betas (beta1 is driven by one-cycle)
-  double eps = 1.0e-5;                      // Adam epsilon
-  double weight_decay = 0.01;               // decoupled weight decay: p <- p * (1 - lr * wd)
-  bool wd_bn_bias = false;                  // also decay BatchNorm and bias parameters (fastai v2's
-                                            // wd_bn_bias; false exempts them, v2's default)
+  OptimizerKind name = OptimizerKind::kAdamW;  // adamw | sgd
+  std::vector<double> betas = {0.9, 0.99};     // Adam betas (beta1 is driven by one-cycle)
+  double eps = 1.0e-5;                         // Adam epsilon
+  double weight_decay = 0.01;                  // decoupled weight decay: p <- p * (1 - lr * wd)
+  bool wd_bn_bias = false;  // also decay BatchNorm and bias parameters (fastai v2's
+                            // wd_bn_bias; false exempts them, v2's default)
 
   bool operator==(const OptimizerConfig&) const = default;
 };
@@ -107,18 +158,18 @@ struct CheckpointConfig {
 
 // `train:` the recipe and how it runs.
 struct TrainConfig {
-  std::string recipe = "fine_tune";  // fine_tune | one_cycle
-  int epochs = 3;                    // epochs (unfrozen epochs for fine_tune)
-  int freeze_epochs = 1;             // fine_tune: frozen epochs first
+  Recipe recipe = Recipe::kFineTune;  // fine_tune | one_cycle
+  int epochs = 3;                     // epochs (unfrozen epochs for fine_tune)
+  int freeze_epochs = 1;              // fine_tune: frozen epochs first
   bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
                         // fit_one_cycle on a new cnn learner, as in the 2019 study)
   std::vector<double> lr = {1.0e-3};         // max LR, or [low, high] slice over layer groups
   OptimizerConfig optimizer;                 // optimizer settings
   OneCycleConfig one_cycle;                  // schedule shape
-  std::string precision = "fp32";            // fp32 | fp16 | bf16
+  Precision precision = Precision::kFp32;    // fp32 | fp16 | bf16
   bool channels_last = true;                 // NHWC memory format where it helps
-  int accumulate = 1;           // batches whose gradients add up to one optimizer step
-  double clip_grad_norm = 0.0;  // clip the gradients' total L2 norm to this (0: off)
+  int accumulate = 1;                        // batches whose gradients add up to one optimizer step
+  double clip_grad_norm = 0.0;               // clip the gradients' total L2 norm to this (0: off)
   std::string device = "auto";               // auto | cpu | cuda | cuda:N
   CheckpointConfig checkpoint;               // checkpoint cadence
   std::optional<double> time_limit_seconds;  // stop cleanly before this wall time (null: none)
@@ -129,9 +180,8 @@ struct TrainConfig {
 
 // `eval:` evaluation after training.
 struct EvalConfig {
-  bool tta = true;  // also evaluate with test-time augmentation
-  std::string tta_mode =
-      "v1";                 // v1: 8 corner-zoom x flip views | v2: tta_n training-augmented views
+  bool tta = true;                  // also evaluate with test-time augmentation
+  TtaMode tta_mode = TtaMode::kV1;  // v1: 8 corner-zoom x flip views | v2: tta_n augmented views
   double tta_beta = 0.4;    // final = beta * plain + (1 - beta) * augmented (v2 default: 0.25)
   double tta_scale = 1.35;  // v1: corner zoom factor
   int tta_n = 4;            // v2: augmented passes

@@ -29,17 +29,17 @@ struct EvalResult {
 };
 
 struct EvalOptions {
-  torch::Device device = torch::kCPU;  // where the model lives
-  bool channels_last = false;          // feed NHWC batches
-  std::string precision = "fp32";      // fp32 | bf16 (CPU or CUDA) | fp16 (CUDA): autocast dtype
+  torch::Device device = torch::kCPU;      // where the model lives
+  bool channels_last = false;              // feed NHWC batches
+  Precision precision = Precision::kFp32;  // fp32 | bf16 (CPU or CUDA) | fp16 (CUDA): autocast
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
 EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options);
 
 // `requested` (e.g. train.precision) as evaluation can run it on `device`: fp16 on a CPU falls
-// back to fp32 with an info log line; fp32 and bf16 are kept. ConfigError for an unknown name.
-std::string resolve_eval_precision(const std::string& requested, const torch::Device& device);
+// back to fp32 with an info log line; fp32 and bf16 are kept.
+Precision resolve_eval_precision(Precision requested, const torch::Device& device);
 
 // [N,3,H,W] float32 normalised on options.device -> [N,classes] float32 logits on that device,
 // the forward run under autocast per options.precision. Call under NoGradGuard, model in eval().

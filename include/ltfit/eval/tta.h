@@ -50,7 +50,7 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
 // v2: eval.tta_n). What train.time_limit keeps in reserve for the final TTA.
 int tta_passes(const EvalConfig& eval);
 
-// tta_v1 or tta_v2 per eval.tta_mode (ConfigError for another mode).
+// tta_v1 or tta_v2 per eval.tta_mode.
 TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options);
 

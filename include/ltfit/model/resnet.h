@@ -20,6 +20,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "ltfit/config/config.h"  // HeadKind
+
 namespace ltfit {
 
 // The depth-specific shape of a ResNet.
@@ -50,16 +52,6 @@ class ResidualBlockImpl : public torch::nn::Module {
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(ResidualBlock);
-
-// The classifier on top of the body.
-enum class HeadKind {
-  kLinear,  // torchvision's: average pool -> flatten -> fc (names `fc.weight`, `fc.bias`)
-  kFastai,  // fastai's create_head: concat pool (max || avg) -> flatten -> BN -> Dropout(p/2)
-            // -> Linear(2C, 512) -> ReLU -> BN -> Dropout(p) -> Linear(512, n), as `head.*`
-};
-
-// Parses "linear" | "fastai"; throws ConfigError otherwise.
-HeadKind parse_head_kind(const std::string& name);
 
 // The ResNet body (stem + four stages) and its classifier head.
 class ResNetImpl : public torch::nn::Module {

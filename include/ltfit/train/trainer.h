@@ -25,9 +25,9 @@
 namespace ltfit {
 
 struct TrainerOptions {
-  torch::Device device = torch::kCPU;  // where the model and batches live
-  bool channels_last = false;          // NHWC activations
-  std::string precision = "fp32";      // fp32 | fp16 (autocast + loss scaling) | bf16 (autocast)
+  torch::Device device = torch::kCPU;      // where the model and batches live
+  bool channels_last = false;              // NHWC activations
+  Precision precision = Precision::kFp32;  // fp32 | fp16 (autocast + loss scaling) | bf16
   // The loss scaler's settings; default: enabled exactly for fp16 (torch.amp.GradScaler's).
   std::optional<GradScalerOptions> scaler;
 };

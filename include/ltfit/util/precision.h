@@ -3,18 +3,18 @@
 // runs a model (eval, train, study), so none of them needs the trainer for these.
 #pragma once
 
-#include <string>
-
 #include <torch/types.h>
+
+#include "ltfit/util/precision_name.h"
 
 namespace ltfit {
 
-// "fp32" -> kFloat, "fp16" -> kHalf, "bf16" -> kBFloat16; anything else throws ConfigError.
-torch::Dtype precision_dtype(const std::string& precision);
+// fp32 -> kFloat, fp16 -> kHalf, bf16 -> kBFloat16.
+torch::Dtype precision_dtype(Precision precision);
 
 // Throws ConfigError (train.precision) when `precision` cannot run on `device`: fp16 needs a
 // CUDA device; bf16 on CUDA needs compute capability >= 8.0. fp32 always passes.
-void check_precision(const std::string& precision, const torch::Device& device);
+void check_precision(Precision precision, const torch::Device& device);
 
 // RAII: autocast to `dtype` on `device_type` for the guard's lifetime, as torch.autocast does;
 // restores the previous enabled flag and dtype on exit and clears the cast cache when leaving

@@ -1,0 +1,52 @@
+// The config enumerations' names (config.h): one table each, behind its parse_* and *_name.
+// The order of each table is its enumerators' order and the order messages list the choices in.
+// Thread-safe: each table is initialised once.
+#include "ltfit/config/config.h"
+#include "ltfit/util/choices.h"
+
+namespace ltfit {
+namespace {
+
+const EnumNames<DataLayout>& data_layouts() {
+  static const EnumNames<DataLayout> names{"data.layout", {"auto", "folders", "kaggle"}};
+  return names;
+}
+
+const EnumNames<HeadKind>& head_kinds() {
+  static const EnumNames<HeadKind> names{"model.head", {"fastai", "linear"}};
+  return names;
+}
+
+const EnumNames<OptimizerKind>& optimizer_kinds() {
+  static const EnumNames<OptimizerKind> names{"train.optimizer.name", {"adamw", "sgd"}};
+  return names;
+}
+
+const EnumNames<Recipe>& recipes() {
+  static const EnumNames<Recipe> names{"train.recipe", {"fine_tune", "one_cycle"}};
+  return names;
+}
+
+const EnumNames<TtaMode>& tta_modes() {
+  static const EnumNames<TtaMode> names{"eval.tta_mode", {"v1", "v2"}};
+  return names;
+}
+
+}  // namespace
+
+DataLayout parse_data_layout(std::string_view text) { return data_layouts().parse(text); }
+const std::string& data_layout_name(DataLayout layout) { return data_layouts().name(layout); }
+
+HeadKind parse_head_kind(std::string_view text) { return head_kinds().parse(text); }
+const std::string& head_kind_name(HeadKind head) { return head_kinds().name(head); }
+
+OptimizerKind parse_optimizer_kind(std::string_view text) { return optimizer_kinds().parse(text); }
+const std::string& optimizer_kind_name(OptimizerKind kind) { return optimizer_kinds().name(kind); }
+
+Recipe parse_recipe(std::string_view text) { return recipes().parse(text); }
+const std::string& recipe_name(Recipe recipe) { return recipes().name(recipe); }
+
+TtaMode parse_tta_mode(std::string_view text) { return tta_modes().parse(text); }
+const std::string& tta_mode_name(TtaMode mode) { return tta_modes().name(mode); }
+
+}  // namespace ltfit
