@@ -21,5 +21,4 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,
                           double momentum);
 
-
 }  // namespace ltfit
