@@ -5,6 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <functional>
 #include <string>
 
@@ -240,6 +243,35 @@ TEST_CASE("each enumeration has one parse and one name, in the order messages li
   CHECK_THAT(text, Contains("  precision: bf16\n") && Contains("  tta_mode: v2\n") &&
                        Contains("  recipe: fine_tune\n") && Contains("  layout: auto\n") &&
                        Contains("  head: fastai\n") && Contains("    name: adamw\n"));
+}
+
+TEST_CASE("duplicate keys are found in linear time in a document of aliases to aliases",
+          "[config]") {
+  // a29 names 10^29 paths to a0 through its aliases; a walk that followed every alias would never
+  // reach the repeated `run` after them. Checked in a child that gets 10 s.
+  std::string yaml = "a0: &a0 {x: 1}\n";
+  for (int i = 1; i < 30; ++i) {
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) yaml += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  yaml += "run: {seed: 1}\nrun: {seed: 2}\n";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(10);
+    try {
+      load_config_from_string(yaml, "t.yaml");
+    } catch (const ConfigError& e) {
+      ::_exit(std::string(e.what()).find("t.yaml:32: run: duplicate key") != std::string::npos ? 0
+                                                                                               : 1);
+    }
+    ::_exit(2);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));  // not killed by the alarm
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("a missing config file is an error naming it", "[config]") {
