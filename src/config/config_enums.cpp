@@ -49,4 +49,10 @@ const std::string& recipe_name(Recipe recipe) { return recipes().name(recipe); }
 TtaMode parse_tta_mode(std::string_view text) { return tta_modes().parse(text); }
 const std::string& tta_mode_name(TtaMode mode) { return tta_modes().name(mode); }
 
+const std::vector<std::string>& model_arch_names() {
+  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50", "resnet101",
+                                                  "resnet152"};
+  return kNames;
+}
+
 }  // namespace ltfit

@@ -96,7 +96,7 @@ void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
   const auto read_mode = [&eval](const Context& c, const Located& mode) {
     read_choice(c, mode, parse_tta_mode, eval.tta_mode);
     // fastai v2 blends with lerp weight 0.25, v1 with beta 0.4: an unset beta follows the mode.
-    if (eval.tta_mode == TtaMode::kV2) eval.tta_beta = 0.25;
+    eval.tta_beta = default_tta_beta(eval.tta_mode);
   };
   read_fields(context, at,
               {field("tta", eval.tta),

@@ -134,8 +134,7 @@ void validate_data(const DataConfig& data, const Fail& fail) {
 }
 
 void validate_model(const ModelConfig& model, const Fail& fail) {
-  require_one_of(fail, "model.arch", model.arch,
-                 {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
+  require_one_of(fail, "model.arch", model.arch, model_arch_names());
   require(fail, !model.pretrained.empty(), "model.pretrained",
           "imagenet, none or the path of a torchvision .pth file", model.pretrained);
   require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",

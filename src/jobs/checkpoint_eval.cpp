@@ -48,7 +48,7 @@ EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
     }
     if (parsed != base.tta_mode) {
       eval.tta_mode = parsed;
-      eval.tta_beta = parsed == TtaMode::kV2 ? 0.25 : 0.4;  // fastai v2 tta() / v1 TTA() defaults
+      eval.tta_beta = default_tta_beta(parsed);
     }
   }
   if (beta) {

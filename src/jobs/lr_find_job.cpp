@@ -5,7 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <optional>
 
 #include "ltfit/data/plot.h"
@@ -13,6 +13,7 @@
 #include "ltfit/run/run_dir.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/util/device.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/output_dir.h"
 #include "ltfit/util/precision.h"
@@ -22,11 +23,12 @@ namespace ltfit {
 namespace {
 
 void write_outputs(const std::filesystem::path& dir, const LrFindResult& r) {
-  std::ofstream csv(dir / "lr_find.csv");
+  std::ostringstream csv;
   csv << "step,lr,loss,smoothed_loss\n";
   for (std::size_t i = 0; i < r.lrs.size(); ++i) {
     csv << i << ',' << r.lrs[i] << ',' << r.losses[i] << ',' << r.smoothed[i] << '\n';
   }
+  write_text_atomic((dir / "lr_find.csv").string(), csv.str());
   ChartOptions chart;
   chart.title = "lr_find: smoothed training loss";
   chart.x_label = "learning rate (log)";

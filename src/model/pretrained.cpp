@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ltfit/config/config.h"
 #include "ltfit/util/download.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
@@ -77,7 +78,7 @@ std::string torchvision_weights_file(const std::string& arch) {
   const auto it = files.find(arch);
   if (it != files.end()) return it->second;
   std::string choices;
-  for (const auto& name : resnet_arch_names()) {
+  for (const auto& name : model_arch_names()) {
     if (files.count(name)) choices += (choices.empty() ? "" : ", ") + name;
   }
   throw ConfigError("model.arch: no torchvision ImageNet weights for '" + arch +

@@ -22,22 +22,15 @@ torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
 
 }  // namespace
 
-const std::vector<std::string>& resnet_arch_names() {
-  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50", "resnet101",
-                                                  "resnet152"};
-  return kNames;
-}
-
 ResNetSpec resnet_spec(const std::string& arch) {
   if (arch == "resnet18") return {arch, false, {2, 2, 2, 2}};
   if (arch == "resnet34") return {arch, false, {3, 4, 6, 3}};
   if (arch == "resnet50") return {arch, true, {3, 4, 6, 3}};
   if (arch == "resnet101") return {arch, true, {3, 4, 23, 3}};
   if (arch == "resnet152") return {arch, true, {3, 8, 36, 3}};
-  throw ConfigError(
-      "model.arch: expected one of resnet18, resnet34, resnet50, resnet101, "
-      "resnet152, got '" +
-      arch + "'");
+  std::string names;
+  for (const auto& name : model_arch_names()) names += (names.empty() ? "" : ", ") + name;
+  throw ConfigError("model.arch: expected one of " + names + ", got '" + arch + "'");
 }
 
 ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t width,

@@ -63,6 +63,11 @@ enum class TtaMode {
 };
 TtaMode parse_tta_mode(std::string_view text);  // "v1" | "v2"
 const std::string& tta_mode_name(TtaMode mode);
+// fastai's blend weight of the plain predictions for `mode`: v1 TTA(beta=0.4), v2 tta(beta=0.25).
+constexpr double default_tta_beta(TtaMode mode) { return mode == TtaMode::kV2 ? 0.25 : 0.4; }
+
+// The `model.arch` values: the ResNets torchvision ships weights for, smallest first.
+const std::vector<std::string>& model_arch_names();
 
 // `run:` what the run is called, where it goes, and its randomness.
 struct RunConfig {
@@ -182,7 +187,7 @@ struct TrainConfig {
 struct EvalConfig {
   bool tta = true;                  // also evaluate with test-time augmentation
   TtaMode tta_mode = TtaMode::kV1;  // v1: 8 corner-zoom x flip views | v2: tta_n augmented views
-  double tta_beta = 0.4;    // final = beta * plain + (1 - beta) * augmented (v2 default: 0.25)
+  double tta_beta = default_tta_beta(TtaMode::kV1);  // final = beta * plain + (1 - beta) * aug.
   double tta_scale = 1.35;  // v1: corner zoom factor
   int tta_n = 4;            // v2: augmented passes
 

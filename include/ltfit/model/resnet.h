@@ -35,8 +35,6 @@ struct ResNetSpec {
 // Looks up `arch`; throws ConfigError for an unknown name, listing the known ones.
 ResNetSpec resnet_spec(const std::string& arch);
 
-// The names of every supported arch, shallowest first.
-const std::vector<std::string>& resnet_arch_names();
 
 // One residual block, basic (two 3x3) or bottleneck (1x1, 3x3, 1x1).
 class ResidualBlockImpl : public torch::nn::Module {
