@@ -119,13 +119,33 @@ std::vector<Override> read_overrides(const Context& context, const Located& at) 
   return overrides;
 }
 
+// `gpus:`: a whole number of GPUs from 1 to kMaxGpus, or `all`; absent or null: not given.
+constexpr long long kMaxGpus = 1024;
+
+RunGpus read_gpus(const Context& context, const Located& at) {
+  RunGpus gpus;
+  if (!at.node.IsDefined() || at.node.IsNull()) return gpus;
+  const bool plain = at.node.IsScalar() && yaml::is_plain_scalar(at.node);
+  const auto count = plain ? yaml::parse_integer(at.node.Scalar()) : std::nullopt;
+  gpus.given = true;
+  if (plain && at.node.Scalar() == "all") {
+    gpus.all = true;
+  } else if (count && *count >= 1 && *count <= kMaxGpus) {
+    gpus.count = static_cast<int>(*count);
+  } else {
+    fail_type(context, at, "a number of GPUs from 1 to " + std::to_string(kMaxGpus) + " or all");
+  }
+  return gpus;
+}
+
 PlanRun read_run(const Context& context, const Located& at) {
-  expect_required_map(context, at, {"id", "label", "study_run", "set"});
+  expect_required_map(context, at, {"id", "label", "study_run", "set", "gpus"});
   PlanRun run;
   run.id = read_id(context, child(at, "id"));
   run.label = read_string(context, child(at, "label"), /*required=*/false, run.id);
   run.study_run = read_string(context, child(at, "study_run"), /*required=*/false);
   run.overrides = read_overrides(context, child(at, "set"));
+  run.gpus = read_gpus(context, child(at, "gpus"));
   run.line = line_of(at.node);
   return run;
 }
@@ -162,6 +182,25 @@ StudyRun read_study_run(const Context& context, const Located& at,
     run.times[i] = StudyTime{parse_leading_mm_ss(text), text};
   }
   return run;
+}
+
+StudyScaling read_scaling(const Context& context, const Located& at) {
+  expect_required_map(context, at, {"platform", "gpus", "speedup", "source", "note"});
+  StudyScaling scaling;
+  scaling.platform = read_string(context, child(at, "platform"), /*required=*/true);
+  const Located gpus = child(at, "gpus");
+  if (!gpus.node.IsDefined()) fail_at(context, at.node, gpus.path, "is required");
+  yaml::read_value(context, gpus, scaling.gpus);
+  if (scaling.gpus < 2 || scaling.gpus > kMaxGpus) {
+    fail_type(context, gpus, "a number of GPUs from 2 to " + std::to_string(kMaxGpus));
+  }
+  const Located speedup = child(at, "speedup");
+  if (!speedup.node.IsDefined()) fail_at(context, at.node, speedup.path, "is required");
+  yaml::read_value(context, speedup, scaling.speedup);
+  if (!(scaling.speedup > 0.0)) fail_type(context, speedup, "a positive speed-up (1.8)");
+  scaling.source = read_string(context, child(at, "source"), /*required=*/true);
+  scaling.note = read_string(context, child(at, "note"), /*required=*/false);
+  return scaling;
 }
 
 // Calls `read` on each item of the list at `at` (required, non-empty).
@@ -218,7 +257,7 @@ StudyFigures parse_study_figures(const std::string& yaml, const std::string& sou
   const Located top{yaml::load_document(yaml, context), ""};
   expect_required_map(context, top,
                       {"title", "task", "time_measured", "accuracy", "train_images", "valid_images",
-                       "setup", "platforms", "runs"});
+                       "setup", "platforms", "runs", "scaling"});
   StudyFigures study;
   study.source = source;
   study.title = read_string(context, child(top, "title"), /*required=*/true);
@@ -233,6 +272,11 @@ StudyFigures parse_study_figures(const std::string& yaml, const std::string& sou
   for_each_item(context, child(top, "runs"), [&](const Located& at) {
     study.runs.push_back(read_study_run(context, at, study.platforms));
   });
+  const Located scaling = child(top, "scaling");
+  if (scaling.node.IsDefined() && !scaling.node.IsNull()) {
+    for_each_item(context, scaling,
+                  [&](const Located& at) { study.scaling.push_back(read_scaling(context, at)); });
+  }
   return study;
 }
 

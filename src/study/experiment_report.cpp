@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -196,6 +197,72 @@ std::string results_section(const ExperimentPlan& plan, const std::vector<Experi
   return out + "\n\n";
 }
 
+// The GPUs a row trained on, as the plan asked: "2", "all (8)".
+std::string gpus_text(const RunOutcome& o) {
+  return o.gpus.all ? fmt::format("all ({})", o.machine_gpus) : o.gpus.text();
+}
+
+// The 1-GPU row the others are compared with: the first `gpus:` row on one GPU that has a time.
+const ExperimentRow* scaling_baseline(const std::vector<ExperimentRow>& rows) {
+  for (const auto& r : rows) {
+    const RunOutcome& o = r.outcome;
+    if (o.gpus.resolve(o.machine_gpus) == 1 && o.status == RunStatus::kOk && r.train_seconds &&
+        *r.train_seconds > 0) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+std::string published_cell(const StudyFigures& study, int gpus) {
+  for (const auto& s : study.scaling)
+    if (s.gpus == gpus) return fmt::format("{:.2f}× ({})", s.speedup, cell(s.platform));
+  return kNone;
+}
+
+std::string scaling_row(const StudyFigures& study, const ExperimentRow& r,
+                        const ExperimentRow* baseline) {
+  const RunOutcome& o = r.outcome;
+  const int gpus = o.gpus.resolve(o.machine_gpus);
+  std::string speedup = "n/a", efficiency = "n/a";
+  if (&r == baseline) {
+    speedup = "1.00× (baseline)";
+    efficiency = "100 %";
+  } else if (baseline && o.status == RunStatus::kOk && r.train_seconds && *r.train_seconds > 0) {
+    const double s = *baseline->train_seconds / *r.train_seconds;
+    speedup = fmt::format("{:.2f}×", s);
+    if (gpus > 0) efficiency = fmt::format("{:.0f} %", 100.0 * s / gpus);
+  }
+  const std::string images_per_second =
+      r.images_per_second ? fmt::format("{:.1f}", *r.images_per_second) : kNone;
+  return "| " + cell(o.label) + " | " + gpus_text(o) + " | " + status_cell(r) + " | " +
+         mm_ss(r.train_seconds) + " | " + images_per_second + " | " + speedup + " | " + efficiency +
+         " | " + published_cell(study, gpus) + " |\n";
+}
+
+std::string scaling_section(const StudyFigures& study, const std::vector<ExperimentRow>& rows) {
+  const bool any =
+      std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.outcome.gpus.given; });
+  if (!any) return "";
+  std::string out =
+      "## Multi-GPU scaling\n\nThe runs with `gpus:` train the same global batch on 1, 2 and all "
+      "GPUs of this machine (2 or more: one process per GPU under torchrun, data-parallel). "
+      "Speed-up = the 1-GPU run's train time / this run's (> 1: faster); efficiency = speed-up / "
+      "GPUs. **n/a**: not run here, or no 1-GPU time to compare with.\n\n";
+  for (const auto& s : study.scaling) {
+    out += fmt::format("- Published: {} trains {:.2f}× as fast as one GPU ({}{}).\n", s.platform,
+                       s.speedup, s.source, s.note.empty() ? "" : "; " + s.note);
+  }
+  if (!study.scaling.empty()) out += "\n";
+  out +=
+      "| run | GPUs | status | train | images/s | speed-up vs 1 GPU | efficiency | published |\n"
+      "|---|---|---|--:|--:|--:|--:|--:|\n";
+  const ExperimentRow* baseline = scaling_baseline(rows);
+  for (const auto& r : rows)
+    if (r.outcome.gpus.given) out += scaling_row(study, r, baseline);
+  return out + "\n";
+}
+
 std::string study_section(const StudyFigures& study) {
   if (study.source.empty()) return "";
   std::string out = "## The study: " + study.title + "\n\nFrom `" + study.source + "`. " +
@@ -245,7 +312,8 @@ std::string experiment_report_markdown(const ExperimentPlan& plan,
                                        const std::vector<ExperimentRow>& rows,
                                        const ReportContext& context) {
   return title_section(plan, rows, context) + environment_section(rows) +
-         settings_section(plan, rows) + results_section(plan, rows) + study_section(plan.study) +
+         settings_section(plan, rows) + results_section(plan, rows) +
+         scaling_section(plan.study, rows) + study_section(plan.study) +
          "## Charts\n\n![Total time per run](total_time.png)\n\n"
          "![Training loss and learning rate per step](curves.png)\n";
 }

@@ -94,6 +94,7 @@ void read_summary(const fs::path& dir, ExperimentRow& row) {
   row.tta_accuracy = field<double>(*summary, "tta_accuracy");
   row.train_images = field<std::int64_t>(*summary, "train_images").value_or(0);
   row.valid_images = field<std::int64_t>(*summary, "valid_images").value_or(0);
+  row.world_size = field<int>(*summary, "world_size");
 }
 
 // A cell escaped like every name ltfit writes (util/utf8.h), quoted when needed.
@@ -115,6 +116,12 @@ std::string csv_number(const std::optional<T>& value) {
 }
 
 std::string positive(int value) { return value > 0 ? std::to_string(value) : ""; }
+
+// The plan's `gpus:` as written, `all` with what it resolved to: "2", "all (8)"; "" for none.
+std::string gpus_cell(const RunOutcome& o) {
+  if (!o.gpus.all) return o.gpus.text();
+  return "all (" + std::to_string(o.machine_gpus) + ")";
+}
 
 }  // namespace
 
@@ -149,7 +156,7 @@ std::string results_csv(const std::vector<ExperimentRow>& rows) {
   std::string text =
       "id,label,status,reason,epochs,batch_size,precision,channels_last,train_seconds,"
       "tta_seconds,total_seconds,images_per_second,accuracy,tta_accuracy,peak_rss,peak_gpu,"
-      "run_dir,subset,estimated_total_seconds\n";
+      "run_dir,subset,estimated_total_seconds,gpus,world_size\n";
   for (const auto& r : rows) {
     const RunOutcome& o = r.outcome;
     const std::string channels_last = r.channels_last ? (*r.channels_last ? "true" : "false") : "";
@@ -171,7 +178,9 @@ std::string results_csv(const std::vector<ExperimentRow>& rows) {
                                             csv_number(r.peak_gpu_bytes),
                                             o.status == RunStatus::kNotApplicable ? "" : o.run_dir,
                                             csv_number(std::optional<double>(r.subset)),
-                                            csv_number(r.estimated_total_seconds())};
+                                            csv_number(r.estimated_total_seconds()),
+                                            gpus_cell(o),
+                                            csv_number(r.world_size)};
     for (std::size_t i = 0; i < cells.size(); ++i) text += (i ? "," : "") + csv_cell(cells[i]);
     text += "\n";
   }

@@ -1,9 +1,11 @@
 // Running an experiment plan, one `ltfit train` child process per run (experiment.h).
 //
 // A child gets `train --config <base> --set ... --run-dir <out>/runs/<id> --json`, stdin from
-// /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log.
-// The parent polls for the child's end so that a stop request (SIGINT/SIGTERM to the parent
-// alone) can be passed on as SIGINT: the child then checkpoints and exits 130.
+// /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log; a
+// multi-GPU run's child is torchrun with that command line, whose ranks share those files (rank 0
+// alone prints the summary). The parent polls for the child's end so that a stop request
+// (SIGINT/SIGTERM to the parent alone) can be passed on as SIGINT: the child then checkpoints and
+// exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
 #include "ltfit/study/experiment.h"
 
 #include <fcntl.h>
@@ -11,18 +13,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <torch/cuda.h>
+
 #include "ltfit/config/config_loader.h"
-#include "ltfit/util/precision.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/precision.h"
 
 extern char** environ;
 
@@ -30,19 +36,6 @@ namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
-
-// argv for the child: the ltfit binary, `train` and its options.
-std::vector<std::string> child_arguments(const std::string& executable, const std::string& base,
-                                         const std::vector<Override>& overrides,
-                                         const std::string& run_dir) {
-  std::vector<std::string> args = {executable, "train", "--config", base};
-  for (const auto& o : overrides) {
-    args.push_back("--set");
-    args.push_back(o.key + "=" + o.value);
-  }
-  for (const char* arg : {"--run-dir", run_dir.c_str(), "--json"}) args.emplace_back(arg);
-  return args;
-}
 
 // posix_spawn file actions: stdin /dev/null, stdout and stderr to files. Owns the actions.
 class ChildFiles {
@@ -88,7 +81,8 @@ int spawn_and_wait(const std::vector<std::string>& args, const std::string& out_
   argv.push_back(nullptr);
   const ChildFiles files(out_path, err_path);
   pid_t pid = 0;
-  const int error = ::posix_spawn(&pid, argv[0], files.get(), nullptr, argv.data(), environ);
+  // posix_spawnp: a bare `python3` is looked up on PATH; a path (the ltfit binary) is used as is.
+  const int error = ::posix_spawnp(&pid, argv[0], files.get(), nullptr, argv.data(), environ);
   if (error != 0) {
     throw RuntimeError("cannot start '" + args[0] + "': " + std::strerror(error));
   }
@@ -103,13 +97,46 @@ std::string exit_reason(int code, const std::string& log_path) {
   return line.empty() ? what + " (see " + log_path + ")" : what + ": " + line;
 }
 
+// The GPUs this machine has: the option, else the visible CUDA devices.
+int machine_gpu_count(const ExperimentOptions& options) {
+  if (options.machine_gpus) return *options.machine_gpus;
+  return static_cast<int>(torch::cuda::device_count());
+}
+
+std::string launcher_python(const ExperimentOptions& options) {
+  if (!options.python.empty()) return options.python;
+  const char* python = std::getenv("LTFIT_PYTHON");
+  return python && *python ? python : "python3";
+}
+
+// The binary's real path: torchrun execs it by name, and /proc/self/exe would be torchrun's
+// own Python there.
+std::string real_executable(const std::string& executable) {
+  std::error_code error;
+  const fs::path path = fs::canonical(executable, error);
+  return error ? executable : path.string();
+}
+
 // Spawns one run and records its outcome.
 void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
              const ExperimentOptions& options, RunOutcome& outcome) {
   const std::string log_path = outcome.run_dir + ".log";
-  const auto args = child_arguments(options.executable, plan.base, overrides, outcome.run_dir);
-  outcome.exit_code =
-      spawn_and_wait(args, outcome.run_dir + ".json", log_path, options.stop_signal);
+  ChildCommand command{options.executable,
+                       plan.base,
+                       overrides,
+                       outcome.run_dir,
+                       std::max(1, outcome.gpus.resolve(outcome.machine_gpus)),
+                       launcher_python(options)};
+  if (command.processes >= 2) command.executable = real_executable(command.executable);
+  try {
+    outcome.exit_code = spawn_and_wait(child_argv(command), outcome.run_dir + ".json", log_path,
+                                       options.stop_signal);
+  } catch (const RuntimeError& e) {
+    if (command.processes < 2) throw;  // no ltfit binary to run: nothing else can run either
+    outcome.status = RunStatus::kFailed;
+    outcome.reason = std::string(e.what()) + " (set LTFIT_PYTHON to a Python with torch)";
+    return;
+  }
   const bool summary = fs::exists(fs::path(outcome.run_dir) / "summary.json");
   if (outcome.exit_code == 0 && summary) {
     outcome.status = RunStatus::kOk;
@@ -121,6 +148,42 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
 }
 
 }  // namespace
+
+std::vector<std::string> child_argv(const ChildCommand& command) {
+  std::vector<std::string> args;
+  if (command.processes >= 2) {
+    args = {command.python,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            std::to_string(command.processes),
+            "--no-python"};
+  }
+  for (const auto& arg :
+       {command.executable, std::string("train"), std::string("--config"), command.base})
+    args.push_back(arg);
+  for (const auto& o : command.overrides) {
+    args.push_back("--set");
+    args.push_back(o.key + "=" + o.value);
+  }
+  for (const char* arg : {"--run-dir", command.run_dir.c_str(), "--json"}) args.emplace_back(arg);
+  return args;
+}
+
+std::string gpus_not_applicable_reason(const RunGpus& gpus, int machine_gpus, int batch_size) {
+  if (!gpus.given) return "";
+  const auto plural = [](int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); };
+  const std::string here = ", this machine has " + std::to_string(machine_gpus);
+  if (gpus.all && machine_gpus < 1) return "gpus: all needs at least 1 GPU" + here;
+  if (!gpus.all && gpus.count > machine_gpus) return "needs " + plural(gpus.count) + here;
+  const int used = gpus.resolve(machine_gpus);
+  if (used >= 2 && batch_size > 0 && batch_size % used != 0) {
+    return "data.batch_size " + std::to_string(batch_size) +
+           " (the global batch) does not split evenly over " + plural(used);
+  }
+  return "";
+}
 
 const char* run_status_name(RunStatus status) {
   switch (status) {
@@ -206,6 +269,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
     outcome.id = run.id;
     outcome.label = run.label;
     outcome.study_run = run.study_run;
+    outcome.gpus = run.gpus;
+    if (run.gpus.given) outcome.machine_gpus = machine_gpu_count(options);
     outcome.run_dir = (runs_dir / run.id).string();
     const auto overrides = run_overrides(plan, run, options.overrides);
     try {
@@ -214,7 +279,9 @@ std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
       // left to the child, whose own message and exit code are what gets recorded
     }
     if (options.on_start) options.on_start(i, plan.runs.size(), run);
-    const std::string na = outcome.config ? not_applicable_reason(*outcome.config) : "";
+    std::string na = gpus_not_applicable_reason(
+        run.gpus, outcome.machine_gpus, outcome.config ? outcome.config->data.batch_size : 0);
+    if (na.empty() && outcome.config) na = not_applicable_reason(*outcome.config);
     if (options.stop_signal && options.stop_signal()) {
       outcome.reason = "not run: stopped";
     } else if (!na.empty()) {

@@ -74,6 +74,91 @@ TEST_CASE("the shipped Kaggle-vs-Colab plan loads with the study's figures", "[e
   CHECK(fp16.data.batch_size == 16);
 }
 
+TEST_CASE("the shipped plan has 1, 2 and all-GPU rows at one global batch beside the 2xT4 1.8x",
+          "[experiment][study]") {
+  const auto dir = ltfit::testing::source_dir() / "configs" / "experiments";
+  const auto plan = ltfit::load_experiment_plan((dir / "kaggle_vs_colab.yaml").string());
+  std::vector<const ltfit::PlanRun*> scaling;
+  for (const auto& run : plan.runs)
+    if (run.gpus.given) scaling.push_back(&run);
+  REQUIRE(scaling.size() == 3);
+  CHECK(scaling[0]->gpus.text() == "1");
+  CHECK(scaling[1]->gpus.text() == "2");
+  CHECK(scaling[2]->gpus.all);
+  for (const auto* run : scaling) {
+    INFO(run->id);
+    const auto config = ltfit::load_config(plan.base, ltfit::run_overrides(plan, *run, {}));
+    CHECK(config.train.precision == ltfit::Precision::kFp16);
+    CHECK(config.data.batch_size == 64);  // the global batch, the same on every row
+    CHECK(config.train.epochs == 2);
+    CHECK(config.model.arch == "resnet34");
+  }
+  // Runs without the key keep today's single process.
+  CHECK_FALSE(plan.runs[0].gpus.given);
+  CHECK(plan.runs[0].gpus.resolve(8) == 0);
+  REQUIRE(plan.study.scaling.size() == 1);
+  CHECK(plan.study.scaling[0].gpus == 2);
+  CHECK(plan.study.scaling[0].speedup == Approx(1.8));
+  CHECK_THAT(plan.study.scaling[0].platform, Contains("T4"));
+  CHECK_THAT(plan.study.scaling[0].source, Contains("seeds/003_ab76724096cf0896.txt"));
+}
+
+TEST_CASE("a plan run's gpus: is a count of GPUs or all; anything else names file:line and key",
+          "[experiment][study]") {
+  const auto plan = ltfit::parse_experiment_plan(
+      "name: p\nbase: b.yaml\nruns:\n  - {id: a}\n  - {id: b, gpus: 1}\n"
+      "  - {id: c, gpus: 2}\n  - {id: d, gpus: all}\n  - {id: e, gpus: null}\n",
+      "plan.yaml", "");
+  REQUIRE(plan.runs.size() == 5);
+  CHECK_FALSE(plan.runs[0].gpus.given);
+  CHECK(plan.runs[1].gpus.text() == "1");
+  CHECK(plan.runs[2].gpus.resolve(8) == 2);
+  CHECK(plan.runs[3].gpus.all);
+  CHECK(plan.runs[3].gpus.resolve(8) == 8);
+  CHECK(plan.runs[3].gpus.resolve(0) == 0);
+  CHECK_FALSE(plan.runs[4].gpus.given);
+
+  for (const std::string bad : {"0", "-2", "two", "1.5", "'2'", "All", "[2]", "{n: 2}", "1025"}) {
+    INFO(bad);
+    CHECK_THAT(
+        plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n  - id: b\n    gpus: " + bad + "\n"),
+        Contains("plan.yaml:6: runs[1].gpus: expected a number of GPUs from 1 to 1024 or "
+                 "all, got"));
+  }
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    gpu: 2\n"),
+             Contains("plan.yaml:5") && Contains("runs[0].gpu") && Contains("did you mean 'gpus'"));
+}
+
+TEST_CASE("a study file's scaling: figures and their mistakes", "[experiment][study]") {
+  const std::string with =
+      std::string(kStudy) +
+      "scaling:\n  - {platform: 2x T4, gpus: 2, speedup: 1.8, source: a guide}\n";
+  const auto study = ltfit::parse_study_figures(with, "study.yaml");
+  REQUIRE(study.scaling.size() == 1);
+  CHECK(study.scaling[0].platform == "2x T4");
+  CHECK(study.scaling[0].speedup == Approx(1.8));
+  CHECK(study.scaling[0].note.empty());
+  CHECK(ltfit::parse_study_figures(kStudy, "study.yaml").scaling.empty());
+
+  const auto error = [&](const std::string& item) {
+    try {
+      ltfit::parse_study_figures(std::string(kStudy) + "scaling:\n  - " + item + "\n",
+                                 "study.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error("{platform: p, gpus: 1, speedup: 1.8, source: s}"),
+             Contains("study.yaml:11: scaling[0].gpus") && Contains("from 2"));
+  CHECK_THAT(error("{platform: p, gpus: 2, speedup: -1, source: s}"),
+             Contains("scaling[0].speedup") && Contains("positive"));
+  CHECK_THAT(error("{platform: p, gpus: 2, source: s}"),
+             Contains("scaling[0].speedup") && Contains("required"));
+  CHECK_THAT(error("{platform: p, gpus: 2, speedup: 1.8, source: s, speed: 2}"),
+             Contains("scaling[0].speed") && Contains("did you mean"));
+}
+
 TEST_CASE("plan set: values become --set text, in order", "[experiment]") {
   const auto plan = ltfit::parse_experiment_plan(
       "name: p\nbase: base.yaml\nset: {train.lr: [1.0e-5, 1.0e-3]}\n"

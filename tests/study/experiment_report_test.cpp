@@ -176,3 +176,46 @@ TEST_CASE("a full-size report compares measured times and shows the machine", "[
   CHECK_THAT(lines_of(csv)[1],
              Contains(",1,") && !Contains(",1,3725"));  // no estimate column value
 }
+
+TEST_CASE("the scaling section compares 2 and all GPUs with 1 GPU beside the published 1.8x",
+          "[experiment][study]") {
+  ltfit::testing::TempDir dir;
+  auto plan = study_plan();
+  plan.study.scaling = {{"Kaggle 2× Tesla T4", 2, 1.8, "a Kaggle guide", "MirroredStrategy"}};
+  const auto gpu_run = [&](const std::string& id, ltfit::RunGpus gpus, double train_seconds) {
+    RunOutcome o = fabricate_ok_run(dir.path() / "runs" / id, 1.0, train_seconds);
+    o.id = id;
+    o.label = "fp16 " + id;
+    o.study_run.clear();
+    o.gpus = gpus;
+    o.machine_gpus = 4;
+    return o;
+  };
+  std::vector<RunOutcome> outcomes = fabricate_runs(dir.path(), 1.0);  // no gpus: not in it
+  outcomes.push_back(gpu_run("one", {true, false, 1}, 200.0));
+  outcomes.push_back(gpu_run("two", {true, false, 2}, 110.0));
+  outcomes.push_back(gpu_run("every", {true, true, 0}, 60.0));
+  ltfit::write_experiment_report(dir.str(), plan, outcomes, {});
+  const std::string md = read_file(dir.path() / "report.md");
+  CHECK_THAT(md, Contains("- Published: Kaggle 2× Tesla T4 trains 1.80× as fast as one GPU "
+                          "(a Kaggle guide; MirroredStrategy)."));
+  CHECK_THAT(line_with(md, "| fp16 one | 1 |"),
+             Contains("| ok | 03:20 |") && Contains("| 1.00× (baseline) | 100 % | — |"));
+  // 200 / 110 = 1.82x, 91 % of 2; 200 / 60 = 3.33x, 83 % of 4.
+  CHECK_THAT(line_with(md, "| fp16 two | 2 |"),
+             Contains("| 01:50 |") && Contains("| 1.82× | 91 % | 1.80× (Kaggle 2× Tesla T4) |"));
+  CHECK_THAT(line_with(md, "| fp16 every | all (4) |"), Contains("| 3.33× | 83 % | — |"));
+  CHECK(line_with(md, "| 3 epochs, bs 16, fp32 | ").find("| 1 |") == std::string::npos);
+  const std::string csv = read_file(dir.path() / "results.csv");
+  CHECK_THAT(line_with(csv, "every,"), Contains(",all (4),"));
+
+  // Without its 1-GPU time there is nothing to compare with: n/a, not a number.
+  outcomes[3].status = RunStatus::kFailed;
+  ltfit::write_experiment_report(dir.str(), plan, outcomes, {});
+  CHECK_THAT(line_with(read_file(dir.path() / "report.md"), "| fp16 two | 2 |"),
+             Contains("| n/a | n/a | 1.80×"));
+
+  // A plan without gpus: rows has no scaling section.
+  ltfit::write_experiment_report(dir.str(), plan, fabricate_runs(dir.path(), 1.0), {});
+  CHECK_THAT(read_file(dir.path() / "report.md"), !Contains("Multi-GPU scaling"));
+}

@@ -2,6 +2,12 @@
 // directory `<out>/runs/<id>/`, so a crash or an out-of-memory in one run cannot take down the
 // plan; its exit status and last error line are recorded and the plan goes on.
 //
+// A run with `gpus: N` (N >= 2, or `all` on a machine with several GPUs) is launched as
+// `$LTFIT_PYTHON -m torch.distributed.run --standalone --nproc-per-node N --no-python <ltfit>
+// train ...` (python3 when LTFIT_PYTHON is unset): one process per GPU, data-parallel, rank 0
+// writing the run directory and the summary. A run that needs more GPUs than the machine has is
+// recorded as not applicable, like an fp16 run on a CPU.
+//
 // Before spawning, each run's config is resolved here (base config, then the options'
 // overrides, then the plan's `set:`, then the run's own): a run this machine cannot do (fp16
 // without a CUDA device, bf16 on an older GPU) is recorded as not applicable instead of run.
@@ -29,6 +35,8 @@ struct RunOutcome {
   std::string id;         // the plan run's id
   std::string label;      // its human label
   std::string study_run;  // the study run it reproduces; "" for none
+  RunGpus gpus;           // the plan run's `gpus:`
+  int machine_gpus = 0;   // the GPUs this machine has (counted only for runs with `gpus:`)
   RunStatus status = RunStatus::kFailed;
   std::string reason;            // why it failed or does not apply; "" when ok
   int exit_code = -1;            // the child's exit status (128 + signal if killed); -1: not run
@@ -40,11 +48,35 @@ struct ExperimentOptions {
   std::string out_dir;              // report directory; runs go to <out_dir>/runs/<id>/
   std::vector<Override> overrides;  // --subset and --set: after the plan's set:, before a run's
   std::string executable = "/proc/self/exe";  // the ltfit binary to spawn
+  // The launcher's Python for multi-GPU runs; "": $LTFIT_PYTHON, else python3 (found on PATH).
+  std::string python;
+  // The GPUs this machine has; null: count the visible CUDA devices (only when a run has gpus:).
+  std::optional<int> machine_gpus;
   std::function<bool()> stop_signal;  // true once the user asked to stop: stop after this run
   // Called before each run starts (index from 0, count) and after it ends.
   std::function<void(std::size_t, std::size_t, const PlanRun&)> on_start;
   std::function<void(std::size_t, std::size_t, const RunOutcome&)> on_end;
 };
+
+// What one run's child process executes.
+struct ChildCommand {
+  std::string executable;           // the ltfit binary (a real path: torchrun execs it by name)
+  std::string base;                 // --config
+  std::vector<Override> overrides;  // --set key=value, in order
+  std::string run_dir;              // --run-dir
+  int processes = 1;                // >= 2: under torchrun, one process per GPU
+  std::string python = "python3";   // torchrun's Python
+};
+
+// argv of the child: `<executable> train --config <base> [--set k=v]... --run-dir <dir> --json`;
+// with processes >= 2 the same after `<python> -m torch.distributed.run --standalone
+// --nproc-per-node <processes> --no-python`.
+std::vector<std::string> child_argv(const ChildCommand& command);
+
+// Why a run asking for `gpus` cannot train on a machine with `machine_gpus` GPUs ("needs 2 GPUs,
+// this machine has 0"), or why its global batch `batch_size` does not split over them; "" when it
+// can (and when it asks for none). batch_size <= 0: unknown, not checked.
+std::string gpus_not_applicable_reason(const RunGpus& gpus, int machine_gpus, int batch_size);
 
 // All overrides of `run`, in the order they apply: the plan's set:, `extra`, the run's set:.
 std::vector<Override> run_overrides(const ExperimentPlan& plan, const PlanRun& run,

@@ -2,9 +2,11 @@
 // with (the study file), both read from YAML.
 //
 // A plan names a base config, the study file, overrides shared by every run (`set:`) and the
-// runs, each a label, the study run it reproduces and its own `set:` overrides (key -> YAML value,
-// the same meaning as `--set key=value`). Paths in a plan are relative to the plan file.
-// The study file holds the study's platforms and, per run, each platform's wall time or a note.
+// runs, each a label, the study run it reproduces, its own `set:` overrides (key -> YAML value,
+// the same meaning as `--set key=value`) and optionally the GPUs it trains on (`gpus:`). Paths in
+// a plan are relative to the plan file.
+// The study file holds the study's platforms and, per run, each platform's wall time or a note,
+// and optionally published multi-GPU speed-ups (`scaling:`) that the report compares with.
 // Loading checks the shape of both files (unknown keys, with a "did you mean", and keys written
 // twice are errors naming file:line); override values are checked by the runs themselves, so one
 // bad run does not stop the others. Plain values; the functions are thread-safe.
@@ -41,6 +43,15 @@ struct StudyRun {
   std::vector<StudyTime> times;  // one per platform, in StudyFigures::platforms order
 };
 
+// A published multi-GPU speed-up: `gpus` GPUs train `speedup` times as fast as one.
+struct StudyScaling {
+  std::string platform;  // e.g. "Kaggle 2× Tesla T4"
+  int gpus = 2;          // GPUs of the multi-GPU figure (>= 2)
+  double speedup = 1.0;  // over one GPU of the same kind, e.g. 1.8
+  std::string source;    // where the figure was published, in words
+  std::string note;      // how it was measured, e.g. "TensorFlow MirroredStrategy"; "" for none
+};
+
 // The study's published figures.
 struct StudyFigures {
   std::string source;             // the file they came from; "" when the plan names none
@@ -53,9 +64,26 @@ struct StudyFigures {
   std::vector<Override> setup;    // config keys as the study had them (model.arch: resnet34)
   std::vector<StudyPlatform> platforms;
   std::vector<StudyRun> runs;
+  std::vector<StudyScaling> scaling;  // multi-GPU speed-ups; empty when the file gives none
 
   // The run with `id`, or nullptr.
   const StudyRun* find(const std::string& id) const;
+};
+
+// A plan run's `gpus:`: how many GPUs it trains on.
+//   absent:  one `ltfit train` process on train.device, exactly as without the key;
+//   1:       the same process, but the run needs a GPU (n/a on a machine without one);
+//   N >= 2:  N processes under torchrun, one per GPU, data-parallel (data.batch_size is global);
+//   all:     every GPU of the machine (one process when it has one).
+struct RunGpus {
+  bool given = false;  // false: the key is absent
+  bool all = false;    // `all`
+  int count = 0;       // N when given and not `all`
+
+  // The GPUs it trains on where the machine has `machine_gpus`; 0 when not given.
+  int resolve(int machine_gpus) const { return !given ? 0 : all ? machine_gpus : count; }
+  // As written: "2", "all"; "" when not given.
+  std::string text() const { return !given ? "" : all ? "all" : std::to_string(count); }
 };
 
 // One run of a plan.
@@ -64,6 +92,7 @@ struct PlanRun {
   std::string label;                // human label for tables and charts
   std::string study_run;            // the study run it reproduces; "" for none
   std::vector<Override> overrides;  // its `set:`, in file order, values as YAML text
+  RunGpus gpus;                     // its `gpus:`
   int line = 0;                     // 1-based line of the run in the plan file
 };
 

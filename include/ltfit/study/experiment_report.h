@@ -5,7 +5,9 @@
 // timing.json, config.yaml, env.json) and every published one from the study file. With
 // data.subset F < 1 the report is labelled a rehearsal and also shows an *estimated* full-size
 // time, total / F (training and TTA time both scale with the number of images), in its own
-// column and as lighter hatched bars, never in place of a measurement.
+// column and as lighter hatched bars, never in place of a measurement. Runs with `gpus:` also
+// get a scaling section: their training speed-up over the 1-GPU run, beside the study file's
+// published multi-GPU speed-ups ("n/a" where a run did not run).
 // Thread-safe (no shared state); writes files atomically.
 #pragma once
 
@@ -14,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/study/experiment_plan.h"
 #include "ltfit/study/experiment.h"
+#include "ltfit/study/experiment_plan.h"
 
 namespace ltfit {
 
@@ -37,6 +39,7 @@ struct ExperimentRow {
   std::optional<std::int64_t> peak_gpu_bytes;  // timing.json (null: no GPU)
   std::int64_t train_images = 0;               // summary.json
   std::int64_t valid_images = 0;               // summary.json
+  std::optional<int> world_size;               // summary.json: training processes (multi-GPU)
 
   // total / subset when subset < 1 (an estimate for the whole data set), else null.
   std::optional<double> estimated_total_seconds() const;

@@ -1,0 +1,136 @@
+// The runner's multi-GPU rows without GPUs: the child's command line (plain, or under torchrun),
+// the rows a machine cannot run (recorded n/a with the reason, never spawned), and the report's
+// scaling section for them beside the study's published 2xT4 speed-up.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "ltfit/study/experiment.h"
+#include "ltfit/study/experiment_plan.h"
+#include "ltfit/study/experiment_report.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::RunGpus;
+using ltfit::RunStatus;
+using ltfit::testing::read_file;
+using ltfit::testing::write_file;
+
+namespace {
+
+const RunGpus kNone{};
+const RunGpus kOne{true, false, 1};
+const RunGpus kTwo{true, false, 2};
+const RunGpus kAll{true, true, 0};
+
+std::string line_with(const std::string& text, const std::string& needle) {
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string line = text.substr(start, end - start);
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a run's child is ltfit train, or ltfit train under torchrun for 2 or more GPUs",
+          "[experiment][study]") {
+  ltfit::ChildCommand command{"/opt/ltfit/bin/ltfit",
+                              "/plans/base.yaml",
+                              {{"data.batch_size", "64"}, {"train.precision", "fp16"}},
+                              "/out/runs/r",
+                              1,
+                              "/venv/bin/python"};
+  const std::vector<std::string> train = {"/opt/ltfit/bin/ltfit",
+                                          "train",
+                                          "--config",
+                                          "/plans/base.yaml",
+                                          "--set",
+                                          "data.batch_size=64",
+                                          "--set",
+                                          "train.precision=fp16",
+                                          "--run-dir",
+                                          "/out/runs/r",
+                                          "--json"};
+  CHECK(ltfit::child_argv(command) == train);  // one process: today's child, no launcher
+
+  command.processes = 2;
+  std::vector<std::string> launched = {
+      "/venv/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+      "--no-python"};
+  launched.insert(launched.end(), train.begin(), train.end());
+  CHECK(ltfit::child_argv(command) == launched);
+
+  command.processes = 8;
+  CHECK(ltfit::child_argv(command)[5] == "8");
+}
+
+TEST_CASE("GPU rows a machine cannot run say why; rows without gpus: are never held back",
+          "[experiment][study]") {
+  using ltfit::gpus_not_applicable_reason;
+  CHECK(gpus_not_applicable_reason(kNone, 0, 64).empty());
+  CHECK(gpus_not_applicable_reason(kOne, 0, 64) == "needs 1 GPU, this machine has 0");
+  CHECK(gpus_not_applicable_reason(kTwo, 0, 64) == "needs 2 GPUs, this machine has 0");
+  CHECK(gpus_not_applicable_reason(kTwo, 1, 64) == "needs 2 GPUs, this machine has 1");
+  CHECK(gpus_not_applicable_reason(kAll, 0, 64) ==
+        "gpus: all needs at least 1 GPU, this machine has 0");
+  CHECK(gpus_not_applicable_reason(kOne, 1, 64).empty());
+  CHECK(gpus_not_applicable_reason(kTwo, 8, 64).empty());
+  CHECK(gpus_not_applicable_reason(kAll, 1, 64).empty());
+  CHECK(gpus_not_applicable_reason(kAll, 4, 64).empty());
+  // The global batch must split evenly over the GPUs, else the run would exit 2.
+  CHECK(gpus_not_applicable_reason(kAll, 3, 64) ==
+        "data.batch_size 64 (the global batch) does not split evenly over 3 GPUs");
+  CHECK(gpus_not_applicable_reason(kAll, 3, 0).empty());  // unknown batch: left to the run
+}
+
+TEST_CASE("a plan's 1, 2 and all-GPU rows on a machine without GPUs are n/a, and the plan goes on",
+          "[experiment][study]") {
+  ltfit::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "data: {batch_size: 64}\ntrain: {device: cpu}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: scaling\nbase: base.yaml\nruns:\n"
+             "  - {id: one, label: fp16 1 GPU, gpus: 1}\n"
+             "  - {id: two, label: fp16 2 GPUs, gpus: 2}\n"
+             "  - {id: every, label: fp16 all GPUs, gpus: all}\n");
+  auto plan = ltfit::load_experiment_plan((dir.path() / "plan.yaml").string());
+  plan.study.title = "s";
+  plan.study.source = "study.yaml";
+  plan.study.scaling = {{"Kaggle 2× Tesla T4", 2, 1.8, "seeds/003: a Kaggle guide", ""}};
+
+  ltfit::ExperimentOptions options;
+  options.out_dir = (dir.path() / "out").string();
+  options.machine_gpus = 0;
+  options.executable = "/nonexistent/ltfit";  // a spawn would throw: n/a rows never start
+  std::vector<std::string> ended;
+  options.on_end = [&](std::size_t, std::size_t, const ltfit::RunOutcome& o) {
+    ended.push_back(o.id);
+  };
+  const auto outcomes = ltfit::run_experiment(plan, options);
+  REQUIRE(outcomes.size() == 3);
+  CHECK(ended == std::vector<std::string>{"one", "two", "every"});
+  for (const auto& o : outcomes) {
+    INFO(o.id);
+    CHECK(o.status == RunStatus::kNotApplicable);
+    CHECK(o.exit_code == -1);
+    CHECK(o.machine_gpus == 0);
+    CHECK_FALSE(fs::exists(o.run_dir));
+  }
+  CHECK(outcomes[1].reason == "needs 2 GPUs, this machine has 0");
+
+  ltfit::write_experiment_report(options.out_dir, plan, outcomes, {});
+  const std::string csv = read_file(dir.path() / "out" / "results.csv");
+  CHECK_THAT(csv, Contains("\ntwo,fp16 2 GPUs,n/a,\"needs 2 GPUs, this machine has 0\","));
+  CHECK_THAT(line_with(csv, "every,"), Contains(",all (0),"));
+  const std::string md = read_file(dir.path() / "out" / "report.md");
+  CHECK_THAT(md, Contains("## Multi-GPU scaling"));
+  CHECK_THAT(md, Contains("Kaggle 2× Tesla T4 trains 1.80× as fast as one GPU"));
+  const std::string two = line_with(md, "| fp16 2 GPUs | 2 |");
+  CHECK_THAT(two, Contains("**n/a**: needs 2 GPUs, this machine has 0"));
+  CHECK_THAT(two, Contains("| n/a | n/a | 1.80× (Kaggle 2× Tesla T4) |"));
+  CHECK_THAT(line_with(md, "| fp16 all GPUs | all (0) |"), Contains("| n/a | n/a | — |"));
+  CHECK_THAT(line_with(md, "| fp16 1 GPU | 1 |"),
+             Contains("**n/a**: needs 1 GPU, this machine has 0") && Contains("| n/a |"));
+}
