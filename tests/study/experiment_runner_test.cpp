@@ -134,3 +134,49 @@ TEST_CASE("a plan's 1, 2 and all-GPU rows on a machine without GPUs are n/a, and
   CHECK_THAT(line_with(md, "| fp16 1 GPU | 1 |"),
              Contains("**n/a**: needs 1 GPU, this machine has 0") && Contains("| n/a |"));
 }
+
+TEST_CASE("a 2-GPU row runs its command under the real torchrun, one process per rank",
+          "[experiment][study]") {
+  // A stand-in for ltfit that records what each rank was started with; rank 0 writes the run
+  // directory and the summary, as ltfit does under torchrun.
+  ltfit::testing::TempDir dir;
+  const fs::path fake = dir.path() / "fake-ltfit";
+  write_file(
+      fake,
+      "#!/bin/sh\n"
+      "for a; do [ \"$prev\" = --run-dir ] && dir=$a; prev=$a; done\n"
+      "printf '%s %s/%s %s\\n' \"$0\" \"$RANK\" \"$WORLD_SIZE\" \"$*\" > \"$dir.rank$RANK\"\n"
+      "[ \"$RANK\" = 0 ] || exit 0\n"
+      "mkdir -p \"$dir\" && echo '{\"train_seconds\": 2.5, \"world_size\": 2}' > "
+      "\"$dir/summary.json\"\n"
+      "echo '{\"summary\": true}'\n");
+  fs::permissions(fake, fs::perms::owner_all);
+  fs::create_symlink(fake, dir.path() / "link");  // torchrun gets the real path, not the link
+  write_file(dir.path() / "base.yaml", "data: {batch_size: 64}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: p\nbase: base.yaml\nruns:\n  - {id: two, gpus: 2, set: {train.epochs: 2}}\n");
+  const auto plan = ltfit::load_experiment_plan((dir.path() / "plan.yaml").string());
+  ltfit::ExperimentOptions options;
+  options.out_dir = (dir.path() / "out").string();
+  options.machine_gpus = 2;
+  options.executable = (dir.path() / "link").string();
+  const auto outcomes = ltfit::run_experiment(plan, options);
+  REQUIRE(outcomes.size() == 1);
+  const fs::path runs = dir.path() / "out" / "runs";
+  const std::string log = fs::exists(runs / "two.log") ? read_file(runs / "two.log") : "";
+  const bool no_torchrun = log.find("No module named") != std::string::npos ||
+                           outcomes[0].reason.find("cannot start") != std::string::npos;
+  if (outcomes[0].status != RunStatus::kOk && no_torchrun) {
+    WARN("skipped: no Python with torch for torchrun ($LTFIT_PYTHON or python3): " +
+         outcomes[0].reason + " " + log);
+    return;
+  }
+  INFO(log);
+  REQUIRE(outcomes[0].status == RunStatus::kOk);
+  const std::string args = " train --config " + (dir.path() / "base.yaml").string() +
+                           " --set train.epochs=2 --run-dir " + (runs / "two").string() + " --json";
+  CHECK(read_file(runs / "two.rank0") == fs::canonical(fake).string() + " 0/2" + args + "\n");
+  CHECK(read_file(runs / "two.rank1") == fs::canonical(fake).string() + " 1/2" + args + "\n");
+  CHECK(read_file(runs / "two.json") == "{\"summary\": true}\n");  // rank 0's summary only
+  CHECK(ltfit::read_experiment_row(outcomes[0]).world_size == 2);
+}
