@@ -79,4 +79,24 @@ TEST_CASE("experiment: help, and plan mistakes exit 2", "[cli][experiment]") {
   const auto subset = run_ltfit("experiment --plan " + dir.str() + "/good.yaml --subset 2");
   CHECK(subset.exit_code == 2);
   CHECK_THAT(subset.output, Contains("--subset"));
+  write_file(dir.path() / "gpus.yaml", "name: p\nbase: b.yaml\nruns:\n  - id: a\n    gpus: 0\n");
+  const auto gpus = run_ltfit("experiment --plan " + dir.str() + "/gpus.yaml");
+  CHECK(gpus.exit_code == 2);
+  CHECK_THAT(gpus.output, Contains("gpus.yaml:5: runs[0].gpus: expected a number of GPUs"));
+}
+
+TEST_CASE("experiment: a row needing more GPUs than the machine has is n/a, the plan exits 0",
+          "[cli][experiment][study]") {
+  ltfit::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "data: {batch_size: 1024}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: p\nbase: base.yaml\nruns:\n  - {id: many, label: many GPUs, gpus: 1024}\n");
+  const fs::path out = dir.path() / "report";
+  const auto r = run_ltfit("experiment --plan " + dir.str() + "/plan.yaml --out " + out.string());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("n/a: needs 1024 GPUs, this machine has "));
+  CHECK_THAT(read_file(out / "results.csv"), Contains("\nmany,many GPUs,n/a,"));
+  CHECK_THAT(read_file(out / "report.md"), Contains("| many GPUs | 1024 | **n/a**: needs 1024"));
+  CHECK_FALSE(fs::exists(out / "runs" / "many"));
 }
