@@ -27,6 +27,26 @@ foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
 endforeach()
 add_library(ltfit::torch ALIAS ltfit_torch)
 
+# Data-parallel training uses torch's c10d, which the wheel's libraries export. Its Gloo backend's
+# header includes gloo's own headers, which the wheel does not ship: Debian's libgloo-dev has
+# them (only src/dist/gloo_backend.cpp includes them). NCCL's header comes with the wheel's CUDA
+# libraries; without it the build trains on CPUs over Gloo only.
+find_path(LTFIT_GLOO_INCLUDE_DIR gloo/config.h)
+if(NOT LTFIT_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "gloo's headers (gloo/config.h) were not found: install libgloo-dev "
+                      "(scripts/setup.sh does), or pass -DLTFIT_GLOO_INCLUDE_DIR=DIR")
+endif()
+target_include_directories(ltfit_torch SYSTEM INTERFACE ${LTFIT_GLOO_INCLUDE_DIR})
+find_path(LTFIT_NCCL_INCLUDE_DIR nccl.h
+          HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" NO_DEFAULT_PATH)
+if(LTFIT_NCCL_INCLUDE_DIR AND TARGET torch_cuda)
+  target_include_directories(ltfit_torch SYSTEM INTERFACE ${LTFIT_NCCL_INCLUDE_DIR})
+  target_compile_definitions(ltfit_torch INTERFACE LTFIT_WITH_NCCL)
+  message(STATUS "ltfit: NCCL from ${LTFIT_NCCL_INCLUDE_DIR}")
+else()
+  message(STATUS "ltfit: no NCCL header or no CUDA LibTorch: data-parallel runs use Gloo only")
+endif()
+
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 add_library(ltfit_opencv INTERFACE)
 target_link_libraries(ltfit_opencv INTERFACE ${OpenCV_LIBS})

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The areas of src/ and include/ltfit/ depend one way, bottom to top:
 #
-#   util -> config -> {data, model} -> run -> eval -> train -> jobs -> study -> (apps)
+#   util -> config -> {data, model, dist} -> run -> eval -> train -> jobs -> study -> (apps)
 #
-# An area may include its own headers and those of the areas below it; data and model sit side
-# by side and may not include each other. This script lists every `#include "ltfit/<area>/..."`
+# An area may include its own headers and those of the areas below it; data, model and dist sit
+# side by side and may not include each other. This script lists every `#include "ltfit/<area>/..."`
 # (and `#include "<area>/..."` of a private header in src/) that points upward or sideways and
 # exits 1 if there is one; CTest runs it ("areas depend one way"), so CI refuses such an include.
 #
@@ -12,7 +12,7 @@
 set -euo pipefail
 
 ROOT="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-declare -A LEVEL=([util]=0 [config]=1 [data]=2 [model]=2 [run]=3 [eval]=4 [train]=5 [jobs]=6
+declare -A LEVEL=([util]=0 [config]=1 [data]=2 [model]=2 [dist]=2 [run]=3 [eval]=4 [train]=5 [jobs]=6
                   [study]=7)
 
 bad=0

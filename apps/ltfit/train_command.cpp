@@ -44,7 +44,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
     const RunSummary summary = naming_batch_size_on_oom(resolved.config.data.batch_size, [&] {
       return run_train_job(resolved.config, resolved.options);
     });
-    if (args->json) std::cout << summary_json(summary) << std::flush;
+    if (args->json && summary.owner) std::cout << summary_json(summary) << std::flush;
     *exit_code = 0;
   });
 }

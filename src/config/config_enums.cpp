@@ -32,6 +32,16 @@ const EnumNames<TtaMode>& tta_modes() {
   return names;
 }
 
+const EnumNames<DistBackend>& dist_backends() {
+  static const EnumNames<DistBackend> names{"dist.backend", {"auto", "gloo", "nccl", "off"}};
+  return names;
+}
+
+const EnumNames<BnBuffers>& bn_buffer_modes() {
+  static const EnumNames<BnBuffers> names{"dist.bn_buffers", {"average", "rank0"}};
+  return names;
+}
+
 }  // namespace
 
 DataLayout parse_data_layout(std::string_view text) { return data_layouts().parse(text); }
@@ -48,6 +58,12 @@ const std::string& recipe_name(Recipe recipe) { return recipes().name(recipe); }
 
 TtaMode parse_tta_mode(std::string_view text) { return tta_modes().parse(text); }
 const std::string& tta_mode_name(TtaMode mode) { return tta_modes().name(mode); }
+
+DistBackend parse_dist_backend(std::string_view text) { return dist_backends().parse(text); }
+const std::string& dist_backend_name(DistBackend backend) { return dist_backends().name(backend); }
+
+BnBuffers parse_bn_buffers(std::string_view text) { return bn_buffer_modes().parse(text); }
+const std::string& bn_buffers_name(BnBuffers mode) { return bn_buffer_modes().name(mode); }
 
 const std::vector<std::string>& model_arch_names() {
   static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50", "resnet101",

@@ -106,6 +106,14 @@ void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
                field("tta_n", eval.tta_n)});
 }
 
+void convert_dist(const Context& context, const Located& at, DistConfig& dist) {
+  read_fields(context, at,
+              {field("backend", parse_dist_backend, dist.backend),
+               field("timeout_seconds", dist.timeout_seconds), field("bucket_mb", dist.bucket_mb),
+               field("bn_buffers", parse_bn_buffers, dist.bn_buffers),
+               field("interface", dist.interface)});
+}
+
 Config convert(const Context& context, const YAML::Node& root) {
   Config config;
   config.source = context.source;
@@ -113,7 +121,7 @@ Config convert(const Context& context, const YAML::Node& root) {
       context, Located{root, ""},
       {field("run", convert_run, config.run), field("data", convert_data, config.data),
        field("model", convert_model, config.model), field("train", convert_train, config.train),
-       field("eval", convert_eval, config.eval)});
+       field("eval", convert_eval, config.eval), field("dist", convert_dist, config.dist)});
   return config;
 }
 

@@ -202,6 +202,17 @@ void validate_eval(const EvalConfig& eval, const Fail& fail) {
           eval.tta_n);
 }
 
+void validate_dist(const DistConfig& dist, const Fail& fail) {
+  require(fail, dist.timeout_seconds >= 1 && dist.timeout_seconds <= 86400,
+          "dist.timeout_seconds", "a number of seconds in [1, 86400]", dist.timeout_seconds);
+  require(fail, dist.bucket_mb >= 0.01 && dist.bucket_mb <= 4096, "dist.bucket_mb",
+          "a number of MiB in [0.01, 4096]", dist.bucket_mb);
+  const bool name_ok = dist.interface.size() < 16 &&
+                       dist.interface.find_first_of("/ \t\n") == std::string::npos;
+  require(fail, name_ok, "dist.interface", "a network interface name (e.g. eth0) or \"\"",
+          dist.interface);
+}
+
 }  // namespace
 
 void validate_with(const Config& config, const Fail& fail) {
@@ -210,6 +221,7 @@ void validate_with(const Config& config, const Fail& fail) {
   validate_model(config.model, fail);
   validate_train(config.train, fail);
   validate_eval(config.eval, fail);
+  validate_dist(config.dist, fail);
 }
 
 }  // namespace config_internal

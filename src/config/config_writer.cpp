@@ -160,6 +160,16 @@ void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
   out << YAML::EndMap;
 }
 
+void emit_dist(YAML::Emitter& out, const DistConfig& dist) {
+  begin_section(out, "dist");
+  put_string(out, "backend", dist_backend_name(dist.backend));
+  put_plain(out, "timeout_seconds", format_number(dist.timeout_seconds));
+  put_plain(out, "bucket_mb", format_number(dist.bucket_mb));
+  put_string(out, "bn_buffers", bn_buffers_name(dist.bn_buffers));
+  put_string(out, "interface", dist.interface);
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string to_yaml(const Config& config) {
@@ -170,6 +180,7 @@ std::string to_yaml(const Config& config) {
   emit_model(out, config.model);
   emit_train(out, config.train);
   emit_eval(out, config.eval);
+  emit_dist(out, config.dist);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -82,6 +82,10 @@ Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
         "images per training batch), got " +
         std::to_string(options_.batch_size));
   }
+  LTFIT_CHECK(options_.shard.count >= 1 && options_.shard.rank >= 0 &&
+                  options_.shard.rank < options_.shard.count,
+              "bad loader shard");
+  if (options_.train) check_global_batch(options_.batch_size, options_.shard.count);
   // Our workers already run one image each in parallel; OpenCV's own pool inside each call
   // would only oversubscribe the cores.
   cv::setNumThreads(1);
@@ -247,11 +251,15 @@ std::optional<Batch> Loader::build_batch(const Work& work) {
   const std::vector<std::int64_t>& order = *work.order;
   const auto n = static_cast<std::int64_t>(order.size());
   const std::int64_t b = options_.batch_size;
-  const std::int64_t begin = work.index * b;
-  const std::int64_t end = std::min(begin + b, n);
+  const bool sharded = options_.train && options_.shard.count > 1;
+  const Span slice = sharded ? batch_slice(b, options_.shard) : Span{0, b};
+  const std::int64_t want = slice.size();  // images this loader delivers per batch
+  const std::int64_t begin = work.index * b + slice.begin;
+  const std::int64_t end = std::min(work.index * b + slice.end, n);
+  const std::int64_t global_end = std::min(work.index * b + b, n);
   const int size = options_.image_size;
   torch::Tensor images =
-      torch::empty({end - begin, size, size, 3},
+      torch::empty({std::max<std::int64_t>(end - begin, 0), size, size, 3},
                    torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));
   std::vector<std::int64_t> labels;
   Batch batch;
@@ -259,13 +267,17 @@ std::optional<Batch> Loader::build_batch(const Work& work) {
     add_sample(order[static_cast<std::size_t>(i)], work.epoch, 0, images, batch, labels);
   }
   if (options_.train) {
-    // Refill from the images after this batch in the epoch's order (wrapping), in that fixed
-    // order: which images fill the gap depends only on the order and on which files are
-    // readable, never on timing, so a resumed epoch rebuilds the same batch.
-    for (std::int64_t t = 0; t < n - (end - begin) && static_cast<std::int64_t>(labels.size()) < b;
-         ++t) {
-      add_sample(order[static_cast<std::size_t>((end + t) % n)], work.epoch, work.index + 1, images,
-                 batch, labels);
+    // Refill from the images after this (global) batch in the epoch's order (wrapping), in that
+    // fixed order: which images fill the gap depends only on the order and on which files are
+    // readable, never on timing, so a resumed epoch rebuilds the same batch. Rank r of N takes
+    // every N-th candidate from the r-th, so ranks never refill with the same image.
+    const std::int64_t stride = sharded ? options_.shard.count : 1;
+    const std::int64_t first = sharded ? options_.shard.rank : 0;
+    for (std::int64_t t = first; t < n - (global_end - work.index * b) &&
+                                 static_cast<std::int64_t>(labels.size()) < want;
+         t += stride) {
+      add_sample(order[static_cast<std::size_t>((global_end + t) % n)], work.epoch,
+                 work.index + 1, images, batch, labels);
     }
     if (static_cast<std::int64_t>(labels.size()) < kMinTrainBatch) {
       std::lock_guard lock(state_->mutex);
@@ -274,10 +286,12 @@ std::optional<Batch> Loader::build_batch(const Work& work) {
           "dropping training batch {} of epoch {}: fewer than {} readable images in the "
           "whole epoch (BatchNorm cannot train on one)",
           work.index, work.epoch, kMinTrainBatch);
-      return std::nullopt;
+      if (!sharded) return std::nullopt;
+      labels.clear();  // delivered empty: every rank still counts this batch
+      batch.indices.clear();
     }
   }
-  if (labels.empty()) return std::nullopt;
+  if (labels.empty() && !sharded) return std::nullopt;
   batch.images = images.narrow(0, 0, static_cast<std::int64_t>(labels.size()));
   batch.labels = torch::tensor(labels, torch::kInt64);
   return batch;

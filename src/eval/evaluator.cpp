@@ -2,6 +2,7 @@
 #include "ltfit/eval/evaluator.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 #include <torch/nn/functional/loss.h>
@@ -32,10 +33,35 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
     indices.push_back(torch::tensor(batch->indices, torch::kInt64));
   }
   model->train(was_training);
+  if (probs.empty() && options.allow_empty) {
+    EvalResult empty;
+    empty.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return empty;
+  }
   if (probs.empty()) throw DataError("no readable image to evaluate");
   EvalResult result =
       score_predictions(torch::cat(probs), torch::cat(targets), torch::cat(indices), loss_sum);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group) {
+  const double count = static_cast<double>(local.count);
+  const torch::Tensor sums =
+      torch::tensor({count > 0 ? local.loss * count : 0.0, count > 0 ? local.accuracy * count : 0.0,
+                     count},
+                    torch::kFloat64);
+  std::vector<torch::Tensor> reduced{sums.to(group.device())};
+  group.all_reduce_sum(reduced);
+  const torch::Tensor total = reduced[0].cpu();
+  const double images = total[2].item<double>();
+  if (images <= 0) throw DataError("no readable image to evaluate (on any rank)");
+  EvalResult result = local;
+  result.count = static_cast<std::int64_t>(images + 0.5);
+  result.loss = total[0].item<double>() / images;
+  // Correct predictions are whole numbers: round away the products' float error.
+  result.accuracy = std::round(total[1].item<double>()) / images;
   return result;
 }
 

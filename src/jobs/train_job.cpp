@@ -11,6 +11,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
+#include "ltfit/jobs/dist_session.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/metrics_writer.h"
 #include "ltfit/run/progress.h"
@@ -19,6 +20,7 @@
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/precision.h"
 #include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/data_parallel.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
@@ -93,16 +95,35 @@ void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
                tta.plain.accuracy, format_mm_ss(tta.seconds));
 }
 
-void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid) {
+// Unreadable images, counted by every rank of a data-parallel run (a collective there: each rank
+// counts the files of its own slices; one seen by two ranks counts twice).
+void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid,
+                    DistSession& dist) {
   const SkippedImages skipped_train = train.skipped();
   const SkippedImages skipped_valid = valid.skipped();
   summary.skipped_images = skipped_train.count + skipped_valid.count;
+  if (dist.active()) {
+    std::vector<torch::Tensor> count{
+        torch::tensor({summary.skipped_images}, torch::kInt64).to(dist.group->device())};
+    dist.group->all_reduce_sum(count);
+    summary.skipped_images = count[0].cpu().item<std::int64_t>();
+  }
   summary.skipped_examples = skipped_train.examples;
   for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
   if (summary.skipped_images > 0) {
     spdlog::warn("{} unreadable image(s) were skipped (listed above and in summary.json)",
                  summary.skipped_images);
   }
+}
+
+// Rank 0's choices, shared: which checkpoint `--resume auto` resolved to and the config it
+// resolved (from the checkpoint or the file), so every rank trains the same run.
+void share_root_choices(DistSession& dist, Config& config, TrainJobOptions& options) {
+  const std::string resume = dist.group->broadcast_string(options.resume.value_or(""));
+  const std::string yaml = dist.group->broadcast_string(to_yaml(config));
+  if (dist.is_root()) return;
+  options.resume = resume.empty() ? std::nullopt : std::optional<std::string>(resume);
+  config = load_config_from_string(yaml, config.source + " (as rank 0 resolved it)");
 }
 
 }  // namespace
@@ -113,23 +134,32 @@ std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) 
   return parent.parent_path().string();
 }
 
-RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
+RunSummary run_train_job(const Config& given_config, const TrainJobOptions& given_options) {
   const auto start = std::chrono::steady_clock::now();
-  const OpenRunDir opened = open_run_dir(config, options);  // locked until the run ends
-  const fs::path& run_dir = opened.path;
-  write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
-  write_envinfo_json((run_dir / "env.json").string(),
-                     collect_envinfo(config.data.root, run_dir.string()));
-  ScopedLogFile log_file((run_dir / "train.log").string());
-  spdlog::info("run directory: {}", run_dir.string());
-  spdlog::info("resolved config:\n{}", to_yaml(config));
+  Config config = given_config;
+  TrainJobOptions options = given_options;
+  DistSession dist = start_dist_session(config);
+  if (dist.active()) share_root_choices(dist, config, options);
+  const bool owner = dist.is_root();  // rank 0 alone writes the run directory
+  std::optional<OpenRunDir> opened;   // locked until the run ends
+  if (owner) opened = open_run_dir(config, options);
+  const fs::path run_dir = owner ? opened->path : fs::path();
+  std::optional<ScopedLogFile> log_file;
+  if (owner) {
+    write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
+    write_envinfo_json((run_dir / "env.json").string(),
+                       collect_envinfo(config.data.root, run_dir.string()));
+    log_file.emplace((run_dir / "train.log").string());
+    spdlog::info("run directory: {}", run_dir.string());
+    spdlog::info("resolved config:\n{}", to_yaml(config));
+  }
 
   torch::manual_seed(config.run.seed);
-  const torch::Device device = resolve_device(config.train.device);
+  const torch::Device device = dist.device;
   spdlog::info("device: {}", describe_device(device));
   check_precision(config.train.precision, device);
   configure_backends(device, config.run.deterministic);
-  TrainingSetup setup = make_training_setup(config, device, /*with_valid=*/true);
+  TrainingSetup setup = make_training_setup(config, device, /*with_valid=*/true, &dist);
   const DatasetIndex& index = setup.index;
   Loader& train_loader = *setup.train_loader;
   Loader& valid_loader = *setup.valid_loader;
@@ -145,9 +175,12 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   }
   std::optional<MetricsWriter::ResumeAt> metrics_resume;
   if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
-  MetricsWriter metrics(run_dir.string(), kLayerGroups, metrics_resume);
-  ProgressReporter progress(static_cast<std::int64_t>(config.data.batch_size) *
-                            config.train.accumulate);
+  std::optional<MetricsWriter> metrics;
+  std::optional<ProgressReporter> progress;
+  if (owner) {
+    metrics.emplace(run_dir.string(), kLayerGroups, metrics_resume);
+    progress.emplace(static_cast<std::int64_t>(config.data.batch_size) * config.train.accumulate);
+  }
   CheckpointMeta run_meta;
   run_meta.config_yaml = to_yaml(config);
   run_meta.classes = index.classes;
@@ -162,20 +195,29 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   checkpoint_options.session_start = start;
   checkpoint_options.train_start = train_start;
   checkpoint_options.tta_passes = config.eval.tta ? tta_passes(config.eval) : 0;
-  CheckpointWriter checkpoints((run_dir / "checkpoints").string(), model, *optimizer, run_meta,
-                               checkpoint_options);
+  checkpoint_options.write = owner;
+  CheckpointWriter checkpoints(owner ? (run_dir / "checkpoints").string() : std::string(), model,
+                               *optimizer, run_meta, checkpoint_options);
   Profiler profiler(device, config.train.profile);
   EpochLog epoch_log;
   OneCycleHook schedule;
   AccumulateHook accumulate(config.train.accumulate);
   std::optional<ClipGradHook> clip;
-  ObserverHook progress_hook(progress), metrics_hook(metrics), epoch_log_hook(epoch_log);
+  std::optional<ObserverHook> progress_hook, metrics_hook;
+  ObserverHook epoch_log_hook(epoch_log);
   ProfilerHook profiler_hook;
-  std::vector<Hook*> hooks{&schedule,       &accumulate,  &progress_hook, &metrics_hook,
-                           &epoch_log_hook, &checkpoints, &profiler_hook};
+  std::optional<DataParallelHook> data_parallel;
+  std::vector<Hook*> hooks{&schedule, &accumulate, &epoch_log_hook, &checkpoints, &profiler_hook};
+  if (owner) {
+    hooks.push_back(&progress_hook.emplace(*progress));
+    hooks.push_back(&metrics_hook.emplace(*metrics));
+  }
   if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
-  Trainer trainer(model, *optimizer, train_loader, &valid_loader,
-                  {device, channels_last, config.train.precision}, hooks, &profiler);
+  if (dist.active()) hooks.push_back(&data_parallel.emplace(*dist.group, config.dist));
+  TrainerOptions trainer_options{device, channels_last, config.train.precision};
+  trainer_options.group = dist.group.get();
+  Trainer trainer(model, *optimizer, train_loader, &valid_loader, trainer_options, hooks,
+                  &profiler);
   const std::vector<StagePlan> plan = plan_recipe(config.train);
   std::vector<EpochStats> history;
   bool stopped_after_last_epoch = false;
@@ -183,6 +225,7 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
     history = trainer.fit(plan, start_state);
   } catch (const InterruptedError& e) {
     if (trainer.state().global_epoch < total_epochs(plan)) {
+      if (!owner) throw;
       write_timing_json(
           (run_dir / "timing.json").string(), profiler,
           resumed.train_seconds +
@@ -222,11 +265,23 @@ RunSummary run_train_job(const Config& config, const TrainJobOptions& options) {
   summary.train_seconds = train_seconds;
   summary.setup_seconds = setup_seconds;
   summary.total_seconds = train_seconds;
+  summary.world_size = dist.world_size();
+  summary.backend = dist.backend_name();
+  summary.global_batch = config.data.batch_size;
+  summary.owner = owner;
+  record_skipped(summary, train_loader, valid_loader, dist);  // the last collective
+  if (!owner) {
+    spdlog::info("done: rank 0 evaluates and writes the run directory");
+    return summary;
+  }
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);
-    run_final_tta(config, model, valid_loader, setup.valid_options, device, summary);
+    // A data-parallel run's validation loader holds rank 0's part: TTA takes the whole set.
+    std::optional<Loader> whole;
+    if (dist.active()) whole.emplace(index.valid, setup.valid_options);
+    run_final_tta(config, model, whole ? *whole : valid_loader, setup.valid_options, device,
+                  summary);
   }
-  record_skipped(summary, train_loader, valid_loader);
   write_summary((run_dir / "summary.json").string(), summary);
   write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,
                     summary.tta_seconds);

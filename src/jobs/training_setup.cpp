@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ltfit/jobs/dist_session.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/optimizer.h"
 
@@ -22,19 +23,29 @@ void log_dataset(const DatasetIndex& index) {
 }  // namespace
 
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
-                                  bool with_valid) {
+                                  bool with_valid, const DistSession* dist) {
   TrainingSetup setup;
   setup.index = index_dataset(config.data, config.run.seed);
   log_dataset(setup.index);
   setup.train_options = make_loader_options(config, /*train=*/true);
   setup.valid_options = make_loader_options(config, /*train=*/false);
   setup.train_options.pin_memory = setup.valid_options.pin_memory = device.is_cuda();
-  setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
-  if (with_valid) {
-    setup.valid_loader = std::make_unique<Loader>(setup.index.valid, setup.valid_options);
+  std::vector<Sample> valid = setup.index.valid;
+  if (dist != nullptr && dist->active()) {
+    setup.train_options.shard = dist->shard();
+    setup.train_options.workers = setup.valid_options.workers =
+        dist->loader_workers(config.data.workers);
+    const Span part = sample_range(static_cast<std::int64_t>(valid.size()), dist->shard());
+    valid = std::vector<Sample>(valid.begin() + part.begin, valid.begin() + part.end);
   }
-  spdlog::info("loader: {} worker thread(s), batch {} at {} px", setup.train_loader->workers(),
-               config.data.batch_size, config.data.image_size);
+  setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
+  if (with_valid) setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
+  spdlog::info("loader: {} worker thread(s), batch {} at {} px{}", setup.train_loader->workers(),
+               config.data.batch_size, config.data.image_size,
+               dist != nullptr && dist->active()
+                   ? fmt::format(" (global; {} per rank)",
+                                 config.data.batch_size / dist->world_size())
+                   : std::string());
 
   setup.model = build_model(config.model, static_cast<std::int64_t>(setup.index.classes.size()));
   setup.model->to(device);

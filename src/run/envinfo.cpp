@@ -3,6 +3,8 @@
 // are parsed by envinfo_parse.cpp. Thread-safe (no shared state; runs a child for nvidia-smi).
 #include "ltfit/run/envinfo.h"
 
+#include "ltfit/dist/launch.h"
+
 #include <sched.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -196,6 +198,16 @@ EnvInfo collect_envinfo(const std::string& data_dir, const std::string& run_dir)
   info.ltfit_version = LTFIT_VERSION;
   info.os = os_pretty_name();
   info.kernel = kernel_name();
+  try {
+    info.launch = describe_launch(detect_launch());
+  } catch (const std::exception& e) {
+    info.launch = std::string("invalid launcher variables: ") + e.what();
+  }
+#ifdef LTFIT_WITH_NCCL
+  info.dist_backends = "gloo, nccl";
+#else
+  info.dist_backends = "gloo";
+#endif
   const char* env = std::getenv("container");
   info.container = detect_container({fs::exists("/.dockerenv"), fs::exists("/run/.containerenv"),
                                      read_text("/proc/1/cgroup"), read_text("/proc/self/mountinfo"),

@@ -86,7 +86,9 @@ std::string envinfo_json(const EnvInfo& info) {
       {"ltfit_version", info.ltfit_version},
       {"os", info.os},
       {"kernel", info.kernel},
-      {"container", info.container}};
+      {"container", info.container},
+      {"launch", info.launch},
+      {"dist_backends", info.dist_backends}};
   return dump_json(j) + "\n";
 }
 
@@ -118,7 +120,8 @@ std::string envinfo_table(const EnvInfo& info) {
                {"compiler", info.compiler},
                {"ltfit", info.ltfit_version},
                {"OS", fmt::format("{} ({})", info.os, info.kernel)},
-               {"container", info.container}});
+               {"container", info.container},
+               {"data-parallel", info.launch + "; backends: " + info.dist_backends}});
   std::string table;
   for (const auto& [label, value] : rows) table += fmt::format("{:<14}{}\n", label, value);
   return table;

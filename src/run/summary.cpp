@@ -38,6 +38,9 @@ std::string summary_json(const RunSummary& s) {
       {"total_mm_ss", format_mm_ss(s.total_seconds)},
       {"skipped_images", s.skipped_images},
       {"skipped_examples", s.skipped_examples},
+      {"world_size", s.world_size},
+      {"backend", s.backend},
+      {"global_batch", s.global_batch},
   };
   return dump_json(j) + "\n";
 }

@@ -32,7 +32,7 @@ namespace {
 
 constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
     "data_wait", "host_to_device", "forward", "backward",
-    "optimizer", "validation",     "tta",     "checkpoint"};
+    "optimizer", "validation",     "tta",     "checkpoint", "grad_sync"};
 
 // Also initialises CUDA: the caching allocator exists only once CUDA is initialised (normally by
 // the first CUDA tensor), and its statistics calls throw "Invalid device argument" before that.

@@ -106,6 +106,10 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   meta.best_accuracy = best_accuracy_;
   meta.scaler = state.scaler;
   meta.train_seconds = options_.prior_train_seconds + seconds_between(options_.train_start, start);
+  if (!options_.write) {  // a data-parallel rank other than 0: rank 0 writes
+    last_save_ = Clock::now();
+    return;
+  }
   const fs::path numbered =
       fs::path(dir_) / fmt::format("{}{:09d}.ckpt", kNumberedPrefix, state.global_step);
   save_checkpoint(numbered.string(), model_, &optimizer_, meta);
@@ -119,9 +123,25 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
                 new_best ? ", new best" : "");
 }
 
+void CheckpointWriter::after_loss(TrainContext& ctx) {
+  if (!ctx.step_now || ctx.cancel_batch) return;
+  ctx.vote_stop = stop_requested();
+  ctx.vote_save = checkpoint_due();
+  voted_ = true;
+}
+
 void CheckpointWriter::after_step(TrainContext& ctx) {
-  const bool stop = stop_requested();
-  if (!stop && !checkpoint_due()) return;
+  bool stop = false;
+  bool due = false;
+  if (voted_) {  // cast at after_loss, agreed by the ranks of a data-parallel run
+    stop = ctx.vote_stop;
+    due = ctx.vote_save;
+    voted_ = false;
+  } else {
+    stop = stop_requested();
+    due = checkpoint_due();
+  }
+  if (!stop && !due) return;
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
     save(ctx.state, nullptr, stop ? "stop" : "periodic");
@@ -147,7 +167,7 @@ void CheckpointWriter::epoch_end(TrainContext& ctx) {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
     save(ctx.state, ctx.epoch, "epoch");
   }
-  if (stop_requested()) {
+  if (ctx.agree(stop_requested())) {
     ctx.interrupt = "training stopped after epoch " + std::to_string(ctx.epoch->epoch) +
                     "; a checkpoint was written";
   }

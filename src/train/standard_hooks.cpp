@@ -73,10 +73,17 @@ void LossScalerHook::after_step(TrainContext& ctx) {
 }
 
 void LossCheckHook::after_loss(TrainContext& ctx) {
+  // A data-parallel run decides after the ranks agreed (data_parallel.h): a throw on one rank
+  // alone would leave the others waiting in the next collective.
   if (ctx.cancel_batch || std::isfinite(ctx.loss_value) || ctx.scaler.enabled()) return;
-  throw RuntimeError("training loss became " + std::to_string(ctx.loss_value) + " at step " +
-                         std::to_string(ctx.state.global_step),
-                     "lower train.lr; the last good checkpoint is kept");
+  if (ctx.distributed) return;
+  throw non_finite_loss_error(ctx.loss_value, ctx.state.global_step);
+}
+
+RuntimeError non_finite_loss_error(double loss, std::int64_t step) {
+  return RuntimeError(
+      "training loss became " + std::to_string(loss) + " at step " + std::to_string(step),
+      "lower train.lr; the last good checkpoint is kept");
 }
 
 void ObserverHook::stage_begin(TrainContext& ctx) {

@@ -30,6 +30,11 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
+void add_to_smoothed_loss(TrainPosition& at, double loss) {
+  at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
+  ++at.loss_count;
+}
+
 std::int64_t TrainContext::stage_step() const {
   return static_cast<std::int64_t>(state.position.epoch_in_stage) * steps_per_epoch +
          state.position.batch_in_epoch / accumulate;
@@ -131,7 +136,10 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   EvalResult valid;
   {
     ScopedPhase phase(*profiler_, Phase::kValidation);
-    valid = evaluate(model_, *valid_, {options_.device, options_.channels_last, options_.precision});
+    const bool shard = options_.group != nullptr;
+    valid = evaluate(model_, *valid_,
+                     {options_.device, options_.channels_last, options_.precision, shard});
+    if (options_.group != nullptr) valid = all_reduce_eval(valid, *options_.group);
   }
   epoch.valid_loss = valid.loss;
   epoch.accuracy = valid.accuracy;
@@ -184,8 +192,14 @@ void Trainer::one_batch(const Batch& batch) {
     c.images = normalize_images(batch.images, options_.device, options_.channels_last);
     c.labels = batch.labels.to(options_.device, /*non_blocking=*/true);
   }
+  // A data-parallel rank whose slice had no readable image runs no forward and no backward but
+  // fires every event, so it meets the other ranks at the same collectives (hooks.h).
+  const bool empty = c.labels.size(0) == 0;
   fire(&Hook::before_batch);
-  {
+  if (empty) {
+    c.output = torch::Tensor();
+    c.loss = torch::zeros({}, torch::TensorOptions().device(options_.device));
+  } else {
     ScopedPhase phase(*profiler_, Phase::kForward);
     AutocastGuard autocast(options_.device.type(), c.amp_dtype);
     c.output = model_->forward(c.images);
@@ -200,11 +214,9 @@ void Trainer::one_batch(const Batch& batch) {
   }
   c.epoch_images += c.labels.size(0);
   c.step_loss += c.loss_value / c.batches_in_step;
-  if (std::isfinite(c.loss_value)) {  // an fp16 overflow must not poison the smoothed loss
-    at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * c.loss_value;
-    ++at.loss_count;
-  }
-  {
+  // An fp16 overflow must not poison the smoothed loss.
+  if (!empty && std::isfinite(c.loss_value)) add_to_smoothed_loss(at, c.loss_value);
+  if (!empty) {
     ScopedPhase phase(*profiler_, Phase::kBackward);
     c.backward_loss.backward();
   }

@@ -20,6 +20,13 @@ void setup_logging(bool verbose) {
   spdlog::set_default_logger(logger);
 }
 
+void set_log_prefix(const std::string& prefix) {
+  // spdlog patterns treat '%' as a flag: a literal one is "%%".
+  std::string escaped;
+  for (const char c : prefix) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  spdlog::default_logger()->set_pattern(escaped + kPattern);
+}
+
 ScopedLogFile::ScopedLogFile(const std::string& path)
     : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false)) {
   sink_->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");

@@ -56,6 +56,24 @@ enum class Recipe {
 Recipe parse_recipe(std::string_view text);  // "fine_tune" | "one_cycle"
 const std::string& recipe_name(Recipe recipe);
 
+// `dist.backend`: the c10d process group of a data-parallel run (ltfit/dist/launch.h).
+enum class DistBackend {
+  kAuto,  // nccl when train.device is CUDA, gloo otherwise; single process when not launched
+  kGloo,  // ProcessGroupGloo (CPU tensors; works everywhere)
+  kNccl,  // ProcessGroupNCCL (CUDA only)
+  kOff,   // never join a group, even under torchrun: every process trains alone
+};
+DistBackend parse_dist_backend(std::string_view text);  // "auto" | "gloo" | "nccl" | "off"
+const std::string& dist_backend_name(DistBackend backend);
+
+// `dist.bn_buffers`: how BatchNorm running statistics become identical across ranks.
+enum class BnBuffers {
+  kAverage,  // all-reduce mean of every rank's running mean/var (before validation and saves)
+  kRank0,    // rank 0's are broadcast (torch DistributedDataParallel's broadcast_buffers)
+};
+BnBuffers parse_bn_buffers(std::string_view text);  // "average" | "rank0"
+const std::string& bn_buffers_name(BnBuffers mode);
+
 // `eval.tta_mode`: which test-time augmentation.
 enum class TtaMode {
   kV1,  // fastai v1 TTA(): 8 corner-zoom x flip views
@@ -194,6 +212,17 @@ struct EvalConfig {
   bool operator==(const EvalConfig&) const = default;
 };
 
+// `dist:` data-parallel training when launched by torchrun, srun or RANK/WORLD_SIZE variables.
+struct DistConfig {
+  DistBackend backend = DistBackend::kAuto;  // auto | gloo | nccl | off
+  double timeout_seconds = 300.0;            // a collective waiting longer fails the run (exit 5)
+  double bucket_mb = 25.0;                   // gradients all-reduced per bucket, MiB (DDP's 25)
+  BnBuffers bn_buffers = BnBuffers::kAverage;  // average | rank0
+  std::string interface;  // network interface for Gloo (GLOO_SOCKET_IFNAME); "" = MASTER_ADDR's
+
+  bool operator==(const DistConfig&) const = default;
+};
+
 // The whole configuration. `source` is the file it came from (for messages).
 struct Config {
   RunConfig run;
@@ -201,6 +230,7 @@ struct Config {
   ModelConfig model;
   TrainConfig train;
   EvalConfig eval;
+  DistConfig dist;
   std::string source;  // path of the YAML file, or "<defaults>"
 
   bool operator==(const Config&) const = default;

@@ -26,6 +26,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/shard.h"
 #include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
 
 namespace ltfit {
@@ -44,6 +45,11 @@ struct LoaderOptions {
   ImageLimits limits;       // what a file must pass to be decoded (data.max_pixels, formats)
   // Bounds the memory decodes hold at once; null: the process-wide default_decode_budget().
   std::shared_ptr<DecodeBudget> decode_budget;
+  // Training in a data-parallel run: batch_size is the global batch and this loader delivers
+  // only `shard`'s slice of each (shard.h). A slice without enough readable images is then
+  // delivered empty (0 images) instead of being passed over, so every rank counts the same
+  // batches and no rank waits for a collective that another skipped.
+  Shard shard;
   // Called on the worker thread before each image is loaded; may throw. For fault-injection
   // tests (an exception here must reach the consumer with the image's path).
   std::function<void(const std::string& path)> before_load;

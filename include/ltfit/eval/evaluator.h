@@ -11,6 +11,7 @@
 
 #include <torch/types.h>
 
+#include "ltfit/dist/group.h"
 #include "ltfit/model/resnet.h"
 
 namespace ltfit {
@@ -32,6 +33,9 @@ struct EvalOptions {
   torch::Device device = torch::kCPU;      // where the model lives
   bool channels_last = false;              // feed NHWC batches
   Precision precision = Precision::kFp32;  // fp32 | bf16 (CPU or CUDA) | fp16 (CUDA): autocast
+  // No readable image gives an empty result (count 0) instead of DataError: a data-parallel
+  // rank's shard may be empty; all_reduce_eval decides for all ranks.
+  bool allow_empty = false;
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
@@ -39,6 +43,13 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options);
 
 // `requested` (e.g. train.precision) as evaluation can run it on `device`: fp16 on a CPU falls
 // back to fp32 with an info log line; fp32 and bf16 are kept.
+// The result over every rank's shard of a data-parallel run: loss, accuracy and count from the
+// ranks' summed losses, correct predictions and images (`local` may be empty: count 0, from
+// EvalOptions::allow_empty). A collective: every rank calls it. Per-image tensors
+// (probabilities, targets, indices, confusion) stay this rank's own. Throws DataError on every
+// rank when no rank had a readable image.
+EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group);
+
 Precision resolve_eval_precision(Precision requested, const torch::Device& device);
 
 // [N,3,H,W] float32 normalised on options.device -> [N,classes] float32 logits on that device,

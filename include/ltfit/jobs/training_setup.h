@@ -33,7 +33,11 @@ struct TrainingSetup {
 // loader only when `with_valid`), builds the model and the optimizer. Logs the data and the
 // loader. Throws DataError for data that cannot be indexed, ConfigError/CheckpointError for
 // weights that cannot be had or read (model_factory.h).
+// In a data-parallel run (`dist` active) the training loader delivers this rank's slice of
+// each global batch, the validation loader this rank's part of the validation set (shard.h),
+// and the loaders' workers are this process's share of the machine.
+struct DistSession;
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
-                                  bool with_valid);
+                                  bool with_valid, const DistSession* dist = nullptr);
 
 }  // namespace ltfit

@@ -70,6 +70,9 @@ struct EnvInfo {
   std::string kernel = kNoneText;          // uname: "Linux 6.8.0 x86_64"
   std::string container = kNoneText;       // "docker" | "podman" | "kubernetes" | "containerd" |
                                            // "lxc" | "container" (other) | "none"
+  std::string launch = kNoneText;          // the data-parallel run this process would join
+                                           // (dist/launch.h describe_launch), or the error
+  std::string dist_backends = kNoneText;   // c10d backends this build has: "gloo" | "gloo, nccl"
 };
 
 // Fields of /proc/cpuinfo that matter here.

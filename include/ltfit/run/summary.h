@@ -29,6 +29,10 @@ struct RunSummary {
   double total_seconds = 0.0;                 // train + TTA, as the study counts it
   std::int64_t skipped_images = 0;            // unreadable images skipped
   std::vector<std::string> skipped_examples;  // "path: reason" for the first few
+  int world_size = 1;                         // processes that trained (data-parallel ranks)
+  std::string backend = "none";               // their process group: gloo | nccl | none
+  std::int64_t global_batch = 0;              // images per batch over all ranks (data.batch_size)
+  bool owner = true;  // this process owns the run directory (not in JSON: rank 0 of a group)
 };
 
 void write_summary(const std::string& path, const RunSummary& summary);

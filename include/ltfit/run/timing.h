@@ -30,11 +30,12 @@ enum class Phase : int {
   kValidation,    // per-epoch validation pass
   kTta,           // test-time-augmented evaluation
   kCheckpoint,    // writing checkpoints
+  kGradSync,      // data-parallel: all-reducing gradients (and BatchNorm statistics)
 };
-inline constexpr int kPhaseCount = 8;
+inline constexpr int kPhaseCount = 9;
 
 // "data_wait", "host_to_device", "forward", "backward", "optimizer", "validation", "tta",
-// "checkpoint".
+// "checkpoint", "grad_sync".
 const char* phase_name(Phase phase);
 
 // Seconds per phase, indexed by static_cast<int>(Phase).

@@ -8,7 +8,10 @@
 // mid-epoch, and before stopping on a signal or before `time_limit` would be passed. The time
 // limit counts the whole session from `session_start` (set-up included); its margin covers the
 // slowest step seen, validation included, the slowest save, and `tta_passes` validation passes
-// for the final TTA. A stop request becomes ctx.interrupt after the save. Not thread-safe.
+// for the final TTA. A stop request becomes ctx.interrupt after the save. The decisions to stop
+// or save after a step are cast as ctx.vote_stop/vote_save at the step's last after_loss (a
+// data-parallel run agrees on them before the step); an epoch end's through ctx.agree. Not
+// thread-safe.
 #pragma once
 
 #include <chrono>
@@ -35,6 +38,9 @@ struct CheckpointWriterOptions {
   Clock::time_point session_start = Clock::now();  // the job's start: time_limit counts from it
   Clock::time_point train_start = Clock::now();    // training's start: train_seconds counts from it
   int tta_passes = 0;  // validation-sized passes the final TTA will take (0: no TTA)
+  // False on the ranks of a data-parallel run other than rank 0: they decide with it (stop
+  // requests and the time limit count on every rank) but write nothing.
+  bool write = true;
 };
 
 class CheckpointWriter : public Hook {
@@ -44,6 +50,7 @@ class CheckpointWriter : public Hook {
                    CheckpointMeta base, CheckpointWriterOptions options);
 
   int order() const override { return hook_order::kCheckpoint; }
+  void after_loss(TrainContext& ctx) override;
   void after_step(TrainContext& ctx) override;
   void validation_begin(TrainContext& ctx) override;
   void validation_end(TrainContext& ctx) override;
@@ -79,6 +86,7 @@ class CheckpointWriter : public Hook {
   double last_valid_loss_ = 0.0;
   bool time_limit_hit_ = false;
   bool stop_logged_ = false;
+  bool voted_ = false;  // this step's decisions were cast at after_loss
 };
 
 // The newest checkpoint of a run directory (`<run_dir>/checkpoints/last.ckpt`), or nullopt.

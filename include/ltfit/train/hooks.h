@@ -9,7 +9,11 @@
 //         before_batch   the batch is on the device; a hook may replace ctx.images/labels
 //         (forward, loss)
 //         after_loss     ctx.loss is the batch's mean loss; a hook may replace ctx.backward_loss
-//                        (what backward runs on), or set ctx.cancel_batch (no backward, no step)
+//                        (what backward runs on), or set ctx.cancel_batch (no backward, no step).
+//                        In a data-parallel run a rank's batch may be empty (no readable image
+//                        in its slice): then no forward and no backward run, ctx.labels has 0
+//                        rows, and the hooks still fire, so every rank reaches the same
+//                        collectives
 //         (backward)
 //         after_backward the gradients are there; ctx.step_now says whether the optimizer
 //                        steps after this batch (false while accumulating gradients)
@@ -30,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,6 +108,14 @@ struct TrainContext {
   double momentum = 0.0;        // Adam beta1 / SGD momentum of this step
   double step_loss = 0.0;       // mean loss of this step's batches (at after_step)
 
+  // ---- decisions every rank of a data-parallel run must share (alone, they stand as cast)
+  bool distributed = false;  // a data-parallel run: the data-parallel hook agrees on these
+  bool vote_stop = false;    // stop after this step (signal, time limit): cast at after_loss of a
+                             // step's last batch, agreed over ranks at after_backward
+  bool vote_save = false;    // checkpoint after this step: cast and agreed like vote_stop
+  // OR of `local` over the ranks (a collective: every rank calls it at the same point).
+  std::function<bool(bool local)> agree = [](bool local) { return local; };
+
   // ---- requests from hooks
   bool cancel_batch = false;  // skip backward and step for this batch (its gradients dropped)
   bool skip_step = false;     // do not update the weights at this step
@@ -115,6 +128,7 @@ namespace hook_order {
 inline constexpr int kAccumulate = -300;  // sets ctx.accumulate; divides the loss
 inline constexpr int kSchedule = -200;    // sets LR and momentum before the batch (one-cycle, lr-find)
 inline constexpr int kLossCheck = -150;   // a non-finite loss stops fp32/bf16 runs
+inline constexpr int kGradSync = -120;    // data-parallel: all-reduces gradients and votes
 inline constexpr int kLossScaler = -100;  // scales the loss; unscales the gradients first of all
 inline constexpr int kClip = 0;           // gradient clipping, after the unscale
 inline constexpr int kObservers = 100;    // progress, metrics files, logs

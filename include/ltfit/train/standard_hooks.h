@@ -9,6 +9,7 @@
 
 #include "ltfit/train/hooks.h"
 #include "ltfit/train/one_cycle.h"
+#include "ltfit/util/error.h"
 
 namespace ltfit {
 
@@ -61,12 +62,16 @@ class LossScalerHook : public Hook {
 };
 
 // A non-finite loss stops fp32 and bf16 training (RuntimeError, exit 5): it means divergence.
-// Under fp16 it is an overflow the loss scaler handles, and it passes.
+// Under fp16 it is an overflow the loss scaler handles, and it passes. In a data-parallel run
+// the data-parallel hook makes the same check on the loss of all ranks (non_finite_loss_error).
 class LossCheckHook : public Hook {
  public:
   int order() const override { return hook_order::kLossCheck; }
   void after_loss(TrainContext& ctx) override;
 };
+
+// The error a non-finite training loss at `step` raises.
+RuntimeError non_finite_loss_error(double loss, std::int64_t step);
 
 // Forwards the loop's events to a TrainObserver (report/ listens without knowing the trainer).
 class ObserverHook : public Hook {

@@ -17,6 +17,7 @@
 #include <torch/types.h>
 
 #include "ltfit/data/loader.h"
+#include "ltfit/dist/group.h"
 #include "ltfit/model/resnet.h"
 #include "ltfit/train/hooks.h"
 #include "ltfit/train/standard_hooks.h"
@@ -30,7 +31,13 @@ struct TrainerOptions {
   Precision precision = Precision::kFp32;  // fp32 | fp16 (autocast + loss scaling) | bf16
   // The loss scaler's settings; default: enabled exactly for fp16 (torch.amp.GradScaler's).
   std::optional<GradScalerOptions> scaler;
+  // A data-parallel run's group: validation results are summed over its ranks (each evaluates
+  // its own shard). Null: one process. The gradients are the data-parallel hook's.
+  DistGroup* group = nullptr;
 };
+
+// Folds a batch's loss into the smoothed training loss (fastai's SmoothenValue, beta 0.98).
+void add_to_smoothed_loss(TrainPosition& at, double loss);
 
 class Trainer {
  public:

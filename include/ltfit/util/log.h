@@ -14,6 +14,10 @@ namespace ltfit {
 void setup_logging(bool verbose);
 
 // Adds `path` as a second sink for as long as this object lives (the run's train.log).
+// Puts `prefix` (e.g. "[rank 1/4] ") before every console line from now on ("" removes it).
+// For the ranks of a data-parallel run other than 0. Not thread-safe with logging in flight.
+void set_log_prefix(const std::string& prefix);
+
 class ScopedLogFile {
  public:
   explicit ScopedLogFile(const std::string& path);

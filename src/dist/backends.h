@@ -1,0 +1,25 @@
+// The c10d backends, each built in its own translation unit (gloo_backend.cpp includes gloo's
+// headers, which the torch wheel lacks; nccl_backend.cpp needs nccl.h): group.cpp sees only
+// c10d::Backend.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace ltfit::dist_internal {
+
+// ProcessGroupGloo over `store`. `interface` names the network interface ("" = the address
+// `host` resolves to, so loopback runs stay on loopback).
+c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                            int size, std::chrono::milliseconds timeout,
+                                            const std::string& interface, const std::string& host);
+
+// ProcessGroupNCCL over `store` on the current CUDA device. Throws ConfigError when this build
+// has no NCCL.
+c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                            int size, std::chrono::milliseconds timeout);
+
+}  // namespace ltfit::dist_internal
