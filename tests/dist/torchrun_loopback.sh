@@ -6,7 +6,8 @@
 # 2. the final weights equal a 1-rank run that normalises each half-batch separately (batch 8,
 #    train.accumulate 2: ghost BatchNorm, which is what per-rank BatchNorm computes) to 1e-5;
 # 3. SIGTERM to rank 1 alone stops both ranks at the same step with one checkpoint, and
-#    --resume auto then ends with the uninterrupted run's weights;
+#    --resume auto then ends with the uninterrupted run's weights; the same checkpoint also
+#    resumes on 1 rank (a checkpoint of N ranks continues on M);
 # 4. rank 1 killed (-9) after the first epoch, with --max-restarts 1 --resume auto: torchrun
 #    restarts the group from the last checkpoint and it ends with the same weights;
 # 5. without torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), a killed rank makes the other
@@ -121,7 +122,16 @@ echo "rank 0: '$s0', rank 1: '$s1'"
 step="${s0##* }"
 n="$(ls runs/c/checkpoints | grep -c "^step-0*${step}\.ckpt$")"
 ((n == 1)) || fail "no checkpoint of the stop step $step: $(ls runs/c/checkpoints | tr '\n' ' ')"
+cp -r runs/c runs/c1
 train2 runs/c -- --resume auto >c2.log 2>&1 || fail "resuming run c exited $?"
+# The same checkpoint resumed by one process (the same global batch, on 1 rank instead of 2).
+"$LTFIT" train --resume auto --run-dir runs/c1 >c1.log 2>&1 || fail "resuming run c on 1 rank exited $?"
+"$PYTHON" - <<'PY' || fail "the 2-rank checkpoint resumed on 1 rank did not finish the run"
+import csv, json
+s = json.load(open("runs/c1/summary.json"))
+assert (s["world_size"], s["global_batch"], s["epochs"]) == (1, 16, 3), s
+assert len(list(csv.DictReader(open("runs/c1/steps.csv")))) == 18
+PY
 d="$(param_diff runs/a/checkpoints/last.ckpt runs/c/checkpoints/last.ckpt)"
 echo "stopped at $step and resumed vs uninterrupted: $d"
 close "$d" 1e-6 || fail "SIGTERM + resume: weights differ by $d"

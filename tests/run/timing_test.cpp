@@ -140,12 +140,13 @@ TEST_CASE("timing.json has every field and parses", "[report][timing]") {
   const std::string path = (dir.path() / "timing.json").string();
   ltfit::write_timing_json(path, profiler, /*train_seconds=*/12.5, /*tta_seconds=*/2.0);
   const auto j = nlohmann::json::parse(ltfit::testing::read_file(path));
-  REQUIRE(j["phases"].size() == 8u);
+  REQUIRE(j["phases"].size() == 9u);
+  CHECK(j["phases"]["grad_sync"].get<double>() == 0.0);  // one process: nothing to all-reduce
   CHECK(j["phases"]["data_wait"].get<double>() >= 0.004);
   CHECK(j["phases"]["checkpoint"].get<double>() == 0.0);
   REQUIRE(j["epochs"].size() == 1u);
   CHECK(j["epochs"][0]["train_images"] == 32);
-  CHECK(j["epochs"][0]["phases"].size() == 8u);
+  CHECK(j["epochs"][0]["phases"].size() == 9u);
   CHECK(j["epochs"][0]["peak_gpu_bytes"].is_null());
   CHECK(j["epochs"][0].contains("images_per_second"));
   CHECK(j["train_seconds"].get<double>() == 12.5);
@@ -187,7 +188,7 @@ TEST_CASE("the phase table shows mm:ss and shares", "[report][timing]") {
              Catch::Contains("backward") && Catch::Contains("01:30") && Catch::Contains("75.0%"));
   CHECK_THAT(table,
              Catch::Contains("total") && Catch::Contains("02:00") && Catch::Contains("100.0%"));
-  CHECK(std::count(table.begin(), table.end(), '\n') == 9);  // header + 8 phases, then total
+  CHECK(std::count(table.begin(), table.end(), '\n') == 10);  // header + 9 phases, then total
 }
 
 TEST_CASE("GPU phases synchronize and peak memory is tracked", "[report][timing][cuda]") {

@@ -1,0 +1,199 @@
+// The data-parallel hook with two ranks in one process (two threads, Gloo on 127.0.0.1): a rank
+// whose slice had no readable image still steps with the others; a non-finite loss on one rank
+// and a stop request on one rank end every rank at the same step; no rank is left waiting (the
+// group's timeout would turn a wait into a different error).
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "ltfit/dist/group.h"
+#include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/data_parallel.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/train/trainer.h"
+#include "ltfit/util/error.h"
+
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Three batches of 4 per epoch; batch `empty_at` (if >= 0) has no image.
+class RankBatches : public ltfit::BatchSource {
+ public:
+  RankBatches(std::uint64_t seed, int empty_at) : empty_at_(empty_at) {
+    torch::Generator g = at::detail::createCPUGenerator(seed);
+    for (int b = 0; b < 3; ++b) {
+      const std::int64_t n = b == empty_at ? 0 : 4;
+      batches_.push_back({torch::randint(256, {n, 32, 32, 3}, g, torch::kUInt8),
+                          torch::randint(2, {n}, g, torch::kLong),
+                          {}});
+    }
+  }
+  void start_epoch(int /*epoch*/, std::int64_t skip) override { next_ = skip; }
+  std::optional<ltfit::Batch> next() override {
+    if (next_ >= 3) return std::nullopt;
+    return batches_[static_cast<std::size_t>(next_++)];
+  }
+  std::int64_t batches_per_epoch() const override { return 3; }
+
+ private:
+  std::vector<ltfit::Batch> batches_;
+  std::int64_t next_ = 0;
+  int empty_at_;
+};
+
+// Replaces the images of batch `at` with NaN on one rank.
+class PoisonHook : public ltfit::Hook {
+ public:
+  explicit PoisonHook(std::int64_t at) : at_(at) {}
+  void before_batch(ltfit::TrainContext& ctx) override {
+    if (ctx.state.global_step == at_) ctx.images = torch::full_like(ctx.images, NAN);
+  }
+
+ private:
+  std::int64_t at_;
+};
+
+struct RankResult {
+  std::string error;  // "": finished
+  std::int64_t steps = 0;
+  std::vector<torch::Tensor> weights;
+};
+
+// Trains 2 epochs on each of 2 ranks; `extra(rank)` adds hooks to a rank.
+std::array<RankResult, 2> train_two_ranks(
+    const std::function<RankBatches(int)>& data,
+    const std::function<std::vector<ltfit::Hook*>(int, ltfit::ResNet&, torch::optim::Optimizer&)>&
+        extra) {
+  const int port = free_port();
+  std::array<RankResult, 2> results;
+  std::array<ltfit::ResNet, 2> models{ltfit::ResNet(nullptr), ltfit::ResNet(nullptr)};
+  for (int r = 0; r < 2; ++r) {
+    torch::manual_seed(static_cast<std::uint64_t>(10 + r));  // different: fit_begin broadcasts
+    models[static_cast<std::size_t>(r)] = ltfit::ResNet(ltfit::resnet_spec("resnet18"), 2);
+  }
+  auto body = [&](int rank) {
+    RankResult& out = results[static_cast<std::size_t>(rank)];
+    try {
+      ltfit::LaunchInfo launch;
+      launch.launcher = "env";
+      launch.rank = rank;
+      launch.world_size = 2;
+      launch.master_addr = "127.0.0.1";
+      launch.master_port = port;
+      ltfit::DistConfig config;
+      config.timeout_seconds = 20;
+      config.bucket_mb = 4;  // several buckets
+      ltfit::DistGroup group(launch, config, ltfit::DistBackend::kGloo, torch::kCPU);
+      ltfit::ResNet& model = models[static_cast<std::size_t>(rank)];
+      auto optimizer =
+          ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
+      ltfit::set_hyper_parameters(*optimizer, {1e-3, 1e-3, 1e-3}, 0.9);
+      RankBatches batches = data(rank);
+      ltfit::DataParallelHook sync(group, config);
+      std::vector<ltfit::Hook*> hooks = extra(rank, model, *optimizer);
+      hooks.push_back(&sync);
+      ltfit::TrainerOptions options;
+      options.group = &group;
+      ltfit::Trainer trainer(model, *optimizer, batches, nullptr, options, hooks);
+      ltfit::StagePlan stage;
+      stage.name = "test";
+      stage.epochs = 2;
+      try {
+        trainer.fit({stage});
+      } catch (const std::exception& e) {
+        out.error = e.what();
+      }
+      out.steps = trainer.state().global_step;
+      for (const auto& p : model->parameters()) out.weights.push_back(p.detach().clone());
+    } catch (const std::exception& e) {
+      out.error = std::string("setup: ") + e.what();
+    }
+  };
+  std::thread other(body, 1);
+  body(0);
+  other.join();
+  return results;
+}
+
+bool same_weights(const RankResult& a, const RankResult& b) {
+  if (a.weights.size() != b.weights.size()) return false;
+  for (std::size_t i = 0; i < a.weights.size(); ++i) {
+    if (!torch::equal(a.weights[i], b.weights[i])) return false;
+  }
+  return true;
+}
+
+auto no_hooks = [](int, ltfit::ResNet&, torch::optim::Optimizer&) {
+  return std::vector<ltfit::Hook*>{};
+};
+
+}  // namespace
+
+TEST_CASE("a rank whose slice had no readable image still steps with the others", "[dist][train]") {
+  const auto results = train_two_ranks(
+      [](int rank) {
+        return RankBatches(static_cast<std::uint64_t>(rank + 1), rank == 1 ? 1 : -1);
+      },
+      no_hooks);
+  INFO("rank 0: " << results[0].error << " | rank 1: " << results[1].error);
+  CHECK(results[0].error.empty());
+  CHECK(results[1].error.empty());
+  CHECK(results[0].steps == 6);
+  CHECK(results[1].steps == 6);
+  CHECK(same_weights(results[0], results[1]));  // from different inits: broadcast, then in step
+}
+
+TEST_CASE("a non-finite loss on one rank stops every rank at that step", "[dist][train]") {
+  PoisonHook poison(2);
+  const auto results = train_two_ranks(
+      [](int rank) { return RankBatches(static_cast<std::uint64_t>(rank + 1), -1); },
+      [&](int rank, ltfit::ResNet&, torch::optim::Optimizer&) {
+        return rank == 1 ? std::vector<ltfit::Hook*>{&poison} : std::vector<ltfit::Hook*>{};
+      });
+  for (const auto& r : results) {
+    INFO(r.error);
+    CHECK_THAT(r.error, Catch::Contains("training loss became") && Catch::Contains("at step 2"));
+    CHECK(r.steps == 2);
+  }
+}
+
+TEST_CASE("a stop request on one rank stops every rank after the same step", "[dist][train]") {
+  std::atomic<int> polls{0};
+  std::array<std::unique_ptr<ltfit::CheckpointWriter>, 2> writers;
+  const auto results = train_two_ranks(
+      [](int rank) { return RankBatches(static_cast<std::uint64_t>(rank + 1), -1); },
+      [&](int rank, ltfit::ResNet& model, torch::optim::Optimizer& optimizer) {
+        ltfit::CheckpointWriterOptions options;
+        options.write = false;  // as on ranks other than 0: decides, writes nothing
+        options.cadence.every_minutes = 0;
+        if (rank == 1) options.stop_signal = [&polls] { return ++polls > 1; };  // at step 1
+        writers[static_cast<std::size_t>(rank)] = std::make_unique<ltfit::CheckpointWriter>(
+            "", model, optimizer, ltfit::CheckpointMeta{}, options);
+        return std::vector<ltfit::Hook*>{writers[static_cast<std::size_t>(rank)].get()};
+      });
+  for (const auto& r : results) {
+    INFO(r.error);
+    CHECK_THAT(r.error, Catch::Contains("training stopped at step 2"));
+    CHECK(r.steps == 2);
+  }
+  CHECK(same_weights(results[0], results[1]));
+}
