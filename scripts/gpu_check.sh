@@ -6,7 +6,10 @@
 #  3. evaluates the fp16 checkpoint with TTA on the GPU;
 #  4. find-batch on a ResNet-152 at 224 px up to --max 4096, which must meet a real CUDA
 #     out-of-memory and recover from it;
-#  5. envinfo's GPU fields.
+#  5. envinfo's GPU fields;
+#  6. data-parallel training over NCCL under torchrun: a world of one on one GPU (dist.backend
+#     nccl), and two ranks on two GPUs where the machine has them (summary.json's world_size and
+#     backend checked); then bench/dist_scaling.sh --gpus where there are 2 or more.
 # Prints one table per part. Exits non-zero if any step fails (every step still runs, so the
 # tables show what worked).
 #
@@ -144,6 +147,38 @@ sys.exit(0 if any(not t["fits"] for t in d["trials"]) else 1)
 PY
 }
 
+# torchrun with one rank per GPU over NCCL: world size 1 (the path, on any GPU machine) and 2.
+nccl_runs() {
+  echo; echo "== 6. data-parallel over NCCL (torchrun) =="
+  local gpus
+  gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
+  local n
+  for n in 1 2; do
+    if ((n > gpus)); then
+      echo "  world size $n: n/a (this machine has $gpus GPU(s))"
+      continue
+    fi
+    local run="$WORK_DIR/gpu-nccl-$n" out="$WORK_DIR/gpu-nccl-$n.json"
+    rm -rf "$run"
+    if ! (cd "$ROOT" && "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$n"         --no-python "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$SYNTH"         --set train.device=cuda --set dist.backend=nccl --set train.precision=fp16         --set train.epochs=2 --set data.batch_size=64 --run-dir "$run" --json >"$out"); then
+      fail "torchrun NCCL world size $n"
+      continue
+    fi
+    "$PYTHON" - "$out" "$n" <<'PY' || fail "NCCL world size $n: summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+print(f"  world size {s['world_size']} over {s['backend']}: accuracy {s['accuracy']:.4f}, "
+      f"train {s['train_seconds']:.1f} s, global batch {s['global_batch']}")
+sys.exit(0 if (s["world_size"], s["backend"]) == (n, "nccl") else 1)
+PY
+  done
+  if ((gpus >= 2)); then
+    LTFIT="$LTFIT" "$ROOT/bench/dist_scaling.sh" --gpus --arch resnet34 --size 224 --batch 128 \
+      --train "$TRAIN_IMAGES" || fail "bench/dist_scaling.sh --gpus"
+  fi
+}
+
 show_envinfo() {
   echo; echo "== 5. envinfo =="
   "$LTFIT" envinfo || fail "envinfo"
@@ -177,6 +212,7 @@ else
 fi
 find_batch_oom
 show_envinfo
+nccl_runs
 if ((${#failures[@]})); then
   log "${#failures[@]} failure(s): ${failures[*]}"
   exit 1
