@@ -5,6 +5,7 @@
 #   bench/dist_scaling.sh                  # CPU: 1 rank x 2 threads vs 2 ranks x 1 thread
 #   bench/dist_scaling.sh --gpus           # GPU machine: 1, 2, ... all GPUs (NCCL), images/s each
 #   bench/dist_scaling.sh --arch resnet34 --size 96 --batch 64 --train 1024 --out FILE.md
+#   bench/dist_scaling.sh --peer           # also PyTorch DDP on the same cores (bench/torch_ddp_train.py)
 #
 # CPU mode pins both runs to the same two cores (taskset -c 0,1): one process with 2 intra-op
 # threads, then 2 ranks over Gloo on 127.0.0.1 with 1 thread each (ltfit divides the machine's
@@ -13,14 +14,17 @@
 # GPU, for 1, 2, ... all GPUs, and reports images/s per GPU count and the speed-up over one GPU
 # (the study's sibling guide: 2 x T4 = 1.8 x one T4). Figures come from each run's
 # epochs.csv (the last epoch's images/s; the first includes warm-up) and timing.json
-# (grad_sync seconds / optimizer steps). Needs Python torch for torchrun. Prints a Markdown table
-# (and writes it to --out).
+# (grad_sync seconds / optimizer steps). The model is torchvision's (head: linear) and the
+# augmentation a flip (plus the crop) so that --peer, PyTorch's DistributedDataParallel on the same
+# images, cores, model and global batch, does the same work; its images/s stand beside ltfit's.
+# Needs Python torch for torchrun (and torchvision for --peer). Prints a Markdown table (and
+# writes it to --out).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LTFIT="${LTFIT:-$ROOT/build/ltfit}"
 PYTHON="${PYTHON:-python3}"
-ARCH=resnet18 SIZE=64 BATCH=32 TRAIN=768 EPOCHS=2 GPUS=0 OUT=""
+ARCH=resnet18 SIZE=64 BATCH=32 TRAIN=768 EPOCHS=2 GPUS=0 OUT="" PEER=0
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
@@ -29,6 +33,7 @@ while (($#)); do
     --train) TRAIN="$2"; shift 2 ;;
     --epochs) EPOCHS="$2"; shift 2 ;;
     --gpus) GPUS=1; shift ;;
+    --peer) PEER=1; shift ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -42,8 +47,9 @@ device=cpu
 ((GPUS)) && device=cuda
 cat >"$WORK/c.yaml" <<YAML
 run: {name: bench, out_dir: $WORK/runs, seed: 1}
-data: {root: $WORK/data, layout: folders, image_size: $SIZE, batch_size: $BATCH, workers: auto}
-model: {arch: $ARCH, pretrained: none, head: fastai}
+data: {root: $WORK/data, layout: folders, image_size: $SIZE, batch_size: $BATCH, workers: auto,
+       augment: {max_rotate: 0, max_zoom: 1, max_lighting: 0, max_warp: 0}}
+model: {arch: $ARCH, pretrained: none, head: linear}
 train: {recipe: one_cycle, epochs: $EPOCHS, lr: 1.0e-3, device: $device,
         precision: $( ((GPUS)) && echo fp16 || echo fp32 ), checkpoint: {every_minutes: 0}}
 eval: {tta: false}
@@ -100,14 +106,26 @@ else
   command -v taskset >/dev/null && (($(nproc) >= 2)) && PIN=(taskset -c 0,1)
   read -r ips1 sync1 steps1 < <(run_one one 1 "${PIN[@]}")
   read -r ips2 sync2 steps2 < <(run_one two 2 "${PIN[@]}")
-  "$PYTHON" - "$ips1" "$ips2" "$sync2" "$steps2" >>"$WORK/report.md" <<'PY'
+  t1=0 t2=0
+  if ((PEER)); then
+    peer=("$PYTHON" "$ROOT/bench/torch_ddp_train.py" --root "$WORK/data" --arch "$ARCH" --size "$SIZE"
+          --bs "$BATCH" --epochs "$EPOCHS")
+    ips() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["images_per_second"])'; }
+    t1="$("${PIN[@]}" "${peer[@]}" 2>"$WORK/peer1.log" | ips)" || { tail -5 "$WORK/peer1.log" >&2; exit 1; }
+    t2="$("${PIN[@]}" "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node 2 \
+          "${peer[@]:1}" 2>"$WORK/peer2.log" | ips)" || { tail -5 "$WORK/peer2.log" >&2; exit 1; }
+  fi
+  "$PYTHON" - "$ips1" "$ips2" "$sync2" "$t1" "$t2" >>"$WORK/report.md" <<'PY'
 import sys
-i1, i2, s2, n2 = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-step2 = 0 if i2 == 0 else None
-print("| run | images/s | all-reduce s/step | scaling efficiency |")
-print("|---|---:|---:|---:|")
-print(f"| 1 rank x 2 threads | {i1:.1f} | - | 1.00 |")
-print(f"| 2 ranks x 1 thread (Gloo, loopback) | {i2:.1f} | {s2:.4f} | {i2 / i1:.2f} |")
+i1, i2, s2, t1, t2 = (float(a) for a in sys.argv[1:])
+print("| run | images/s | all-reduce s/step | scaling efficiency |" + (" ltfit / PyTorch |" if t1 else ""))
+print("|---|---:|---:|---:|" + ("---:|" if t1 else ""))
+print(f"| ltfit, 1 rank x 2 threads | {i1:.1f} | - | 1.00 |" + (f" {i1 / t1:.2f} |" if t1 else ""))
+print(f"| ltfit, 2 ranks x 1 thread (Gloo, loopback) | {i2:.1f} | {s2:.4f} | {i2 / i1:.2f} |"
+      + (f" {i2 / t2:.2f} |" if t1 else ""))
+if t1:
+    print(f"| PyTorch, 1 process x 2 threads | {t1:.1f} | - | 1.00 | |")
+    print(f"| PyTorch DDP, 2 ranks x 1 thread (Gloo, loopback) | {t2:.1f} | - | {t2 / t1:.2f} | |")
 PY
 fi
 cat "$WORK/report.md"

@@ -59,9 +59,9 @@ DistSession start_dist_session(const Config& config) {
                    std::to_string(launch.world_size) + "] ");
   }
   check_global_batch(config.data.batch_size, launch.world_size);
-  if (launch.local_world_size > 1) {  // the machine's cores are shared by its ranks
-    at::set_num_threads(std::max(1, available_cores() / launch.local_world_size));
-  }
+  // The machine's cores, shared by its ranks (this also replaces torchrun's OMP_NUM_THREADS=1,
+  // which would leave a single rank per machine with one thread).
+  at::set_num_threads(std::max(1, available_cores() / launch.local_world_size));
   const DistBackend backend = resolve_backend(config.dist.backend, session.device);
   spdlog::info("joining a data-parallel run: {}, backend {}, timeout {} s", describe_launch(launch),
                dist_backend_name(backend), config.dist.timeout_seconds);

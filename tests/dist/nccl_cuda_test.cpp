@@ -4,34 +4,15 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "ltfit/dist/group.h"
-
-namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-}  // namespace
+#include "support/test_support.h"
 
 TEST_CASE("NCCL: a world of one on a GPU sums, broadcasts and shares text", "[dist][cuda]") {
   REQUIRE(torch::cuda::is_available());
   ltfit::LaunchInfo launch;
   launch.launcher = "env";
   launch.master_addr = "127.0.0.1";
-  launch.master_port = free_port();
+  launch.master_port = ltfit::testing::free_loopback_port();
   ltfit::DistConfig config;
   config.timeout_seconds = 60;
   ltfit::DistGroup group(launch, config, ltfit::DistBackend::kNccl, torch::Device(torch::kCUDA, 0));

@@ -11,7 +11,8 @@
 # 4. rank 1 killed (-9) after the first epoch, with --max-restarts 1 --resume auto: torchrun
 #    restarts the group from the last checkpoint and it ends with the same weights;
 # 5. without torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), a killed rank makes the other
-#    exit 5 within dist.timeout_seconds instead of hanging.
+#    exit 5 within dist.timeout_seconds instead of hanging, and describe its failure in
+#    $TORCHELASTIC_ERROR_FILE as torchrun reads it.
 # Needs Python torch (torchrun, and torch.load to compare weights); exits 77 (CTest: skipped)
 # without it.
 #
@@ -152,6 +153,7 @@ echo "== 5. a killed rank without torchrun: the other exits, not hangs"
 port="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    TORCHELASTIC_ERROR_FILE="$WORK/error$r.json" \
     "${PIN[@]}" "$LTFIT" train --config c.yaml --run-dir runs/e --set dist.timeout_seconds=20 \
     >"e$r.log" 2>&1 &
   eval "pid$r=\$!"
@@ -164,6 +166,11 @@ took=$((SECONDS - start))
 echo "rank 0 exited $rc ${took}s after rank 1 was killed: $(grep -m1 "error:" e0.log)"
 ((rc == 5)) || fail "rank 0 exited $rc, expected 5"
 ((took <= 40)) || fail "rank 0 took ${took}s to notice (dist.timeout_seconds 20)"
+"$PYTHON" - "$WORK/error0.json" <<'PY' || fail "rank 0 did not describe its failure in TORCHELASTIC_ERROR_FILE"
+import json, sys
+e = json.load(open(sys.argv[1]))
+assert e["exit_code"] == 5 and "rank 0/2" in e["message"] and int(e["timestamp"]) > 0, e
+PY
 
 if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
 echo "all data-parallel loopback checks passed"

@@ -1,5 +1,9 @@
 #include "support/test_support.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "ltfit/data/synth.h"
 
 #include <sys/wait.h>
@@ -90,5 +94,21 @@ std::vector<ltfit::Sample> write_small_synth(const fs::path& dir, int train, int
 }
 
 fs::path source_dir() { return fs::path(LTFIT_SOURCE_DIR); }
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
 
 }  // namespace ltfit::testing

@@ -45,6 +45,10 @@ std::string read_file(const std::filesystem::path& path);
 std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train, int valid,
                                              int min_side, int max_side, std::uint64_t seed = 0);
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released): for
+// rendezvous stores and servers in tests.
+int free_loopback_port();
+
 // Source tree root (for configs/ and fixtures).
 std::filesystem::path source_dir();
 

@@ -5,10 +5,6 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <functional>
 #include <string>
@@ -20,20 +16,9 @@
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/trainer.h"
 #include "ltfit/util/error.h"
+#include "support/test_support.h"
 
 namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Three batches of 4 per epoch; batch `empty_at` (if >= 0) has no image.
 class RankBatches : public ltfit::BatchSource {
@@ -83,7 +68,7 @@ std::array<RankResult, 2> train_two_ranks(
     const std::function<RankBatches(int)>& data,
     const std::function<std::vector<ltfit::Hook*>(int, ltfit::ResNet&, torch::optim::Optimizer&)>&
         extra) {
-  const int port = free_port();
+  const int port = ltfit::testing::free_loopback_port();
   std::array<RankResult, 2> results;
   std::array<ltfit::ResNet, 2> models{ltfit::ResNet(nullptr), ltfit::ResNet(nullptr)};
   for (int r = 0; r < 2; ++r) {
