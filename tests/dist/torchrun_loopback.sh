@@ -26,7 +26,8 @@ if ! "$PYTHON" -c "import torch.distributed.run" 2>/dev/null; then
   exit 77
 fi
 WORK="$(mktemp -d)"
-trap 'pkill -KILL -f "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+# Every process of the test names $WORK/c.yaml on its command line: none outlives the test.
+trap 'pkill -KILL -f "$WORK/c.yaml" 2>/dev/null; rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 # One intra-op thread per process everywhere: the 2 ranks get (2 cores / 2) each, the 1-rank
 # reference OMP_NUM_THREADS=1, so the same kernels sum in the same order.
@@ -53,7 +54,7 @@ train2() {  # train2 RUN_DIR [torchrun options] -- [ltfit options]
   while (($#)) && [[ "$1" != "--" ]]; do launcher+=("$1"); shift; done
   shift
   torchrun --standalone --nproc-per-node 2 "${launcher[@]}" --no-python "$LTFIT" train \
-    --config c.yaml --run-dir "$dir" "$@"
+    --config "$WORK/c.yaml" --run-dir "$dir" "$@"
 }
 # The max |difference| of the trained parameters (BatchNorm statistics excluded) of two
 # checkpoints.
@@ -84,7 +85,7 @@ rows_over() { [[ -f "$1" ]] && (($(wc -l <"$1") > $2)); }
 
 echo "== 1-2. two ranks vs one rank with ghost BatchNorm"
 train2 runs/a -- >a.log 2>&1 || fail "2-rank run exited $? (a.log: $(tail -3 a.log))"
-OMP_NUM_THREADS=1 "${PIN[@]}" "$LTFIT" train --config c.yaml --run-dir runs/b \
+OMP_NUM_THREADS=1 "${PIN[@]}" "$LTFIT" train --config "$WORK/c.yaml" --run-dir runs/b \
   --set data.batch_size=8 --set train.accumulate=2 >b.log 2>&1 || fail "1-rank run exited $?"
 [[ "$(ls runs)" == $'a\nb' ]] || fail "run directories: $(ls runs | tr '\n' ' ') (rank 1 wrote one?)"
 "$PYTHON" - <<'PY' || fail "summary.json of the 2-rank run"
@@ -154,7 +155,7 @@ port="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     TORCHELASTIC_ERROR_FILE="$WORK/error$r.json" \
-    "${PIN[@]}" "$LTFIT" train --config c.yaml --run-dir runs/e --set dist.timeout_seconds=20 \
+    "${PIN[@]}" "$LTFIT" train --config "$WORK/c.yaml" --run-dir runs/e --set dist.timeout_seconds=20 \
     >"e$r.log" 2>&1 &
   eval "pid$r=\$!"
 done
