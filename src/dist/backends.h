@@ -17,9 +17,11 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
                                             int size, std::chrono::milliseconds timeout,
                                             const std::string& interface, const std::string& host);
 
-// ProcessGroupNCCL over `store` on the current CUDA device. Throws ConfigError when this build
-// has no NCCL.
+// ProcessGroupNCCL over `store`, bound to CUDA device `device_index` (made this thread's current
+// device first, so NCCL's communicators and barriers use this rank's GPU, not rank % GPUs).
+// Throws ConfigError when this build has no NCCL.
 c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                            int size, std::chrono::milliseconds timeout);
+                                            int size, std::chrono::milliseconds timeout,
+                                            int device_index);
 
 }  // namespace ltfit::dist_internal
