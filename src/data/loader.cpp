@@ -169,7 +169,8 @@ std::optional<Batch> Loader::next() {
 SkippedImages Loader::skipped() const {
   std::lock_guard lock(state_->mutex);
   return {static_cast<std::int64_t>(state_->bad_paths.size()), state_->bad_examples,
-          state_->dropped_batches};
+          state_->dropped_batches,
+          std::vector<std::string>(state_->bad_paths.begin(), state_->bad_paths.end())};
 }
 
 }  // namespace ltfit

@@ -19,8 +19,6 @@ namespace ltfit {
 
 namespace {
 
-constexpr std::int64_t kMaxBroadcastString = 1 << 20;
-
 // A listening socket bound to `host`:`port` only (TCPStore binds every interface otherwise).
 int listen_on(const std::string& host, int port) {
   addrinfo hints{};
@@ -160,13 +158,13 @@ bool DistGroup::any(bool local) {
   return flag[0].item<float>() > 0.0f;
 }
 
-std::string DistGroup::broadcast_string(const std::string& text, int root) {
+std::string DistGroup::broadcast_string(const std::string& text, int root, std::int64_t max_bytes) {
   const auto on = torch::TensorOptions().device(device_);
   std::vector<torch::Tensor> length{
       torch::full({1}, static_cast<std::int64_t>(text.size()), on.dtype(torch::kInt64))};
   broadcast(length, root);
   const std::int64_t n = length[0].item<std::int64_t>();
-  if (n < 0 || n > kMaxBroadcastString) {
+  if (n < 0 || n > max_bytes) {
     throw RuntimeError(where_ + ": a shared text of " + std::to_string(n) + " bytes is too long");
   }
   torch::Tensor bytes = torch::zeros({std::max<std::int64_t>(n, 1)}, torch::kUInt8);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include <spdlog/spdlog.h>
 #include <torch/utils.h>
@@ -13,28 +14,33 @@
 #include "ltfit/eval/tta.h"
 #include "ltfit/jobs/dist_session.h"
 #include "ltfit/jobs/training_setup.h"
+#include "ltfit/run/envinfo.h"
 #include "ltfit/run/metrics_writer.h"
 #include "ltfit/run/progress.h"
 #include "ltfit/run/run_dir.h"
 #include "ltfit/run/timing.h"
-#include "ltfit/util/atomic_file.h"
-#include "ltfit/util/precision.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/data_parallel.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/device.h"
-#include "ltfit/run/envinfo.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/log.h"
+#include "ltfit/util/precision.h"
 
 namespace ltfit {
 
 namespace {
 
 namespace fs = std::filesystem;
+
+// The unreadable files one rank shares at the end of a data-parallel run; when a rank has more,
+// the ranks' counts are summed instead (a file unreadable on two ranks then counts twice).
+constexpr std::int64_t kMaxSharedPathBytes = std::int64_t{256} << 20;
+constexpr std::size_t kSkippedExamplesShown = 40;  // two loaders' worth of examples
 
 // Where this run writes, locked for the run's lifetime. A resumed run writes only into its
 // checkpoint's own run directory or the --run-dir given: never where the checkpoint's embedded
@@ -95,21 +101,45 @@ void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
                tta.plain.accuracy, format_mm_ss(tta.seconds));
 }
 
-// Unreadable images, counted by every rank of a data-parallel run (a collective there: each rank
-// counts the files of its own slices; one seen by two ranks counts twice).
+// Unreadable images, each counted once: in a data-parallel run (a collective there) every rank
+// shares the files it found unreadable in its slices, and the count is that of their union.
 void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid,
                     DistSession& dist) {
   const SkippedImages skipped_train = train.skipped();
   const SkippedImages skipped_valid = valid.skipped();
   summary.skipped_images = skipped_train.count + skipped_valid.count;
-  if (dist.active()) {
-    std::vector<torch::Tensor> count{
-        torch::tensor({summary.skipped_images}, torch::kInt64).to(dist.group->device())};
-    dist.group->all_reduce_sum(count);
-    summary.skipped_images = count[0].cpu().item<std::int64_t>();
-  }
   summary.skipped_examples = skipped_train.examples;
   for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
+  if (dist.active()) {
+    std::set<std::string> all(skipped_train.paths.begin(), skipped_train.paths.end());
+    all.insert(skipped_valid.paths.begin(), skipped_valid.paths.end());
+    std::string mine;  // NUL-separated: no path holds a NUL
+    for (const auto& p : all) mine += p + '\0';
+    const std::set<std::string> own = all;
+    if (dist.group->any(static_cast<std::int64_t>(mine.size()) > kMaxSharedPathBytes)) {
+      std::vector<torch::Tensor> count{
+          torch::tensor({summary.skipped_images}, torch::kInt64).to(dist.group->device())};
+      dist.group->all_reduce_sum(count);
+      summary.skipped_images = count[0].cpu().item<std::int64_t>();
+      spdlog::warn("{} unreadable image(s) over all ranks (summed per rank)",
+                   summary.skipped_images);
+      return;
+    }
+    for (int r = 0; r < dist.world_size(); ++r) {
+      const std::string theirs = dist.group->broadcast_string(
+          r == dist.rank() ? mine : std::string(), r, kMaxSharedPathBytes);
+      for (std::size_t at = 0, end; (end = theirs.find('\0', at)) != std::string::npos;
+           at = end + 1) {
+        std::string path = theirs.substr(at, end - at);
+        if (!own.count(path) && all.insert(path).second &&
+            summary.skipped_examples.size() < kSkippedExamplesShown) {
+          summary.skipped_examples.push_back(path + ": unreadable on rank " + std::to_string(r) +
+                                             " (its log says why)");
+        }
+      }
+    }
+    summary.skipped_images = static_cast<std::int64_t>(all.size());
+  }
   if (summary.skipped_images > 0) {
     spdlog::warn("{} unreadable image(s) were skipped (listed above and in summary.json)",
                  summary.skipped_images);
@@ -229,8 +259,7 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
       write_timing_json(
           (run_dir / "timing.json").string(), profiler,
           resumed.train_seconds +
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start)
-                  .count(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count(),
           std::nullopt);
       throw InterruptedError(std::string(e.what()) + ": " + checkpoints.last_path(),
                              "continue with: ltfit train --resume auto --run-dir " +

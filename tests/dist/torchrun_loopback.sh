@@ -12,7 +12,8 @@
 #    restarts the group from the last checkpoint and it ends with the same weights;
 # 5. without torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), a killed rank makes the other
 #    exit 5 within dist.timeout_seconds instead of hanging, and describe its failure in
-#    $TORCHELASTIC_ERROR_FILE as torchrun reads it.
+#    $TORCHELASTIC_ERROR_FILE as torchrun reads it;
+# 6. unreadable images are counted once over the ranks (the same count as one process).
 # Needs Python torch (torchrun, and torch.load to compare weights); exits 77 (CTest: skipped)
 # without it.
 #
@@ -171,6 +172,24 @@ echo "rank 0 exited $rc ${took}s after rank 1 was killed: $(grep -m1 "error:" e0
 import json, sys
 e = json.load(open(sys.argv[1]))
 assert e["exit_code"] == 5 and "rank 0/2" in e["message"] and int(e["timestamp"]) > 0, e
+PY
+
+echo "== 6. unreadable images are counted once over the ranks"
+cp -r data data_bad
+for f in $(find data_bad/train -name '*.jpg' | sort | head -5) $(find data_bad/valid -name '*.jpg' | sort | head -2); do
+  echo "not an image" >"$f"
+done
+for n in 1 2; do
+  torchrun --standalone --nproc-per-node "$n" --no-python "$LTFIT" train --config "$WORK/c.yaml" \
+    --run-dir "runs/f$n" --set "data.root=$WORK/data_bad" >"f$n.log" 2>&1 ||
+    fail "run f$n exited $?"
+done
+"$PYTHON" - <<'PY' || fail "skipped_images over 2 ranks differs from 1 rank's (7 unreadable files)"
+import json
+one, two = (json.load(open(f"runs/f{n}/summary.json")) for n in (1, 2))
+print("skipped_images: 1 rank", one["skipped_images"], "| 2 ranks", two["skipped_images"])
+assert one["skipped_images"] == two["skipped_images"] == 7, (one, two)
+assert len(two["skipped_examples"]) == 7, two["skipped_examples"]
 PY
 
 if ((failures)); then echo "$failures check(s) failed"; exit 1; fi

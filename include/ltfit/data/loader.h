@@ -68,6 +68,7 @@ struct SkippedImages {
   // Training batches dropped because fewer than 2 readable images could fill them (the whole
   // epoch has fewer than 2 readable images); BatchNorm cannot train on one.
   std::int64_t dropped_batches = 0;
+  std::vector<std::string> paths;  // every unreadable file, sorted (count of them)
 };
 
 // What the Trainer draws training batches from: a Loader, or a test's or find-batch's own.

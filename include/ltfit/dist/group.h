@@ -44,8 +44,9 @@ class DistGroup {
   void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
   // True on every rank when `local` is true on any.
   bool any(bool local);
-  // Rank `root`'s `text` on every rank (at most 1 MiB).
-  std::string broadcast_string(const std::string& text, int root = 0);
+  // Rank `root`'s `text` on every rank (at most `max_bytes`; RuntimeError beyond).
+  std::string broadcast_string(const std::string& text, int root = 0,
+                               std::int64_t max_bytes = std::int64_t{1} << 20);
   // Returns when every rank has called it.
   void barrier();
 
