@@ -107,8 +107,8 @@ DistGroup::DistGroup(const LaunchInfo& launch, const DistConfig& config, DistBac
   try {
     impl_->store = rendezvous(launch, impl_->timeout);
     if (backend == DistBackend::kNccl) {
-      impl_->backend = dist_internal::make_nccl(impl_->store, rank_, size_, impl_->timeout,
-                                                device_.index() < 0 ? 0 : device_.index());
+      impl_->backend =
+          dist_internal::make_nccl(impl_->store, rank_, size_, impl_->timeout, cuda_index());
     } else {
       impl_->backend = dist_internal::make_gloo(impl_->store, rank_, size_, impl_->timeout,
                                                 config.interface, launch.master_addr);
@@ -178,7 +178,7 @@ std::string DistGroup::broadcast_string(const std::string& text, int root, std::
 void DistGroup::barrier() {
   c10d::BarrierOptions options;
   options.timeout = impl_->timeout;
-  if (device_.is_cuda()) options.device_ids = {device_.index() < 0 ? 0 : device_.index()};
+  if (device_.is_cuda()) options.device_ids = {cuda_index()};
   impl_->wait(impl_->backend->barrier(options), where_, "barrier");
 }
 

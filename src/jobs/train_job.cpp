@@ -115,7 +115,6 @@ void record_skipped(RunSummary& summary, const Loader& train, const Loader& vali
     all.insert(skipped_valid.paths.begin(), skipped_valid.paths.end());
     std::string mine;  // NUL-separated: no path holds a NUL
     for (const auto& p : all) mine += p + '\0';
-    const std::set<std::string> own = all;
     if (dist.group->any(static_cast<std::int64_t>(mine.size()) > kMaxSharedPathBytes)) {
       std::vector<torch::Tensor> count{
           torch::tensor({summary.skipped_images}, torch::kInt64).to(dist.group->device())};
@@ -131,8 +130,7 @@ void record_skipped(RunSummary& summary, const Loader& train, const Loader& vali
       for (std::size_t at = 0, end; (end = theirs.find('\0', at)) != std::string::npos;
            at = end + 1) {
         std::string path = theirs.substr(at, end - at);
-        if (!own.count(path) && all.insert(path).second &&
-            summary.skipped_examples.size() < kSkippedExamplesShown) {
+        if (all.insert(path).second && summary.skipped_examples.size() < kSkippedExamplesShown) {
           summary.skipped_examples.push_back(path + ": unreadable on rank " + std::to_string(r) +
                                              " (its log says why)");
         }
@@ -244,8 +242,11 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
   }
   if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
   if (dist.active()) hooks.push_back(&data_parallel.emplace(*dist.group, config.dist));
-  TrainerOptions trainer_options{device, channels_last, config.train.precision};
-  trainer_options.group = dist.group.get();
+  const TrainerOptions trainer_options{.device = device,
+                                       .channels_last = channels_last,
+                                       .precision = config.train.precision,
+                                       .scaler = std::nullopt,
+                                       .group = dist.group.get()};
   Trainer trainer(model, *optimizer, train_loader, &valid_loader, trainer_options, hooks,
                   &profiler);
   const std::vector<StagePlan> plan = plan_recipe(config.train);

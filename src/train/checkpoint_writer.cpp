@@ -127,21 +127,12 @@ void CheckpointWriter::after_loss(TrainContext& ctx) {
   if (!ctx.step_now || ctx.cancel_batch) return;
   ctx.vote_stop = stop_requested();
   ctx.vote_save = checkpoint_due();
-  voted_ = true;
 }
 
 void CheckpointWriter::after_step(TrainContext& ctx) {
-  bool stop = false;
-  bool due = false;
-  if (voted_) {  // cast at after_loss, agreed by the ranks of a data-parallel run
-    stop = ctx.vote_stop;
-    due = ctx.vote_save;
-    voted_ = false;
-  } else {
-    stop = stop_requested();
-    due = checkpoint_due();
-  }
-  if (!stop && !due) return;
+  // Cast at this step's after_loss; agreed by the ranks of a data-parallel run since.
+  const bool stop = ctx.vote_stop;
+  if (!stop && !ctx.vote_save) return;
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
     save(ctx.state, nullptr, stop ? "stop" : "periodic");
@@ -153,9 +144,7 @@ void CheckpointWriter::after_step(TrainContext& ctx) {
   }
 }
 
-void CheckpointWriter::validation_begin(TrainContext& /*ctx*/) {
-  validation_start_ = Clock::now();
-}
+void CheckpointWriter::validation_begin(TrainContext& /*ctx*/) { validation_start_ = Clock::now(); }
 
 void CheckpointWriter::validation_end(TrainContext& /*ctx*/) {
   slowest_validation_ =

@@ -2,7 +2,6 @@
 #include "ltfit/train/data_parallel.h"
 
 #include <cmath>
-#include <limits>
 
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
@@ -11,9 +10,10 @@ namespace ltfit {
 
 namespace {
 
-// Control values at the start of the first bucket: images, loss sum, stop, save, then
-// per batch of the step its images and loss sum.
-constexpr std::int64_t kImages = 0, kLossSum = 1, kStop = 2, kSave = 3, kControls = 4;
+// Control values at the start of the first bucket: the stop and save votes, then for each batch
+// of the step (at most train.accumulate) its images and loss sum; the step's totals are their
+// sums.
+constexpr std::int64_t kStop = 0, kSave = 1, kVotes = 2;
 
 // The parameters that train in this stage, in the optimizer's order (the same on every rank).
 std::vector<torch::Tensor> trained_parameters(torch::optim::Optimizer& optimizer) {
@@ -58,6 +58,30 @@ void DataParallelHook::fit_begin(TrainContext& ctx) {
   }
 }
 
+void DataParallelHook::stage_begin(TrainContext& ctx) {
+  params_ = trained_parameters(ctx.optimizer);
+  controls_ = kVotes + 2 * static_cast<std::int64_t>(ctx.accumulate);
+  // Buckets of whole parameters, each at most bucket_bytes_ (a larger parameter alone).
+  buckets_.assign(1, {});
+  std::int64_t bytes = 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const std::int64_t size = params_[i].numel() * static_cast<std::int64_t>(sizeof(float));
+    if (!buckets_.back().empty() && bytes + size > bucket_bytes_) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    buckets_.back().push_back(i);
+    bytes += size;
+  }
+  flats_.clear();
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(group_.device());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    std::int64_t numel = b == 0 ? controls_ : 0;
+    for (const std::size_t i : buckets_[b]) numel += params_[i].numel();
+    flats_.push_back(torch::empty({numel}, options));
+  }
+}
+
 void DataParallelHook::before_batch(TrainContext& ctx) {
   buffers_synced_ = false;
   if (ctx.batch_in_step != 0) return;
@@ -77,94 +101,72 @@ void DataParallelHook::after_loss(TrainContext& ctx) {
 void DataParallelHook::after_backward(TrainContext& ctx) {
   if (!ctx.step_now) return;
   ScopedPhase phase(ctx.profiler, Phase::kGradSync);
-  const std::vector<torch::Tensor> params = trained_parameters(ctx.optimizer);
-  const auto batches = static_cast<std::int64_t>(batch_images_.size());
+  torch::NoGradGuard no_grad;
   double local_images = 0.0;
-  double local_loss = 0.0;
-  for (std::int64_t k = 0; k < batches; ++k) {
-    local_images += batch_images_[static_cast<std::size_t>(k)];
-    local_loss += batch_loss_sums_[static_cast<std::size_t>(k)];
-  }
-  // Buckets of whole parameters, each at most bucket_bytes_ (a larger parameter alone).
-  std::vector<std::vector<std::size_t>> buckets(1);
-  std::int64_t bytes = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const std::int64_t size = params[i].numel() * static_cast<std::int64_t>(sizeof(float));
-    if (!buckets.back().empty() && bytes + size > bucket_bytes_) {
-      buckets.emplace_back();
-      bytes = 0;
+  for (const double n : batch_images_) local_images += n;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const std::int64_t first = b == 0 ? controls_ : 0;
+    std::int64_t at = first;
+    for (const std::size_t i : buckets_[b]) {
+      const torch::Tensor& g = params_[i].grad();
+      torch::Tensor slice = flats_[b].narrow(0, at, params_[i].numel());
+      if (g.defined()) {
+        slice.copy_(g.reshape(-1));
+      } else {
+        slice.zero_();
+      }
+      at += params_[i].numel();
     }
-    buckets.back().push_back(i);
-    bytes += size;
+    // Weighted by this rank's images: the sum over ranks is the global loss sum's gradient.
+    flats_[b].narrow(0, first, at - first).mul_(local_images);
   }
-  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(group_.device());
-  const std::int64_t controls = kControls + 2 * batches;
-  std::vector<torch::Tensor> flats;
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    std::int64_t numel = b == 0 ? controls : 0;
-    for (const std::size_t i : buckets[b]) numel += params[i].numel();
-    torch::Tensor flat = torch::zeros({numel}, options);
-    std::int64_t at = b == 0 ? controls : 0;
-    for (const std::size_t i : buckets[b]) {
-      const torch::Tensor& g = params[i].grad();
-      const std::int64_t n = params[i].numel();
-      // Weighted by this rank's images: the sum over ranks is the global loss sum's gradient.
-      if (g.defined()) flat.narrow(0, at, n).copy_(g.reshape(-1)).mul_(local_images);
-      at += n;
-    }
-    flats.push_back(flat);
-  }
-  std::vector<float> control(static_cast<std::size_t>(controls), 0.0f);
-  control[kImages] = static_cast<float>(local_images);
-  control[kLossSum] = static_cast<float>(local_loss);
+  std::vector<float> control(static_cast<std::size_t>(controls_), 0.0f);
   control[kStop] = ctx.vote_stop ? 1.0f : 0.0f;
   control[kSave] = ctx.vote_save ? 1.0f : 0.0f;
-  for (std::int64_t k = 0; k < batches; ++k) {
-    control[static_cast<std::size_t>(kControls + 2 * k)] =
-        static_cast<float>(batch_images_[static_cast<std::size_t>(k)]);
-    control[static_cast<std::size_t>(kControls + 2 * k + 1)] =
-        static_cast<float>(batch_loss_sums_[static_cast<std::size_t>(k)]);
+  for (std::size_t k = 0; k < batch_images_.size(); ++k) {
+    control[kVotes + 2 * k] = static_cast<float>(batch_images_[k]);
+    control[kVotes + 2 * k + 1] = static_cast<float>(batch_loss_sums_[k]);
   }
-  flats[0].narrow(0, 0, controls).copy_(torch::tensor(control));
-  group_.all_reduce_sum(flats);
+  flats_[0].narrow(0, 0, controls_).copy_(torch::tensor(control));
+  group_.all_reduce_sum(flats_);
 
-  const torch::Tensor total_controls = flats[0].narrow(0, 0, controls).cpu();
+  const torch::Tensor total_controls = flats_[0].narrow(0, 0, controls_).cpu();
   const auto* c = total_controls.data_ptr<float>();
-  const double images = c[kImages];
-  const double loss_sum = c[kLossSum];
   ctx.vote_stop = c[kStop] > 0.0f;
   ctx.vote_save = c[kSave] > 0.0f;
   if (ctx.vote_stop || ctx.vote_save) sync_buffers(ctx);
+  // The smoothed loss follows the global batches' losses, not this rank's.
+  TrainPosition& position = ctx.state.position;
+  position.loss_avg = smoothed_avg_;
+  position.loss_count = smoothed_count_;
+  double images = 0.0;
+  double loss_sum = 0.0;
+  for (std::size_t k = 0; k < batch_images_.size(); ++k) {
+    const double n = c[kVotes + 2 * k];
+    const double sum = c[kVotes + 2 * k + 1];
+    images += n;
+    loss_sum += sum;
+    if (n > 0 && std::isfinite(sum)) add_to_smoothed_loss(position, sum / n);
+  }
   ctx.epoch_images += static_cast<std::int64_t>(images - local_images);  // every rank's images
   if (!std::isfinite(loss_sum) && !ctx.scaler.enabled()) {
     throw non_finite_loss_error(loss_sum, ctx.state.global_step);
   }
   ctx.step_loss = images > 0 ? loss_sum / images : 0.0;
-  // The smoothed loss follows the global batches' losses, not this rank's.
-  TrainPosition& at = ctx.state.position;
-  at.loss_avg = smoothed_avg_;
-  at.loss_count = smoothed_count_;
-  for (std::int64_t k = 0; k < batches; ++k) {
-    const double n = c[kControls + 2 * k];
-    const double sum = c[kControls + 2 * k + 1];
-    if (n > 0 && std::isfinite(sum)) add_to_smoothed_loss(at, sum / n);
-  }
   if (images <= 0) {  // no rank had an image in this step: nobody steps
     ctx.skip_step = true;
     return;
   }
-  torch::NoGradGuard no_grad;
   const float scale = static_cast<float>(1.0 / images);
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    torch::Tensor flat = flats[b].mul_(scale);
-    std::int64_t at_elem = b == 0 ? controls : 0;
-    for (const std::size_t i : buckets[b]) {
-      torch::Tensor p = params[i];
-      const std::int64_t n = p.numel();
-      const torch::Tensor slice = flat.narrow(0, at_elem, n).view(p.sizes());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    flats_[b].mul_(scale);
+    std::int64_t at = b == 0 ? controls_ : 0;
+    for (const std::size_t i : buckets_[b]) {
+      torch::Tensor p = params_[i];
+      const torch::Tensor slice = flats_[b].narrow(0, at, p.numel()).view(p.sizes());
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       p.mutable_grad().copy_(slice);
-      at_elem += n;
+      at += p.numel();
     }
   }
 }

@@ -52,6 +52,8 @@ class DistGroup {
 
  private:
   struct Impl;
+  // The CUDA device's index ("cuda" without one means 0).
+  int cuda_index() const { return device_.index() < 0 ? 0 : device_.index(); }
   std::unique_ptr<Impl> impl_;
   int rank_ = 0;
   int size_ = 1;

@@ -86,7 +86,6 @@ class CheckpointWriter : public Hook {
   double last_valid_loss_ = 0.0;
   bool time_limit_hit_ = false;
   bool stop_logged_ = false;
-  bool voted_ = false;  // this step's decisions were cast at after_loss
 };
 
 // The newest checkpoint of a run directory (`<run_dir>/checkpoints/last.ckpt`), or nullopt.

@@ -30,6 +30,7 @@ class DataParallelHook : public Hook {
 
   int order() const override { return hook_order::kGradSync; }
   void fit_begin(TrainContext& ctx) override;
+  void stage_begin(TrainContext& ctx) override;
   void before_batch(TrainContext& ctx) override;
   void after_loss(TrainContext& ctx) override;
   void after_backward(TrainContext& ctx) override;
@@ -43,6 +44,13 @@ class DataParallelHook : public Hook {
   DistGroup& group_;
   std::int64_t bucket_bytes_;
   BnBuffers bn_buffers_;
+  // Set at each stage's start (freezing changes which parameters train): the trained
+  // parameters in the optimizer's order, the indices of those in each bucket, and the buckets'
+  // flat buffers, reused every step. The first bucket starts with the control values.
+  std::vector<torch::Tensor> params_;
+  std::vector<std::vector<std::size_t>> buckets_;
+  std::vector<torch::Tensor> flats_;
+  std::int64_t controls_ = 0;
   // This rank's share of the current step: per batch, its images and loss sum.
   std::vector<double> batch_images_, batch_loss_sums_;
   double smoothed_avg_ = 0.0;  // the smoothed loss before the step's first batch
