@@ -44,4 +44,8 @@ using Fail = std::function<void(const Problem&)>;  // reports a problem; must th
 // Checks every rule against `config`, calling `fail` on the first broken one (config_rules.cpp).
 void validate_with(const Config& config, const Fail& fail);
 
+// Every rule, broken or not, as a Problem (path and expected; `found` is the default's), in the
+// order they are checked: what the reference lists as each key's valid values.
+std::vector<Problem> describe_rules();
+
 }  // namespace ltfit::config_internal

@@ -27,101 +27,211 @@ namespace {
 using namespace config_internal;
 
 // ---- tree -> structs: the one place that reads the tree --------------------------------------
-// Each map's keys are named once, in read_fields' list: what is read is what is accepted.
+// Each map's keys are named once, in read_fields' list: what is read is what is accepted. Each
+// field also says what it means: these lists are the one description of the config keys, from
+// which the reference (config_reference.h, docs/config.md) is generated.
 
-void convert_run(const Context& context, const Located& at, RunConfig& run) {
-  read_fields(context, at,
-              {field("name", run.name), field("out_dir", run.out_dir), field("seed", run.seed),
-               field("deterministic", run.deterministic)});
-}
-
-void convert_augment(const Context& context, const Located& at, AugmentConfig& augment) {
-  read_fields(context, at,
-              {field("flip", augment.flip), field("max_rotate", augment.max_rotate),
-               field("max_zoom", augment.max_zoom), field("max_lighting", augment.max_lighting),
-               field("max_warp", augment.max_warp), field("p_affine", augment.p_affine),
-               field("p_lighting", augment.p_lighting)});
-}
-
-void convert_data(const Context& context, const Located& at, DataConfig& data) {
-  read_fields(context, at,
-              {field("root", data.root), field("layout", parse_data_layout, data.layout),
-               field("valid_count", data.valid_count), field("image_size", data.image_size),
-               field("batch_size", data.batch_size), field("workers", read_workers, data.workers),
-               field("augment", convert_augment, data.augment), field("subset", data.subset),
-               field("max_pixels", read_max_pixels, data.max_pixels),
-               field("formats", read_formats, data.formats)});
-}
-
-void convert_model(const Context& context, const Located& at, ModelConfig& model) {
-  read_fields(context, at,
-              {field("arch", model.arch), field("pretrained", model.pretrained),
-               field("head", parse_head_kind, model.head), field("dropout", model.dropout)});
-}
-
-void convert_optimizer(const Context& context, const Located& at, OptimizerConfig& optimizer) {
-  read_fields(context, at,
-              {field("name", parse_optimizer_kind, optimizer.name), field("betas", optimizer.betas),
-               field("eps", optimizer.eps), field("weight_decay", optimizer.weight_decay),
-               field("wd_bn_bias", optimizer.wd_bn_bias)});
-}
-
-void convert_one_cycle(const Context& context, const Located& at, OneCycleConfig& one_cycle) {
-  read_fields(context, at,
-              {field("pct_start", one_cycle.pct_start), field("div", one_cycle.div),
-               field("div_final", one_cycle.div_final), field("moms", one_cycle.moms)});
-}
-
-void convert_checkpoint(const Context& context, const Located& at, CheckpointConfig& checkpoint) {
-  read_fields(context, at,
-              {field("every_minutes", checkpoint.every_minutes), field("keep", checkpoint.keep)});
-}
-
-void convert_train(const Context& context, const Located& at, TrainConfig& train) {
+void convert_run(const Walk& walk, const Located& at, RunConfig& run) {
   read_fields(
-      context, at,
-      {field("recipe", parse_recipe, train.recipe), field("epochs", train.epochs),
-       field("freeze_epochs", train.freeze_epochs), field("frozen", train.frozen),
-       field("lr", read_lr, train.lr), field("optimizer", convert_optimizer, train.optimizer),
-       field("one_cycle", convert_one_cycle, train.one_cycle),
-       field("precision", parse_precision, train.precision),
-       field("channels_last", train.channels_last), field("accumulate", train.accumulate),
-       field("clip_grad_norm", train.clip_grad_norm), field("device", train.device),
-       field("checkpoint", convert_checkpoint, train.checkpoint),
-       field("time_limit", read_duration, train.time_limit_seconds),
-       field("profile", train.profile)});
+      walk, at,
+      {field("name", run.name,
+             "name of the run directory under `run.out_dir` (a new run never overwrites an "
+             "earlier one: it gets `<name>-2`, `<name>-3`, ...)"),
+       field("out_dir", run.out_dir, "parent folder of the run directories"),
+       field("seed", run.seed,
+             "seeds every random choice: validation split, shuffle, head init, "
+             "augmentation, dropout"),
+       field("deterministic", run.deterministic,
+             "use deterministic algorithms only (slower on GPU; cuDNN benchmark off)"),
+       field("tensorboard", run.tensorboard,
+             "write TensorBoard events under `<run dir>/tb/` (`tensorboard --logdir runs`)")});
 }
 
-void convert_eval(const Context& context, const Located& at, EvalConfig& eval) {
-  const auto read_mode = [&eval](const Context& c, const Located& mode) {
-    read_choice(c, mode, parse_tta_mode, eval.tta_mode);
+void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
+  read_fields(
+      walk, at,
+      {field("flip", augment.flip, "random horizontal flip, p 0.5"),
+       field("max_rotate", augment.max_rotate, "rotation range in degrees: ±max_rotate"),
+       field("max_zoom", augment.max_zoom, "zoom drawn from [1, max_zoom]; 1 disables it"),
+       field("max_lighting", augment.max_lighting,
+             "brightness and contrast strength; 0 disables them"),
+       field("max_warp", augment.max_warp, "symmetric perspective warp magnitude; 0 disables it"),
+       field("p_affine", augment.p_affine,
+             "probability of each affine transform (rotate, zoom, warp)"),
+       field("p_lighting", augment.p_lighting,
+             "probability of each lighting transform (brightness, contrast)")});
+}
+
+void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
+  read_fields(
+      walk, at,
+      {field("root", data.root,
+             "dataset root: `train/<class>/*`, `valid/<class>/*` (folders), or Kaggle's flat "
+             "`<class>.<N>.jpg` in `root/train` or `root` (kaggle)"),
+       field("layout", parse_data_layout, data.layout,
+             "how the images under `data.root` are arranged; auto: folders when "
+             "`{train,valid}/<class>/` exist, else kaggle"),
+       field("valid_count", data.valid_count,
+             "kaggle layout: images held out for validation, chosen by `run.seed`"),
+       field("image_size", data.image_size, "side of the square training image, in pixels"),
+       field("batch_size", data.batch_size,
+             "images per batch (data-parallel: the global batch, split over the ranks)"),
+       field("workers", read_workers, data.workers, "auto, or an integer",
+             "loader threads (decode, augment, batch); auto: one per core"),
+       section("augment", convert_augment, data.augment,
+               "training augmentation, fastai's `get_transforms()` parameters; validation images "
+               "are only resized and centre-cropped"),
+       field("subset", data.subset,
+             "fraction of each split's images used, per class, chosen by `run.seed` (quick "
+             "rehearsals: `ltfit experiment --subset`)"),
+       field("max_pixels", read_max_pixels, data.max_pixels, "integer >= 0, or null",
+             "largest image decoded, width × height from the file's header (PIL's "
+             "MAX_IMAGE_PIXELS); larger files are skipped as unreadable; null: no limit"),
+       field("formats", read_formats, data.formats, "list of format names",
+             "image formats decoded, recognised from the file's bytes, not its name; files of "
+             "any other format are skipped as unreadable")});
+}
+
+void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
+  read_fields(
+      walk, at,
+      {field("arch", model.arch, "the ResNet body (torchvision's architecture)"),
+       field("pretrained", model.pretrained,
+             "imagenet (torchvision's weights, from the torch hub cache or downloaded), the path "
+             "of a torchvision `.pth` file, or none (random init)"),
+       field("head", parse_head_kind, model.head,
+             "the classifier on the body; fastai: concat pool, BN, dropout, linear 512, ReLU, BN, "
+             "dropout, linear; linear: torchvision's average pool and fc"),
+       field("dropout", model.dropout, "fastai head: the last dropout p (the first is half)")});
+}
+
+void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& optimizer) {
+  read_fields(
+      walk, at,
+      {field("name", parse_optimizer_kind, optimizer.name,
+             "adamw: Adam with decoupled weight decay (fastai's default); sgd: SGD with momentum "
+             "`betas[0]`"),
+       field("betas", optimizer.betas,
+             "Adam's (beta1, beta2); the one-cycle schedule drives beta1 (SGD's momentum) "
+             "through `train.one_cycle.moms`"),
+       field("eps", optimizer.eps, "Adam's epsilon"),
+       field("weight_decay", optimizer.weight_decay,
+             "decoupled weight decay: `p ← p·(1 − lr·wd)` before each step"),
+       field("wd_bn_bias", optimizer.wd_bn_bias,
+             "also decay BatchNorm and bias parameters (fastai v2's `wd_bn_bias`; false exempts "
+             "them, as v2 does by default)")});
+}
+
+void convert_one_cycle(const Walk& walk, const Located& at, OneCycleConfig& one_cycle) {
+  read_fields(walk, at,
+              {field("pct_start", one_cycle.pct_start, "fraction of the steps spent warming up"),
+               field("div", one_cycle.div, "start LR = peak LR / div"),
+               field("div_final", one_cycle.div_final, "final LR = peak LR / div_final"),
+               field("moms", one_cycle.moms,
+                     "momentum (Adam's beta1) at the start, at the peak LR and at the end")});
+}
+
+void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& checkpoint) {
+  read_fields(walk, at,
+              {field("every_minutes", checkpoint.every_minutes,
+                     "also write a checkpoint mid-epoch this often (one is always written at each "
+                     "epoch end); 0: only at epoch ends"),
+               field("keep", checkpoint.keep,
+                     "numbered checkpoints (`checkpoints/step-<N>.ckpt`) kept, newest first")});
+}
+
+void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
+  read_fields(
+      walk, at,
+      {field("recipe", parse_recipe, train.recipe,
+             "fine_tune: `freeze_epochs` with the body frozen, then `epochs` unfrozen (fastai v2's "
+             "`fine_tune`); one_cycle: one `fit_one_cycle` over `epochs`"),
+       field("epochs", train.epochs, "epochs (fine_tune: the unfrozen epochs)"),
+       field("freeze_epochs", train.freeze_epochs, "fine_tune: epochs with the body frozen, first"),
+       field("frozen", train.frozen,
+             "one_cycle: keep the body frozen throughout, one LR as `slice(lr)` (fastai v1's "
+             "`fit_one_cycle` on a new cnn learner, as in the 2019 study)"),
+       field("lr", read_lr, train.lr, "number, or a list [low, high]",
+             "peak LR; [low, high] spreads it geometrically over the 3 layer groups (fastai's "
+             "`slice(low, high)`)"),
+       section("optimizer", convert_optimizer, train.optimizer,
+               "the optimizer and its hyper-parameters"),
+       section("one_cycle", convert_one_cycle, train.one_cycle,
+               "the shape of fastai's one-cycle schedule"),
+       field("precision", parse_precision, train.precision,
+             "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
+       field("channels_last", train.channels_last, "NHWC memory format where it helps"),
+       field("accumulate", train.accumulate,
+             "batches whose gradients add up to one optimizer step"),
+       field("clip_grad_norm", train.clip_grad_norm,
+             "clip the gradients' total L2 norm to this before each step; 0: off"),
+       field("device", train.device,
+             "auto (CUDA when present, else CPU), cpu, cuda or cuda:N; data-parallel: "
+             "`cuda:$LOCAL_RANK`"),
+       section("checkpoint", convert_checkpoint, train.checkpoint,
+               "when checkpoints are written and how many are kept"),
+       field("time_limit", read_duration, train.time_limit_seconds, kDurationExpected,
+             "checkpoint and stop (exit 130) before the command has run this long, set-up "
+             "included; null: no limit"),
+       field("profile", train.profile,
+             "synchronise the device around each timed phase: exact GPU phase times in "
+             "`timing.json`, a little slower")});
+}
+
+void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
+  const auto read_mode = [&eval](const Walk& w, const Located& mode) {
+    read_choice(w, mode, parse_tta_mode, eval.tta_mode);
     // fastai v2 blends with lerp weight 0.25, v1 with beta 0.4: an unset beta follows the mode.
     eval.tta_beta = default_tta_beta(eval.tta_mode);
   };
-  read_fields(context, at,
-              {field("tta", eval.tta),
-               {"tta_mode", read_mode},
-               field("tta_beta", eval.tta_beta),
-               field("tta_scale", eval.tta_scale),
-               field("tta_n", eval.tta_n)});
-}
-
-void convert_dist(const Context& context, const Located& at, DistConfig& dist) {
-  read_fields(context, at,
-              {field("backend", parse_dist_backend, dist.backend),
-               field("timeout_seconds", dist.timeout_seconds), field("bucket_mb", dist.bucket_mb),
-               field("bn_buffers", parse_bn_buffers, dist.bn_buffers),
-               field("interface", dist.interface)});
-}
-
-Config convert(const Context& context, const YAML::Node& root) {
-  Config config;
-  config.source = context.source;
   read_fields(
-      context, Located{root, ""},
-      {field("run", convert_run, config.run), field("data", convert_data, config.data),
-       field("model", convert_model, config.model), field("train", convert_train, config.train),
-       field("eval", convert_eval, config.eval), field("dist", convert_dist, config.dist)});
+      walk, at,
+      {field("tta", eval.tta, "also evaluate with test-time augmentation after training"),
+       {"tta_mode", read_mode, [] { return choices_text(parse_tta_mode); },
+        "v1: fastai v1's `TTA`, 8 corner-zoom × flip views; v2: fastai v2's `tta`, `tta_n` passes "
+        "with the training augmentation"},
+       field("tta_beta", eval.tta_beta,
+             "final = beta·plain + (1 − beta)·mean of the views; unset, it follows `tta_mode` "
+             "(v1: 0.4, v2: 0.25)"),
+       field("tta_scale", eval.tta_scale, "v1: zoom factor of each corner view"),
+       field("tta_n", eval.tta_n, "v2: augmented passes")});
+}
+
+void convert_dist(const Walk& walk, const Located& at, DistConfig& dist) {
+  read_fields(
+      walk, at,
+      {field("backend", parse_dist_backend, dist.backend,
+             "auto: nccl on CUDA, gloo on CPU; off: never join a group, even under torchrun"),
+       field("timeout_seconds", dist.timeout_seconds,
+             "a collective or the rendezvous waiting longer fails the run (exit 5)"),
+       field("bucket_mb", dist.bucket_mb,
+             "MiB of gradients per all-reduce bucket (DistributedDataParallel's 25)"),
+       field("bn_buffers", parse_bn_buffers, dist.bn_buffers,
+             "BatchNorm running statistics across ranks: average (the mean over the ranks) or "
+             "rank0 (rank 0's, like DDP's `broadcast_buffers`)"),
+       field("interface", dist.interface,
+             "network interface for Gloo (like `GLOO_SOCKET_IFNAME`); empty: the one that reaches "
+             "`MASTER_ADDR`")});
+}
+
+void convert_config(const Walk& walk, const Located& at, Config& config) {
+  read_fields(
+      walk, at,
+      {section("run", convert_run, config.run,
+               "what the run is called, where it goes, and its randomness"),
+       section("data", convert_data, config.data, "where the images are and how batches are made"),
+       section("model", convert_model, config.model, "the network"),
+       section("train", convert_train, config.train, "the recipe and how it runs"),
+       section("eval", convert_eval, config.eval, "evaluation after training"),
+       section("dist", convert_dist, config.dist,
+               "data-parallel training, when launched by `torchrun`, `srun` or `RANK`/`WORLD_SIZE` "
+               "variables")});
+}
+
+Config convert(const Walk& walk, const YAML::Node& root) {
+  Config config;
+  config.source = walk.source;
+  convert_config(walk, Located{root, ""}, config);
   return config;
 }
 
@@ -180,7 +290,7 @@ Config load_config(const std::string& path, const std::vector<Override>& overrid
 
 Config load_config_from_string(const std::string& yaml, const std::string& source,
                                const std::vector<Override>& overrides) {
-  const Context context{source, overrides};
+  const Walk context{{source, overrides}};
   YAML::Node root = load_document(yaml, context);
   if (!root.IsNull() && !root.IsMap()) {
     fail_type(context, Located{root, ""}, "a map with keys run, data, model, train, eval");
@@ -195,6 +305,19 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
   });
   return config;
 }
+
+namespace config_internal {
+
+std::vector<KeyDoc> describe_config() {
+  std::vector<KeyDoc> keys;
+  Walk walk{{"<defaults>", {}}};
+  walk.describe = &keys;
+  Config defaults;
+  convert_config(walk, Located{YAML::Node(YAML::NodeType::Undefined), ""}, defaults);
+  return keys;
+}
+
+}  // namespace config_internal
 
 double parse_duration(const std::string& text, const std::string& key) {
   const auto seconds = duration_seconds(text);

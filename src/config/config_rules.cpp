@@ -1,7 +1,8 @@
 // Config rules (config_loader.h's validate): value ranges and the string enumerations (model.arch),
 // written once against the structs; the enum-typed fields are valid by construction. A broken rule
 // is reported through a Fail callback, so the loader can name the file and line of the offending
-// node while validate() names only the key. No yaml-cpp here. Thread-safe: no shared state.
+// node while validate() names only the key; describe_rules() lists every rule for the reference
+// (config_reference.h). No yaml-cpp here. Thread-safe: no shared state.
 #include "ltfit/config/config_loader.h"
 
 #include <algorithm>
@@ -37,20 +38,29 @@ std::string format_list(const std::vector<double>& values) {
   return text;
 }
 
+// The rules' reporter: reports a broken rule through `fail` (which throws). When listing
+// (describe_rules), every rule reports, broken or not, to a `fail` that collects.
+struct Rules {
+  Fail fail;
+  bool list_all = false;
+  void operator()(const Problem& problem) const { fail(problem); }
+};
+
 std::string show(int value) { return std::to_string(value); }
 std::string show(double value) { return format_number(value); }
 std::string show(const std::string& value) { return "'" + value + "'"; }
 std::string show(const std::vector<double>& value) { return format_list(value); }
 
 template <typename T>
-void require(const Fail& fail, bool ok, const std::string& path, const std::string& expected,
+void require(const Rules& fail, bool ok, const std::string& path, const std::string& expected,
              const T& value) {
-  if (!ok) fail({path, expected, show(value), ""});
+  if (!ok || fail.list_all) fail({path, expected, show(value), ""});
 }
 
-void require_one_of(const Fail& fail, const std::string& path, const std::string& value,
+void require_one_of(const Rules& fail, const std::string& path, const std::string& value,
                     const std::vector<std::string>& choices) {
-  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  const bool ok = std::find(choices.begin(), choices.end(), value) != choices.end();
+  if (ok && !fail.list_all) return;
   const std::string suggestion = closest(value, choices);
   fail({path, "one of " + join(choices), show(value),
         suggestion.empty() ? "" : "did you mean '" + suggestion + "'?"});
@@ -78,10 +88,10 @@ bool is_single_component(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-void validate_run(const RunConfig& run, const Fail& fail) {
+void validate_run(const RunConfig& run, const Rules& fail) {
   require(fail, is_single_component(run.name), "run.name",
           "a single directory name (not empty, '.' or '..', no '/' or NUL byte)", run.name);
-  if (run.name.size() > kMaxRunNameBytes) {
+  if (run.name.size() > kMaxRunNameBytes || fail.list_all) {
     fail({"run.name", "a name of at most " + std::to_string(kMaxRunNameBytes) + " bytes",
           "a name of " + std::to_string(run.name.size()) + " bytes", ""});
   }
@@ -90,9 +100,9 @@ void validate_run(const RunConfig& run, const Fail& fail) {
 }
 
 // `data.formats`: a non-empty list of known names.
-void validate_formats(const std::vector<std::string>& formats, const Fail& fail) {
+void validate_formats(const std::vector<std::string>& formats, const Rules& fail) {
   const std::string expected = "a non-empty list of image formats from " + join(kImageFormatNames);
-  if (formats.empty()) fail({"data.formats", expected, "[]", ""});
+  if (formats.empty() || fail.list_all) fail({"data.formats", expected, "[]", ""});
   for (const auto& name : formats) {
     if (std::find(kImageFormatNames.begin(), kImageFormatNames.end(), name) !=
         kImageFormatNames.end()) {
@@ -105,7 +115,7 @@ void validate_formats(const std::vector<std::string>& formats, const Fail& fail)
   }
 }
 
-void validate_data(const DataConfig& data, const Fail& fail) {
+void validate_data(const DataConfig& data, const Rules& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
   require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
   require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
@@ -133,7 +143,7 @@ void validate_data(const DataConfig& data, const Fail& fail) {
           "a probability in [0, 1]", a.p_lighting);
 }
 
-void validate_model(const ModelConfig& model, const Fail& fail) {
+void validate_model(const ModelConfig& model, const Rules& fail) {
   require_one_of(fail, "model.arch", model.arch, model_arch_names());
   require(fail, !model.pretrained.empty(), "model.pretrained",
           "imagenet, none or the path of a torchvision .pth file", model.pretrained);
@@ -141,7 +151,7 @@ void validate_model(const ModelConfig& model, const Fail& fail) {
           model.dropout);
 }
 
-void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Fail& fail) {
+void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Rules& fail) {
   require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
           "two numbers in [0, 1)", o.betas);
   require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
@@ -162,7 +172,7 @@ void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const
           "three momentums in [0, 1] (start, middle, end)", c.moms);
 }
 
-void validate_train(const TrainConfig& train, const Fail& fail) {
+void validate_train(const TrainConfig& train, const Rules& fail) {
   require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
   require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
   require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
@@ -193,7 +203,7 @@ void validate_train(const TrainConfig& train, const Fail& fail) {
           "a duration of at most 1e6 minutes, or null", limit);
 }
 
-void validate_eval(const EvalConfig& eval, const Fail& fail) {
+void validate_eval(const EvalConfig& eval, const Rules& fail) {
   require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
           eval.tta_beta);
   require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
@@ -202,26 +212,35 @@ void validate_eval(const EvalConfig& eval, const Fail& fail) {
           eval.tta_n);
 }
 
-void validate_dist(const DistConfig& dist, const Fail& fail) {
-  require(fail, dist.timeout_seconds >= 1 && dist.timeout_seconds <= 86400,
-          "dist.timeout_seconds", "a number of seconds in [1, 86400]", dist.timeout_seconds);
+void validate_dist(const DistConfig& dist, const Rules& fail) {
+  require(fail, dist.timeout_seconds >= 1 && dist.timeout_seconds <= 86400, "dist.timeout_seconds",
+          "a number of seconds in [1, 86400]", dist.timeout_seconds);
   require(fail, dist.bucket_mb >= 0.01 && dist.bucket_mb <= 4096, "dist.bucket_mb",
           "a number of MiB in [0.01, 4096]", dist.bucket_mb);
-  const bool name_ok = dist.interface.size() < 16 &&
-                       dist.interface.find_first_of("/ \t\n") == std::string::npos;
+  const bool name_ok =
+      dist.interface.size() < 16 && dist.interface.find_first_of("/ \t\n") == std::string::npos;
   require(fail, name_ok, "dist.interface", "a network interface name (e.g. eth0) or \"\"",
           dist.interface);
 }
 
-}  // namespace
-
-void validate_with(const Config& config, const Fail& fail) {
+void check_all(const Config& config, const Rules& fail) {
   validate_run(config.run, fail);
   validate_data(config.data, fail);
   validate_model(config.model, fail);
   validate_train(config.train, fail);
   validate_eval(config.eval, fail);
   validate_dist(config.dist, fail);
+}
+
+}  // namespace
+
+void validate_with(const Config& config, const Fail& fail) { check_all(config, Rules{fail}); }
+
+std::vector<Problem> describe_rules() {
+  std::vector<Problem> rules;
+  check_all(Config{}, Rules{[&rules](const Problem& rule) { rules.push_back(rule); },
+                            /*list_all=*/true});
+  return rules;
 }
 
 }  // namespace config_internal

@@ -62,6 +62,7 @@ void emit_run(YAML::Emitter& out, const RunConfig& run) {
   put_string(out, "out_dir", run.out_dir);
   put_plain(out, "seed", std::to_string(run.seed));
   put_bool(out, "deterministic", run.deterministic);
+  put_bool(out, "tensorboard", run.tensorboard);
   out << YAML::EndMap;
 }
 

@@ -113,11 +113,19 @@ void read_lr(const Context& context, const Located& at, std::vector<double>& out
 
 // ---- maps --------------------------------------------------------------------------------
 
-void read_fields(const Context& context, const Located& at, const std::vector<Field>& fields) {
+void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields) {
+  if (walk.describe != nullptr) {
+    for (const Field& f : fields) {
+      const Located place = child(at, f.key);  // absent: a describe walk has no document
+      walk.describe->push_back({place.path, f.section ? "" : f.type(), f.meaning.text, f.section});
+      if (f.section) f.read(walk, place);
+    }
+    return;
+  }
   std::vector<std::string> keys;
   for (const Field& f : fields) keys.push_back(f.key);
-  expect_map(context, at, keys);
-  for (const Field& f : fields) f.read(context, child(at, f.key));
+  expect_map(walk, at, keys);
+  for (const Field& f : fields) f.read(walk, child(at, f.key));
 }
 
 }  // namespace ltfit::config_internal

@@ -3,7 +3,9 @@
 // data.max_pixels, data.formats, train.lr, the enumerations through config.h's parse_*) and
 // read_fields, which checks a map's keys and reads each one, on top of yaml_reader.h (loading,
 // located errors, typed readers), which the plan reader shares. Types and names only: ranges are
-// the rules' job (config_rules.cpp). Pure functions, thread-safe.
+// the rules' job (config_rules.cpp). Each field also carries its meaning, so the loader's field
+// lists are the one description of the config keys: a describe walk (Walk::describe) collects
+// them for the reference (config_reference.h). Pure functions, thread-safe.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -13,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -66,38 +69,110 @@ void read_choice(const Context& context, const Located& at, Enum (*parse)(std::s
   }
 }
 
+// ---- describing the keys (the reference, config_reference.h) --------------------------------
+
+// A text of the reference written beside its field: a key's meaning, or what a custom reader
+// accepts. consteval: a missing or empty text fails to compile, so no key goes undocumented.
+struct DocText {
+  consteval DocText(const char* value) : text(value) {  // NOLINT(google-explicit-constructor)
+    if (value == nullptr || value[0] == '\0') throw "every config key needs a non-empty text";
+  }
+  const char* text;
+};
+
+// One key as the reference lists it.
+struct KeyDoc {
+  std::string path;      // dotted key, e.g. "data.augment.flip"
+  std::string type;      // what it accepts, e.g. "integer", "one of auto, folders, kaggle"
+  std::string meaning;   // what it does
+  bool section = false;  // a map of keys (type is then empty)
+};
+
+// The loader's walk: where the values come from, and, for a describe walk (no document: every
+// node absent, so the structs keep their defaults), the list that collects each key instead of
+// reading it.
+struct Walk : Context {
+  std::vector<KeyDoc>* describe = nullptr;
+};
+
+// What a value of type T is, in the reference's words.
+template <typename T>
+constexpr const char* type_text() {
+  if constexpr (std::is_same_v<T, bool>) return "boolean";
+  if constexpr (std::is_same_v<T, int>) return "integer";
+  if constexpr (std::is_same_v<T, std::uint64_t>) return "integer >= 0";
+  if constexpr (std::is_same_v<T, double>) return "number";
+  if constexpr (std::is_same_v<T, std::string>) return "string";
+  if constexpr (std::is_same_v<T, std::vector<double>>) return "list of numbers";
+  return nullptr;  // field() refuses it at compile time
+}
+
+// "one of a, b, c": an enumeration's names, from its parse_* (the table's own error message, so
+// the reference lists exactly what the loader accepts, in the same order).
+template <typename Enum>
+std::string choices_text(Enum (*parse)(std::string_view)) {
+  try {
+    parse("");  // no enumeration has an empty name
+  } catch (const ChoiceError& e) {
+    return e.expected();
+  }
+  return "";
+}
+
 // ---- maps ----------------------------------------------------------------------------------
 
-// One key of a map and how to read its node (which may be undefined: the key is absent).
+// One key of a map: how to read its node (which may be undefined: the key is absent), and what
+// the reference says about it.
 struct Field {
   std::string key;
-  std::function<void(const Context&, const Located&)> read;
+  std::function<void(const Walk&, const Located&)> read;
+  std::function<std::string()> type;  // what the key accepts; not called for a section
+  DocText meaning;
+  bool section = false;  // a nested map, read by a convert_* function
 };
 
 // `key` read with read() into `out`.
 template <typename T>
-Field field(std::string key, T& out) {
+Field field(std::string key, T& out, DocText meaning) {
+  static_assert(type_text<T>() != nullptr, "add the type's text to type_text()");
   return {std::move(key),
-          [&out](const Context& context, const Located& at) { yaml::read(context, at, out); }};
+          [&out](const Walk& walk, const Located& at) { yaml::read(walk, at, out); },
+          [] { return std::string(type_text<T>()); }, meaning};
 }
 
-// `key` read by `reader` (read_workers, a nested map's convert_*, ...) into `out`.
+// `key` read by `reader` (read_workers, read_lr, ...) into `out`; `type` says what it accepts.
 template <typename T>
-Field field(std::string key, void (*reader)(const Context&, const Located&, T&), T& out) {
+Field field(std::string key, void (*reader)(const Context&, const Located&, T&), T& out,
+            DocText type, DocText meaning) {
   return {std::move(key),
-          [reader, &out](const Context& context, const Located& at) { reader(context, at, out); }};
+          [reader, &out](const Walk& walk, const Located& at) { reader(walk, at, out); },
+          [type] { return std::string(type.text); }, meaning};
 }
 
 // `key`, an enumeration named by `parse` (config.h's parse_*), into `out`.
 template <typename Enum>
-Field field(std::string key, Enum (*parse)(std::string_view), Enum& out) {
-  return {std::move(key), [parse, &out](const Context& context, const Located& at) {
-            read_choice(context, at, parse, out);
-          }};
+Field field(std::string key, Enum (*parse)(std::string_view), Enum& out, DocText meaning) {
+  return {std::move(key),
+          [parse, &out](const Walk& walk, const Located& at) { read_choice(walk, at, parse, out); },
+          [parse] { return choices_text(parse); }, meaning};
+}
+
+// `key`, a nested map read by `convert` (a convert_* function, which lists its own fields).
+template <typename T>
+Field section(std::string key, void (*convert)(const Walk&, const Located&, T&), T& out,
+              DocText meaning) {
+  return {std::move(key),
+          [convert, &out](const Walk& walk, const Located& at) { convert(walk, at, out); }, nullptr,
+          meaning, /*section=*/true};
 }
 
 // Checks that `at` holds only the fields' keys (expect_map, which lists them in this order), then
-// reads each field in order.
-void read_fields(const Context& context, const Located& at, const std::vector<Field>& fields);
+// reads each field in order. In a describe walk, appends each field to walk.describe instead
+// (a section, then its own keys).
+void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields);
+
+// Every key of the config, in the loader's order, from a describe walk of the loader's own field
+// lists (config_loader.cpp).
+std::vector<KeyDoc> describe_config();
 
 }  // namespace ltfit::config_internal

@@ -93,6 +93,7 @@ struct RunConfig {
   std::string out_dir = "runs";    // parent of run directories
   std::uint64_t seed = 42;         // seeds every random choice (split, shuffle, init, augment)
   bool deterministic = false;      // force deterministic kernels (slower on GPU)
+  bool tensorboard = true;         // write TensorBoard events under <run dir>/tb/
 
   bool operator==(const RunConfig&) const = default;
 };
