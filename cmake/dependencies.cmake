@@ -61,6 +61,13 @@ find_package(CURL REQUIRED)
 find_package(ZLIB REQUIRED)  # inflate and CRC-32 for the zip reader of torch.save archives
 find_package(OpenSSL REQUIRED)
 
+# TensorBoard events (src/run/event_file.cpp): protobuf's lite runtime and protoc generate and
+# serialize our proto/ltfit_tensorboard.proto (Debian: libprotobuf-dev, protobuf-compiler); the
+# records' CRC-32C is Boost.CRC's (header-only, libboost-dev). LibTorch keeps its own protobuf
+# hidden (it exports only instantiations for its onnx_torch types), so the two do not clash.
+find_package(Protobuf 3 REQUIRED)
+find_package(Boost 1.71 REQUIRED)
+
 # LibTorch ships its own fmt headers (a newer major version) in its include directory, which
 # would shadow the fmt that spdlog was built against. A directory holding only a link to the
 # system fmt, searched first, keeps spdlog on its own fmt; LibTorch's headers do not use fmt.

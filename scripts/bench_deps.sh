@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Python peers of the benchmarks: torchvision, Pillow, NumPy (bench/loader_bench.sh,
-# the parity test) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
+# the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
+# files with) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
 # older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
@@ -10,6 +11,7 @@ set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
 TORCHVISION_VERSION="${TORCHVISION_VERSION:-0.29.2}"
+TENSORBOARD_VERSION="${TENSORBOARD_VERSION:-2.21.0}"
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "error: '$PYTHON' cannot import torch; install PyTorch first" >&2
@@ -47,6 +49,13 @@ x = t(Image.new("RGB", (12, 10), (1, 2, 3)))
 assert x.shape == (3, 8, 8) and x.dtype == torch.uint8, (x.shape, x.dtype)
 print(f"ok: torch {torch.__version__}, torchvision {torchvision.__version__}")
 PY
+
+# tensorboard does not depend on torch; pip leaves torch alone.
+if "$PYTHON" -c "import tensorboard" 2>/dev/null; then
+  echo "tensorboard: $("$PYTHON" -c 'import tensorboard; print(tensorboard.__version__)') (already installed)"
+else
+  "$PYTHON" -m pip install --quiet "tensorboard==${TENSORBOARD_VERSION}"
+fi
 
 # fastai, the peer of bench/fastai_side_by_side.sh (also --no-deps, torch kept): its own script.
 # Set SKIP_FASTAI=1 to leave it out. Its failure is a warning only: the oracles above (what the

@@ -18,8 +18,8 @@ constexpr int kGap = 6;
 
 }  // namespace
 
-void write_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
-                      int columns, const std::string& path) {
+EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
+                             int columns) {
   LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
               "images must be uint8 [N,H,W,3]");
   const torch::Tensor rgb = images.contiguous().cpu();
@@ -44,10 +44,13 @@ void write_image_grid(const torch::Tensor& images, const std::vector<std::string
                 cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
   }
   std::vector<uchar> png;
-  if (!cv::imencode(".png", canvas, png)) {
-    throw RuntimeError("cannot encode image grid '" + path + "' as PNG");
-  }
-  write_file_atomic(path, {reinterpret_cast<const char*>(png.data()), png.size()});
+  if (!cv::imencode(".png", canvas, png)) throw RuntimeError("cannot encode an image grid as PNG");
+  return {std::string(png.begin(), png.end()), canvas.rows, canvas.cols};
+}
+
+void write_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
+                      int columns, const std::string& path) {
+  write_file_atomic(path, encode_image_grid(images, captions, columns).bytes);
 }
 
 }  // namespace ltfit

@@ -13,6 +13,7 @@
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
 #include "ltfit/jobs/dist_session.h"
+#include "ltfit/jobs/train_tensorboard.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/envinfo.h"
 #include "ltfit/run/metrics_writer.h"
@@ -87,9 +88,10 @@ CheckpointMeta resume_from(const std::string& path, ResNet& model,
 }
 
 // TTA on the validation set under the training precision; fills the summary's TTA fields.
-void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
-                   const LoaderOptions& valid_options, const torch::Device& device,
-                   RunSummary& summary) {
+// Returns the plain pass's confusion matrix.
+torch::Tensor run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
+                            const LoaderOptions& valid_options, const torch::Device& device,
+                            RunSummary& summary) {
   const EvalOptions eval_options{device, config.train.channels_last,
                                  resolve_eval_precision(config.train.precision, device)};
   const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
@@ -99,6 +101,22 @@ void run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
   spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
                tta_mode_name(config.eval.tta_mode), tta.views, tta.beta, tta.tta.accuracy,
                tta.plain.accuracy, format_mm_ss(tta.seconds));
+  return tta.plain.confusion;
+}
+
+// The final model's confusion matrix over the whole validation set (a data-parallel run's
+// loader holds rank 0's part), for TensorBoard when no TTA pass gave it: one more plain pass.
+torch::Tensor validation_confusion(const Config& config, ResNet& model, const TrainingSetup& setup,
+                                   Loader& valid_loader, bool sharded,
+                                   const torch::Device& device) {
+  std::optional<Loader> whole;
+  if (sharded) whole.emplace(setup.index.valid, setup.valid_options);
+  const EvalResult result = evaluate(
+      model, whole ? *whole : valid_loader,
+      {device, config.train.channels_last, resolve_eval_precision(config.train.precision, device)});
+  spdlog::info("validation confusion matrix for TensorBoard: {} images in {:.1f} s", result.count,
+               result.seconds);
+  return result.confusion;
 }
 
 // Unreadable images, each counted once: in a data-parallel run (a collective there) every rank
@@ -209,6 +227,10 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
     metrics.emplace(run_dir.string(), kLayerGroups, metrics_resume);
     progress.emplace(static_cast<std::int64_t>(config.data.batch_size) * config.train.accumulate);
   }
+  std::optional<TrainTensorBoard> tensorboard;  // <run dir>/tb/
+  if (owner && config.run.tensorboard) {
+    tensorboard.emplace(run_dir.string(), kLayerGroups, start_state.global_step, index.classes);
+  }
   CheckpointMeta run_meta;
   run_meta.config_yaml = to_yaml(config);
   run_meta.classes = index.classes;
@@ -239,6 +261,7 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
   if (owner) {
     hooks.push_back(&progress_hook.emplace(*progress));
     hooks.push_back(&metrics_hook.emplace(*metrics));
+    if (tensorboard) hooks.push_back(&tensorboard->hook());
   }
   if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
   if (dist.active()) hooks.push_back(&data_parallel.emplace(*dist.group, config.dist));
@@ -247,8 +270,8 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
                                        .precision = config.train.precision,
                                        .scaler = std::nullopt,
                                        .group = dist.group.get()};
-  Trainer trainer(model, *optimizer, train_loader, &valid_loader, trainer_options, hooks,
-                  &profiler);
+  Trainer trainer(model, *optimizer, tensorboard ? tensorboard->tap(train_loader) : train_loader,
+                  &valid_loader, trainer_options, hooks, &profiler);
   const std::vector<StagePlan> plan = plan_recipe(config.train);
   std::vector<EpochStats> history;
   bool stopped_after_last_epoch = false;
@@ -304,13 +327,22 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
     spdlog::info("done: rank 0 evaluates and writes the run directory");
     return summary;
   }
+  torch::Tensor confusion;  // the final model's over the validation set, for TensorBoard
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);
     // A data-parallel run's validation loader holds rank 0's part: TTA takes the whole set.
     std::optional<Loader> whole;
     if (dist.active()) whole.emplace(index.valid, setup.valid_options);
-    run_final_tta(config, model, whole ? *whole : valid_loader, setup.valid_options, device,
-                  summary);
+    confusion = run_final_tta(config, model, whole ? *whole : valid_loader, setup.valid_options,
+                              device, summary);
+  }
+  if (tensorboard) {
+    if (!confusion.defined()) {
+      confusion = validation_confusion(config, model, setup, valid_loader, dist.active(), device);
+    }
+    tensorboard->finish(confusion);
+    spdlog::info("TensorBoard events: {} ({} bytes)", tensorboard->writer().path(),
+                 tensorboard->writer().bytes());
   }
   write_summary((run_dir / "summary.json").string(), summary);
   write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,

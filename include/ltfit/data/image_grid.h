@@ -9,8 +9,19 @@
 
 namespace ltfit {
 
+// A picture encoded in memory, with its size in pixels.
+struct EncodedPng {
+  std::string bytes;  // PNG file contents
+  int height = 0;
+  int width = 0;
+};
+
 // `images`: uint8 [N,H,W,3] RGB; one caption per image drawn under it; `columns` per row
-// (0: about square). Writes `path` (PNG); throws RuntimeError if it cannot be written.
+// (0: about square). Returns the grid as PNG; throws RuntimeError if it cannot be encoded.
+EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
+                             int columns);
+
+// encode_image_grid written to `path`; throws RuntimeError if it cannot be written.
 void write_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
                       int columns, const std::string& path);
 
