@@ -98,6 +98,9 @@ t = json.load(open("runs/a/timing.json"))
 assert "grad_sync" in json.dumps(t), "timing.json has no grad_sync phase"
 PY
 grep -q "^\[rank 1/2\]" a.log || fail "rank 1 does not log with a [rank 1/2] prefix"
+# TensorBoard: rank 0 alone writes an events file (in runs/a/tb); runs/b is the 1-rank run's.
+events="$(find . -name 'events.out.tfevents.*' -not -path './runs/b/*')"
+[[ "$(dirname "$events")" == ./runs/a/tb ]] || fail "TensorBoard events files: ${events:-none}"
 "$PYTHON" - <<'PY' || fail "steps.csv: the 2-rank losses are not the global batches' losses"
 import csv
 a = list(csv.DictReader(open("runs/a/steps.csv")))
