@@ -2,8 +2,9 @@
 # Installs what ltfit needs (only what is missing), then configures and builds it.
 # Idempotent: a second run on a ready machine only rebuilds what changed.
 #
-#   scripts/setup.sh            # Release build in ./build
+#   scripts/setup.sh                       # Release build in ./build
 #   BUILD_DIR=out scripts/setup.sh
+#   PREFIX=$HOME/.local scripts/setup.sh   # then install: $PREFIX/bin/ltfit, share/ltfit/configs
 #
 # LibTorch comes from the pinned PyPI torch wheel (its bundled C++ library; a CUDA build that
 # also runs without a GPU). To build against an official LibTorch zip instead, configure by hand
@@ -12,6 +13,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+PREFIX="${PREFIX:-}"  # empty: build only
 TORCH_VERSION="2.15.0"
 PYTHON="${PYTHON:-python3}"
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libyaml-cpp-dev
@@ -57,7 +59,24 @@ configure_and_build() {
   cmake --build "$BUILD_DIR" --parallel "$(nproc)"
 }
 
+install_ltfit() {
+  log "installing into $PREFIX"
+  local sudo=""
+  mkdir -p "$PREFIX" 2>/dev/null || true
+  [[ -w "$PREFIX" || $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null
+  case ":$PATH:" in
+    *":$PREFIX/bin:"*) ;;
+    *) log "add $PREFIX/bin to PATH to run plain 'ltfit'" ;;
+  esac
+}
+
 install_apt_packages
 install_torch
 configure_and_build
-log "ready: $BUILD_DIR/ltfit"
+if [[ -n "$PREFIX" ]]; then
+  install_ltfit
+  log "ready: $PREFIX/bin/ltfit (configs: $PREFIX/share/ltfit/configs)"
+else
+  log "ready: $BUILD_DIR/ltfit"
+fi

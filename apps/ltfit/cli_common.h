@@ -6,6 +6,11 @@
 
 namespace ltfit::cli {
 
+// The help text of every --config option (command_config.h says how a name is found).
+inline constexpr const char* kConfigHelp =
+    "YAML config: a file, or a name such as cats_dogs (./configs/, then the installed configs; "
+    "`ltfit configs` lists them)";
+
 // Runs `work`; an out-of-memory error escaping it (LibTorch's, std::bad_alloc) becomes ltfit's
 // OutOfMemoryError naming `batch_size`, the data.batch_size of the config in use.
 template <typename Work>

@@ -25,5 +25,6 @@ void add_experiment_command(CLI::App& app, int* exit_code);  // experiment (plan
 void add_envinfo_command(CLI::App& app, int* exit_code);
 void add_find_batch_command(CLI::App& app, int* exit_code);
 void add_convert_checkpoint_command(CLI::App& app, int* exit_code);
+void add_configs_command(CLI::App& app, int* exit_code);  // configs (list, print)
 
 }  // namespace ltfit::cli

@@ -14,7 +14,9 @@ void add_experiment_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ExperimentRequest>();
   CLI::App* cmd = app.add_subcommand(
       "experiment", "run a timing matrix (plan file) and report it beside the study's figures");
-  cmd->add_option("--plan", args->plan, "plan file, e.g. configs/experiments/kaggle_vs_colab.yaml")
+  cmd->add_option("--plan", args->plan,
+                  "plan file, or a plan's name (ltfit configs lists them), e.g. "
+                  "kaggle_vs_colab")
       ->required();
   cmd->add_option("--subset", args->subset,
                   "use this fraction of each class in both splits (a rehearsal; the report "

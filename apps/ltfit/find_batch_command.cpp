@@ -77,7 +77,7 @@ void add_find_batch_command(CLI::App& app, int* exit_code) {
       "find the largest batch size that trains without running out of memory: doubling then "
       "bisection, each trial two real training steps on random input. On CPU the limit is an "
       "estimate: a trial fails when its resident memory growth passes --memory-budget");
-  cmd->add_option("--config", args->config, "YAML config file")->required();
+  cmd->add_option("--config", args->config, kConfigHelp)->required();
   cmd->add_option("--set", args->sets, "override a config key (key=value); repeatable");
   cmd->add_option("--start", args->job.start,
                   "first batch size tried (at least 2: BatchNorm cannot train on one image)")

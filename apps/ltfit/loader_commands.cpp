@@ -26,7 +26,7 @@ struct LoaderArgs {
 };
 
 void add_config_options(CLI::App* cmd, LoaderArgs* args) {
-  cmd->add_option("--config", args->config, "YAML config file")->required();
+  cmd->add_option("--config", args->config, kConfigHelp)->required();
   cmd->add_option("--set", args->sets, "override a config key (key=value); repeatable");
 }
 

@@ -46,7 +46,7 @@ void add_lr_find_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("lr-find",
                                      "fastai's learning-rate range test: CSV, plot, "
                                      "suggestion (model and optimizer restored)");
-  cmd->add_option("--config", args->config, "YAML config file")->required();
+  cmd->add_option("--config", args->config, kConfigHelp)->required();
   cmd->add_option("--set", args->sets, "override a config key (key=value); repeatable");
   cmd->add_option("--out", args->job.out,
                   "directory for lr_find.csv and lr_find.png "

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   ltfit::cli::add_envinfo_command(app, &exit_code);
   ltfit::cli::add_find_batch_command(app, &exit_code);
   ltfit::cli::add_convert_checkpoint_command(app, &exit_code);
+  ltfit::cli::add_configs_command(app, &exit_code);
   app.parse_complete_callback([&] { ltfit::setup_logging(verbose); });
   try {
     app.parse(argc, argv);

@@ -25,7 +25,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
   TrainRequest& r = args->request;
   CLI::App* cmd = app.add_subcommand("train", "train per a config file, writing a run directory");
   cmd->add_option("--config", r.config,
-                  "YAML config file (see configs/); not needed with --resume CKPT");
+                  std::string(kConfigHelp) + "; not needed with --resume CKPT");
   cmd->add_option("--set", r.sets,
                   "override a config key: --set data.batch_size=64 "
                   "(the value is parsed as YAML); repeatable");

@@ -1,5 +1,6 @@
 #include "ltfit/jobs/train_job.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -37,6 +38,22 @@ namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The comment on top of a run's config.yaml: what wrote it and the config file it came from
+// (made absolute, so the run directory says which of several same-named configs it used).
+std::string config_file_header(const Config& config) {
+  std::string source = config.source;
+  std::error_code error;
+  if (fs::is_regular_file(source, error)) {
+    const fs::path absolute = fs::absolute(source, error);
+    if (!error) source = absolute.lexically_normal().string();
+  }
+  const auto is_line_break = [](char c) { return c == '\n' || c == '\r'; };
+  std::replace_if(source.begin(), source.end(), is_line_break, '?');
+  return "# ltfit " LTFIT_VERSION
+         ": the resolved config of this run (every key, defaults included)\n# from: " +
+         source + "\n";
+}
 
 // The unreadable files one rank shares at the end of a data-parallel run; when a rank has more,
 // the ranks' counts are summed instead (a file unreadable on two ranks then counts twice).
@@ -192,7 +209,8 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
   const fs::path run_dir = owner ? opened->path : fs::path();
   std::optional<ScopedLogFile> log_file;
   if (owner) {
-    write_text_atomic((run_dir / "config.yaml").string(), to_yaml(config));
+    write_text_atomic((run_dir / "config.yaml").string(),
+                      config_file_header(config) + to_yaml(config));
     write_envinfo_json((run_dir / "env.json").string(),
                        collect_envinfo(config.data.root, run_dir.string()));
     log_file.emplace((run_dir / "train.log").string());

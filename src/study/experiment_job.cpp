@@ -49,7 +49,9 @@ void log_result(std::size_t i, std::size_t n, const RunOutcome& outcome) {
 }  // namespace
 
 ExperimentJobResult run_experiment_job(const ExperimentRequest& request) {
-  const ExperimentPlan plan = load_experiment_plan(request.plan);
+  const std::string plan_file = resolve_config_path(request.plan, "plan").string();
+  if (plan_file != request.plan) spdlog::info("plan {}: {}", request.plan, plan_file);
+  const ExperimentPlan plan = load_experiment_plan(plan_file);
   ExperimentOptions options;
   options.overrides = command_overrides(request);
   options.out_dir = experiment_out_dir(request.out, plan.name);

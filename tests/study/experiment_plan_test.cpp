@@ -100,7 +100,7 @@ TEST_CASE("the shipped plan has 1, 2 and all-GPU rows at one global batch beside
   CHECK(plan.study.scaling[0].gpus == 2);
   CHECK(plan.study.scaling[0].speedup == Approx(1.8));
   CHECK_THAT(plan.study.scaling[0].platform, Contains("T4"));
-  CHECK_THAT(plan.study.scaling[0].source, Contains("seeds/003_ab76724096cf0896.txt"));
+  CHECK_THAT(plan.study.scaling[0].source, Contains("Kaggle GPU guide that accompanied the study"));
 }
 
 TEST_CASE("a plan run's gpus: is a count of GPUs or all; anything else names file:line and key",

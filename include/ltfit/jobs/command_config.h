@@ -1,7 +1,16 @@
-// A config as a command names it: a YAML file plus `--set key=value` overrides, in order.
-// Shared by the jobs that start from a config file and by the command line. Thread-safe.
+// A config as a command names it: a YAML file, found by path or by name, plus `--set key=value`
+// overrides, in order. Shared by the jobs that start from a config file and by the command line.
+//
+// `--config X` is looked up, first match wins:
+//   1. X as given (a path, relative to the working directory);
+//   2. X, then X.yaml, in ./configs/ (a checkout of the repository);
+//   3. X, then X.yaml, in the installed configs: <prefix>/share/ltfit/configs/, where <prefix> is
+//      the folder above the running binary's bin/ (`cmake --install build --prefix P`).
+// A name that matches nothing is a ConfigError (exit 2) listing the configs that were found.
+// Thread-safe (the lookups read the file system only).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,10 +19,34 @@
 
 namespace ltfit {
 
+inline constexpr const char* kPlanFolder = "experiments";  // plans' subfolder of a config folder
+
 // The `--set key=value` options as overrides (ConfigError on a malformed one).
 std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets);
 
-// Loads `path` with the `--set key=value` overrides applied (ConfigError on any mistake).
-Config load_cli_config(const std::string& path, const std::vector<std::string>& sets);
+// The folders searched for configs by name, in order: ./configs, then the installed
+// share/ltfit/configs next to the running binary (when it exists and differs).
+std::vector<std::filesystem::path> config_search_dirs();
+
+// The file `--config name` means (see the header); with `kind` "plan", `--plan name` (the same
+// search in the folders' experiments/ subfolders). ConfigError (exit 2) when nothing matches,
+// listing the names that `ltfit configs` lists.
+std::filesystem::path resolve_config_path(const std::string& name,
+                                          const std::string& kind = "config");
+
+// A config file of a search folder, as `ltfit configs` lists it.
+struct ConfigEntry {
+  std::string name;            // file name without .yaml
+  std::filesystem::path path;  // where it is
+  std::string description;     // its first comment line, without '#'; may be empty
+};
+
+// The *.yaml files of config_search_dirs() (with `kind` "plan": of their experiments/
+// subfolders), sorted by name; a name found in an earlier folder hides it in a later one.
+std::vector<ConfigEntry> list_configs(const std::string& kind = "config");
+
+// Loads the config `name` names (resolve_config_path) with the `--set key=value` overrides
+// applied, logging the resolved path; Config::source is that path. ConfigError on any mistake.
+Config load_cli_config(const std::string& name, const std::vector<std::string>& sets);
 
 }  // namespace ltfit
