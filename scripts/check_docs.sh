@@ -21,35 +21,47 @@ while IFS= read -r f; do files+=("$f"); done < <(find docs -name '*.md' -type f 
 
 bad=0
 links=0
+# Prints "<line>\t<target>" for each link of a Markdown file outside fenced code blocks: inline
+# links and images, ](target) or ](target "title"), and reference definitions, [label]: target.
+links_of() {
+  awk '
+    /^ ? ? ?(```|~~~)/ { fenced = !fenced; next }
+    fenced { next }
+    {
+      rest = $0
+      while (match(rest, /\]\([^) \t]+/)) {
+        print NR "\t" substr(rest, RSTART + 2, RLENGTH - 2)
+        rest = substr(rest, RSTART + RLENGTH)
+      }
+      if (match($0, /^ ? ? ?\[[^]]+\]:[ \t]+[^ \t]+/)) {
+        definition = substr($0, RSTART, RLENGTH)
+        sub(/^[^]]*\]:[ \t]+/, "", definition)
+        print NR "\t" definition
+      }
+    }' "$1"
+}
+
 for file in "${files[@]}"; do
   dir="$(dirname "$file")"
-  # Each line outside fenced code blocks, as "<line number>\t<text>".
-  while IFS=$'\t' read -r line text; do
-    # Inline links and images: ](target) or ](target "title"); reference definitions: [x]: target.
-    targets="$(grep -oE '\]\([^)[:space:]]+' <<<"$text" | cut -c3- || true)"
-    targets+=$'\n'"$(grep -oE '^ {0,3}\[[^]]+\]:[[:space:]]+[^[:space:]]+' <<<"$text" |
-                      sed -E 's/^[^]]*\]:[[:space:]]+//' || true)"
-    while IFS= read -r target; do
-      [[ -z "$target" ]] && continue
-      target="${target#<}"
-      target="${target%>}"
-      case "$target" in
-        http://* | https://* | mailto:*) continue ;;  # a web page
-        \#*) continue ;;                              # an anchor in this file
-      esac
-      links=$((links + 1))
-      path="${target%%#*}"
-      path="${path%%\?*}"
-      resolved="$(realpath -m "$dir/$path")"
-      if [[ "$resolved" != "$ROOT" && "$resolved" != "$ROOT"/* ]]; then
-        echo "$file:$line: link '$target' leaves the repository"
-        bad=1
-      elif [[ ! -e "$resolved" ]]; then
-        echo "$file:$line: link '$target': no such file in the repository"
-        bad=1
-      fi
-    done <<<"$targets"
-  done < <(awk '/^ ? ? ?(```|~~~)/ { fenced = !fenced; next } !fenced { print NR "\t" $0 }' "$file")
+  while IFS=$'\t' read -r line target; do
+    target="${target#<}"
+    target="${target%>}"
+    case "$target" in
+      http://* | https://* | mailto:*) continue ;;  # a web page
+      \#*) continue ;;                              # an anchor in this file
+    esac
+    links=$((links + 1))
+    path="${target%%#*}"
+    path="${path%%\?*}"
+    resolved="$(realpath -m "$dir/$path")"
+    if [[ "$resolved" != "$ROOT" && "$resolved" != "$ROOT"/* ]]; then
+      echo "$file:$line: link '$target' leaves the repository"
+      bad=1
+    elif [[ ! -e "$resolved" ]]; then
+      echo "$file:$line: link '$target': no such file in the repository"
+      bad=1
+    fi
+  done < <(links_of "$file")
   # Names of the development notes, in links, code or prose alike.
   if grep -nE '\.\./shared|shared/seeds|(REFERENCE|DESIGN|SCALEOUT|CONVENTIONS)\.md' "$file" |
       sed "s|^|$file:|; s|\$|  <- names a document outside the repository|"; then
