@@ -1,5 +1,5 @@
 // The CLI's one report of an exception: its message, hint and documented exit code
-// (DESIGN.md "Exit codes"), as ltfit::describe_exception maps it (include/ltfit/util/error.h):
+// (docs/cli.md "Exit codes"), as ltfit::describe_exception maps it (include/ltfit/util/error.h):
 // ltfit's own errors carry their code (2 usage/config, 3 data, 4 checkpoint, 5 runtime, 130
 // interrupted); out of memory, std::filesystem errors (naming the paths), LibTorch's c10::Error
 // and any other exception exit 5. No exception ends the program with an undocumented code

@@ -60,7 +60,7 @@ TEST_CASE("ltfit configs lists the checkout's configs and plans with their first
   CHECK(printed.stdout_text == read_file(ltfit::testing::source_dir() / "configs/cats_dogs.yaml"));
 }
 
-TEST_CASE("--config NAME finds ./configs/NAME.yaml, logs it and names it in config.yaml",
+TEST_CASE("a config name finds ./configs/NAME.yaml, logs it and names it in config.yaml",
           "[cli][configs]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 16, 8, 40, 48);

@@ -1,5 +1,5 @@
 // One complete `ltfit train` run: index data, build loaders, model and optimizer, run the
-// recipe's stages with the observers, evaluate, and write the run directory (DESIGN.md).
+// recipe's stages with the observers, evaluate, and write the run directory (docs/cli.md).
 // A run can continue from a checkpoint (`resume`): same run directory, the checkpoint's config
 // (with any overrides the caller applied), weights, optimizer, schedule position, loss scaler
 // and random generators, so it ends as the uninterrupted run would have.
