@@ -13,18 +13,18 @@ namespace ltfit {
 
 namespace {
 
-constexpr int kMaxMatrixPixels = 800;  // the cells' side in total, at most
-constexpr int kMinCell = 4, kMaxCell = 72;
+constexpr int kMaxMatrixPixels = 800;       // the cells' side in total, at most
+constexpr int kMinCell = 1, kMaxCell = 72;  // pixels per cell side
 constexpr int kMinCellForCounts = 28, kMinCellForNames = 10;
 constexpr int kMaxNameChars = 20;
 constexpr int kPad = 10;
 const auto kFont = cv::FONT_HERSHEY_SIMPLEX;
 const cv::Scalar kBlack{0, 0, 0}, kWhite{255, 255, 255};
 
-// Hershey fonts draw ASCII only: each other UTF-8 character becomes '-'; long names are cut.
-std::string label_text(const std::string& name) {
+// Hershey fonts draw ASCII only: each other UTF-8 character becomes '-'.
+std::string ascii(const std::string& text) {
   std::string out;
-  for (const char ch : name) {
+  for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
     if (c < 0x80) {
       out += ch;
@@ -32,6 +32,12 @@ std::string label_text(const std::string& name) {
       out += '-';
     }
   }
+  return out;
+}
+
+// A class name as drawn: ASCII, long ones cut.
+std::string label_text(const std::string& name) {
+  std::string out = ascii(name);
   if (out.size() > kMaxNameChars) out = out.substr(0, kMaxNameChars - 2) + "..";
   return out;
 }
@@ -47,10 +53,14 @@ int text_width(const std::string& text, double scale) {
   return cv::getTextSize(text, kFont, scale, 1, &baseline).width;
 }
 
-// `text` drawn left to right into a strip, turned to read bottom to top.
+// `text` drawn left to right, centred in a strip `strip_height` high, turned to read bottom to
+// top.
 cv::Mat vertical_text(const std::string& text, double scale, int strip_height) {
-  cv::Mat strip(strip_height, std::max(1, text_width(text, scale) + 4), CV_8UC3, kWhite);
-  cv::putText(strip, text, {2, strip_height - 4}, kFont, scale, kBlack, 1, cv::LINE_AA);
+  int baseline = 0;
+  const cv::Size size = cv::getTextSize(text, kFont, scale, 1, &baseline);
+  cv::Mat strip(strip_height, std::max(1, size.width + 4), CV_8UC3, kWhite);
+  cv::putText(strip, text, {2, (strip_height + size.height) / 2}, kFont, scale, kBlack, 1,
+              cv::LINE_AA);
   cv::Mat turned;
   cv::rotate(strip, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
   return turned;
@@ -76,9 +86,10 @@ EncodedPng encode_confusion_matrix(const std::vector<std::vector<std::int64_t>>&
   const int left = kPad + 20 + label_width + kPad;  // "actual" and the row names
   const int top = kPad + 24 + 20;                   // the title and "predicted"
   const int side = n * cell;
-  cv::Mat img(top + side + kPad + label_width + kPad, left + side + kPad, CV_8UC3, kWhite);
-  cv::putText(img, label_text(title).substr(0, 100), {kPad, kPad + 14}, kFont, 0.5, kBlack, 1,
-              cv::LINE_AA);
+  const std::string heading = ascii(title);
+  const int width = std::max(left + side + kPad, kPad + text_width(heading, 0.5) + kPad);
+  cv::Mat img(top + side + kPad + label_width + kPad, width, CV_8UC3, kWhite);
+  cv::putText(img, heading, {kPad, kPad + 14}, kFont, 0.5, kBlack, 1, cv::LINE_AA);
   cv::putText(img, "predicted", {left, top - 6}, kFont, 0.45, kBlack, 1, cv::LINE_AA);
   const cv::Mat actual = vertical_text("actual", 0.45, 18);
   actual.copyTo(img(cv::Rect(kPad, top, actual.cols, std::min(actual.rows, img.rows - top))));
