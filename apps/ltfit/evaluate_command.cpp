@@ -39,8 +39,13 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
       "probabilities, followed by plain_prob_<class>... the plain ones)");
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)")->required();
   cmd->add_option("--data", r.data,
-                  "folder of <class>/ subfolders (default: the validation split of the "
-                  "checkpoint's config)");
+                  "a folder of <class>/ subfolders, or a dataset root: train/ valid/ (test/) "
+                  "folders of them, or Kaggle's flat <class>.<N>.jpg files split as training did "
+                  "(data.valid_count, run.seed). Default: the validation split of the "
+                  "checkpoint's data.root");
+  cmd->add_option("--split", r.split,
+                  "the dataset root's split to evaluate: train | valid | test (default: valid)")
+      ->check(CLI::IsMember({"train", "valid", "test"}));
   cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_option("--precision", r.precision,
                   "fp32 | bf16 | fp16 (default: the checkpoint's train.precision; fp16 on a CPU "

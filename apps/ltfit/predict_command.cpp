@@ -1,6 +1,7 @@
-// `ltfit predict`: class probabilities per image, from a checkpoint or from torchvision ImageNet
-// weights (`--weights FILE.pth --arch resnetNN`, top-k with ImageNet class names). With --tta
-// (checkpoints only) the probabilities are test-time augmented (jobs/predict_job.h).
+// `ltfit predict`: class probabilities per image of the files, folders and glob patterns given,
+// from a checkpoint or from torchvision ImageNet weights (`--weights FILE.pth --arch resnetNN`,
+// top-k with ImageNet class names), batched on the device. With --tta (checkpoints only) the
+// probabilities are test-time augmented (jobs/predict_job.h). --json prints JSON Lines.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -9,7 +10,6 @@
 
 #include "commands.h"
 #include "ltfit/jobs/predict_job.h"
-#include "ltfit/util/error.h"
 #include "ltfit/util/json.h"
 
 namespace ltfit::cli {
@@ -47,16 +47,13 @@ void print_text(const ImagePrediction& p) {
 }
 
 void run_predict(const PredictArgs& args) {
-  const std::vector<ImagePrediction> results = run_predict_job(args.request);
-  nlohmann::json all = nlohmann::json::array();
-  int readable = 0;
-  for (const auto& p : results) {
-    if (!p.error) ++readable;
-    if (!args.json && !p.error) print_text(p);
-    all.push_back(prediction_json(p));
-  }
-  if (args.json) std::cout << dump_json(all) << std::endl;
-  if (readable == 0) throw DataError("none of the given images could be read");
+  run_predict_job(args.request, [&](const ImagePrediction& p) {
+    if (args.json) {
+      std::cout << dump_json(prediction_json(p), -1) << std::endl;  // one line per image, now
+    } else if (!p.error) {
+      print_text(p);
+    }
+  });
 }
 
 }  // namespace
@@ -71,12 +68,24 @@ void add_predict_command(CLI::App& app, int* exit_code) {
                   "with --weights: resnet18 | resnet34 | resnet50 | resnet101 | resnet152");
   cmd->add_option("--top", r.top, "classes shown per image")->capture_default_str();
   cmd->add_flag("--logits", r.logits, "also print the raw logits");
-  cmd->add_flag("--json", args->json, "print one JSON document on stdout");
+  cmd->add_flag("--json", args->json,
+                "print one JSON object per image and line on stdout as it is predicted: "
+                "{image, top: [{class, label, probability}...]} or {image, error}");
   cmd->add_flag("--tta", r.tta,
                 "with --checkpoint: test-time augmented probabilities (the checkpoint's eval "
                 "section; JSON adds plain_top, the plain ones)");
   cmd->add_option("--tta-mode", r.tta_mode, "v1 | v2 (default: the checkpoint's eval.tta_mode)");
-  cmd->add_option("images", r.images, "image files")->required();
+  cmd->add_option("--batch-size", r.batch_size,
+                  "images per batch (default: the checkpoint's data.batch_size; 64 with --weights)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  cmd->add_option("--out", r.out,
+                  "also write this CSV, one row per readable image: path,predicted,prob_<class>... "
+                  "(with --tta: the TTA-blended probabilities, then plain_prob_<class>...)");
+  cmd->add_option("images", r.images,
+                  "image files, folders (searched recursively for *.jpg, *.jpeg, *.png, *.bmp, "
+                  "*.webp, *.tif, *.tiff) and glob patterns (quoted: 'photos/*.jpg')")
+      ->required();
   cmd->callback([args, exit_code] {
     run_predict(*args);
     *exit_code = 0;

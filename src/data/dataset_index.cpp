@@ -305,7 +305,9 @@ std::vector<Sample> index_class_folders(const std::string& dir,
   }
   if (!missing.empty()) {
     throw DataError("class folder(s) missing in '" + dir + "': " + joined(missing),
-                    "evaluation needs one folder per class: " + joined(classes));
+                    "evaluation needs one folder per class (" + joined(classes) +
+                        "), or a dataset root holding train/ valid/ (test/) with such folders, "
+                        "or Kaggle's flat <class>.<N>.jpg files");
   }
   std::vector<Sample> samples;
   for (size_t label = 0; label < classes.size(); ++label) {
@@ -318,6 +320,104 @@ std::vector<Sample> index_class_folders(const std::string& dir,
   }
   sort_by_path(samples);
   return samples;
+}
+
+namespace {
+
+constexpr std::array<const char*, 3> kSplitNames = {"train", "valid", "test"};
+
+// The split folders (train, valid, test, in that order) directly in `root`.
+std::vector<std::string> split_folders(const fs::path& root) {
+  std::vector<std::string> splits;
+  for (const char* name : kSplitNames) {
+    if (directory_exists(root / name)) splits.emplace_back(name);
+  }
+  return splits;
+}
+
+bool any_of_names(const std::vector<std::string>& names, const std::vector<std::string>& set) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+    return std::find(set.begin(), set.end(), name) != set.end();
+  });
+}
+
+// True when one of `root`'s split folders holds a subfolder (a class folder).
+bool has_split_with_classes(const fs::path& root, const std::vector<std::string>& splits) {
+  return std::any_of(splits.begin(), splits.end(), [&](const std::string& split) {
+    return !subdirectory_names(root / split).empty();
+  });
+}
+
+DataError missing_split(const fs::path& root, const std::string& split,
+                        const std::vector<std::string>& splits, const std::string& layout) {
+  return DataError("dataset root '" + root.string() + "' has no split '" + split + "' (" + layout +
+                       "); its splits: " + (splits.empty() ? "none" : joined(splits)),
+                   "choose one with --split " + joined(splits));
+}
+
+EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::string>& classes,
+                              const std::string& split) {
+  const auto splits = split_folders(root);
+  if (std::find(splits.begin(), splits.end(), split) == splits.end())
+    throw missing_split(root, split, splits, "layout folders");
+  const fs::path folder = root / split;
+  return {index_class_folders(folder.string(), classes), folder.string(), split,
+          data_layout_name(DataLayout::kFolders)};
+}
+
+// Kaggle's flat files, split as training split them (data.valid_count, run.seed), labelled by
+// the model's class names.
+EvalDataSet eval_kaggle_root(const fs::path& root, const std::vector<std::string>& classes,
+                             const std::string& split, int valid_count, std::uint64_t seed) {
+  const std::string layout = "layout kaggle: the checkpoint's seeded split, data.valid_count " +
+                             std::to_string(valid_count) + ", run.seed " + std::to_string(seed);
+  if (split != "train" && split != "valid")
+    throw missing_split(root, split, {"train", "valid"}, layout);
+  const DatasetIndex index = index_kaggle(root, valid_count, seed);
+  std::vector<std::int64_t> model_label(index.classes.size());
+  for (std::size_t k = 0; k < index.classes.size(); ++k) {
+    const auto it = std::find(classes.begin(), classes.end(), index.classes[k]);
+    if (it == classes.end()) {
+      throw DataError("Kaggle-style images of class '" + index.classes[k] + "' in '" +
+                          kaggle_dir(root).string() + "' are not one of the model's classes (" +
+                          joined(classes) + ")",
+                      "evaluate on images of the classes the model was trained on");
+    }
+    model_label[k] = static_cast<std::int64_t>(it - classes.begin());
+  }
+  EvalDataSet out{split == "train" ? index.train : index.valid, kaggle_dir(root).string(), split,
+                  data_layout_name(DataLayout::kKaggle)};
+  for (Sample& s : out.samples) s.label = model_label[static_cast<std::size_t>(s.label)];
+  if (out.samples.empty()) {
+    throw DataError(
+        "split '" + split + "' of '" + root.string() + "' holds no images (" + layout + ")",
+        "choose the other split with --split");
+  }
+  return out;
+}
+
+}  // namespace
+
+EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
+                            const std::string& split, int valid_count, std::uint64_t seed) {
+  const fs::path root(dir);
+  const auto subfolders =
+      directory_exists(root) ? subdirectory_names(root) : std::vector<std::string>{};
+  const bool class_level = any_of_names(subfolders, classes);
+  const auto splits = split_folders(root);
+  const std::string wanted = split.empty() ? "valid" : split;
+  if (!class_level && has_split_with_classes(root, splits))
+    return eval_folders_root(root, classes, wanted);
+  if (!class_level && directory_exists(root) && !kaggle_dir(root).empty())
+    return eval_kaggle_root(root, classes, wanted, valid_count, seed);
+  if (!class_level && !splits.empty()) return eval_folders_root(root, classes, wanted);
+  if (!split.empty() && class_level) {
+    throw ConfigError("--split " + split + ": '" + dir +
+                          "' is a folder of class folders, not a dataset root with train/ valid/ "
+                          "(test/) folders",
+                      "drop --split to evaluate it, or give the dataset root");
+  }
+  return {index_class_folders(dir, classes), dir, "", "class folders"};
 }
 
 }  // namespace ltfit

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/util/choices.h"
@@ -19,6 +21,27 @@ LoaderOptions valid_loader_options(const Config& config, const torch::Device& de
   LoaderOptions options = make_loader_options(config, /*train=*/false);
   options.pin_memory = device.is_cuda();
   return options;
+}
+
+// The samples `request` asks for, with where they come from, into `out`.
+void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel& loaded,
+                        CheckpointEvaluation& out) {
+  const Config& config = loaded.config;
+  if (request.data.empty() && request.split.empty()) {
+    const DatasetIndex index = index_dataset(config.data, config.run.seed);
+    out.samples = index.valid;
+    out.split = "valid";
+    out.data_folder = index.layout == data_layout_name(DataLayout::kFolders)
+                          ? (std::filesystem::path(config.data.root) / "valid").string()
+                          : config.data.root;
+    return;
+  }
+  const std::string& data = request.data.empty() ? config.data.root : request.data;
+  EvalDataSet set = index_eval_data(data, loaded.meta.classes, request.split,
+                                    config.data.valid_count, config.run.seed);
+  out.samples = std::move(set.samples);
+  out.data_folder = std::move(set.folder);
+  out.split = std::move(set.split);
 }
 
 }  // namespace
@@ -78,13 +101,12 @@ CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   out.device = describe_device(device);
   out.precision = precision_name(options.precision);
   out.classes = loaded.meta.classes;
-  out.samples = request.data.empty()
-                    ? index_dataset(loaded.config.data, loaded.config.run.seed).valid
-                    : index_class_folders(request.data, loaded.meta.classes);
+  index_eval_samples(request, loaded, out);
   const LoaderOptions loader_options = valid_loader_options(loaded.config, device);
   Loader loader(out.samples, loader_options);
-  spdlog::info("evaluating {} ({}, {}) on {} images, {}", request.checkpoint, out.arch,
-               out.precision, loader.size(), out.device);
+  spdlog::info("evaluating {} on {}{}: {} images of {} classes ({}, {}, {})", request.checkpoint,
+               out.data_folder, out.split.empty() ? "" : " (split " + out.split + ")",
+               loader.size(), out.classes.size(), out.arch, out.precision, out.device);
   if (request.tta) {
     const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
     out.tta = run_tta(loaded.model, loader, loader_options, eval, options);
@@ -97,15 +119,29 @@ CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
 }
 
 TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>& paths,
-                             const EvalConfig& eval, const EvalOptions& options) {
+                             const EvalConfig& eval, const EvalOptions& options, int batch_size,
+                             SkippedImages* skipped) {
   std::vector<Sample> samples;
   for (const auto& path : paths) samples.push_back({path, 0});
   LoaderOptions loader_options = valid_loader_options(loaded.config, options.device);
-  loader_options.workers =
-      std::min<int>(loader_options.workers == 0 ? default_worker_count() : loader_options.workers,
-                    static_cast<int>(std::max<std::size_t>(1, paths.size())));
+  if (batch_size > 0) loader_options.batch_size = batch_size;
+  loader_options.workers = prediction_workers(loader_options, paths.size());
   Loader loader(std::move(samples), loader_options);
-  return run_tta(loaded.model, loader, loader_options, eval, options);
+  try {
+    TtaResult result = run_tta(loaded.model, loader, loader_options, eval, options);
+    if (skipped) *skipped = loader.skipped();
+    return result;
+  } catch (...) {
+    if (skipped) *skipped = loader.skipped();
+    throw;
+  }
+}
+
+int prediction_workers(const LoaderOptions& options, std::size_t images) {
+  const int workers = options.workers == 0 ? default_worker_count() : options.workers;
+  const std::size_t batch = static_cast<std::size_t>(std::max(1, options.batch_size));
+  const std::size_t batches = std::max<std::size_t>(1, (images + batch - 1) / batch);
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), batches));
 }
 
 }  // namespace ltfit

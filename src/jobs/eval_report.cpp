@@ -57,16 +57,6 @@ std::string per_class_table(const std::string& title, const EvalResult& r,
   return out;
 }
 
-// A CSV field: the name escaped as in JSON (utf8.h: any bytes -> valid UTF-8, reversibly), then
-// quoted when it holds a comma, quote or line break.
-std::string csv_field(const std::string& raw) {
-  const std::string text = escape_utf8(raw);
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::string probability_cells(const torch::Tensor& row) {
   std::string out;
   for (std::int64_t k = 0; k < row.size(0); ++k)
@@ -76,6 +66,14 @@ std::string probability_cells(const torch::Tensor& row) {
 
 }  // namespace
 
+std::string csv_field(const std::string& raw) {
+  const std::string text = escape_utf8(raw);
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path) {
   const EvalResult& r = e.plain;
   nlohmann::json j = {
@@ -84,6 +82,8 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
       {"device", e.device},
       {"precision", e.precision},
       {"classes", e.classes},
+      {"data", e.data_folder},
+      {"split", e.split.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.split)},
       {"images", r.count},
       {"loss", r.loss},
       {"accuracy", r.accuracy},
@@ -110,7 +110,8 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
 
 std::string evaluation_table(const CheckpointEvaluation& e) {
   std::string out =
-      fmt::format("{} ({}) on {}, {}\n\n", e.checkpoint, e.arch, e.device, e.precision);
+      fmt::format("{} ({}) on {}, {}\ndata: {}{}\n\n", e.checkpoint, e.arch, e.device, e.precision,
+                  e.data_folder, e.split.empty() ? "" : " (split " + e.split + ")");
   out += fmt::format("{:<12} {:>8} {:>10} {:>10} {:>10} {:>9}\n", "evaluation", "images", "loss",
                      "accuracy", "error", "seconds");
   out += figures_row("plain", e.plain);

@@ -1,50 +1,84 @@
 // `ltfit predict`'s work: see predict_job.h.
 #include "ltfit/jobs/predict_job.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "ltfit/data/image_io.h"
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "ltfit/data/image_inputs.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/jobs/eval_report.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/resnet.h"
 #include "ltfit/model/torch_weights.h"
+#include "ltfit/util/atomic_file.h"
+#include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/output_dir.h"
+#include "ltfit/util/precision_name.h"
 
 namespace ltfit {
 
 namespace {
 
-constexpr int kImagenetSize = 224;
-constexpr double kImagenetCrop = 224.0 / 256.0;  // torchvision: Resize(256), CenterCrop(224)
+// torchvision's ImageNet preprocessing: Resize(256) then CenterCrop(224). The loader's centre
+// square at 256 px, cropped to its central 224 px, is exactly that.
+constexpr int kImagenetResize = 256;
+constexpr int kImagenetCrop = 224;
+constexpr int kWeightsBatchSize = 64;
+constexpr const char* kUnreadable = "unreadable image (the log says why)";
 
+// The model and how images reach it.
 struct Predictor {
+  std::optional<LoadedModel> loaded;  // a checkpoint's (for TTA)
   ResNet model{nullptr};
   std::vector<std::string> classes;
-  int size = 224;
-  CropFlip crop;
+  EvalOptions eval;
+  LoaderOptions loader;
+  int crop = 0;  // centre crop of the loaded images (--weights: 224); 0: none
 };
 
-Predictor make_predictor(const PredictRequest& request) {
-  Predictor p;
-  if (!request.weights.empty()) {
-    if (request.arch.empty()) throw ConfigError("--weights needs --arch (resnet18 ... resnet152)");
-    p.model = ResNet(resnet_spec(request.arch), 1000);
-    load_pretrained_body(p.model, read_torch_state_dict(request.weights), request.weights);
-    p.model->eval();
-    p.classes = imagenet_classes();
-    p.size = kImagenetSize;
-    p.crop.scale = kImagenetCrop;
-    return p;
-  }
-  if (request.checkpoint.empty())
+void validate(const PredictRequest& request) {
+  if (request.weights.empty() && request.checkpoint.empty())
     throw ConfigError("predict needs --checkpoint CKPT or --weights FILE.pth --arch A");
-  LoadedModel loaded = load_model_for_eval(request.checkpoint, torch::kCPU);
-  p.model = loaded.model;
-  p.classes = loaded.meta.classes;
-  p.size = loaded.config.data.image_size;
+  if (!request.weights.empty() && request.arch.empty())
+    throw ConfigError("--weights needs --arch (resnet18 ... resnet152)");
+  if (request.tta && request.checkpoint.empty()) throw ConfigError("--tta needs --checkpoint CKPT");
+  if (request.batch_size < 0)
+    throw ConfigError("--batch-size: expected a positive integer, got " +
+                      std::to_string(request.batch_size));
+}
+
+Predictor imagenet_predictor(const PredictRequest& request, const torch::Device& device) {
+  Predictor p;
+  p.model = ResNet(resnet_spec(request.arch), 1000);
+  load_pretrained_body(p.model, read_torch_state_dict(request.weights), request.weights);
+  p.model->to(device);
+  p.model->eval();
+  p.classes = imagenet_classes();
+  p.eval.device = device;
+  p.loader.image_size = kImagenetResize;
+  p.loader.batch_size = request.batch_size > 0 ? request.batch_size : kWeightsBatchSize;
+  p.crop = kImagenetCrop;
+  return p;
+}
+
+Predictor make_predictor(const PredictRequest& request, const torch::Device& device) {
+  if (!request.weights.empty()) return imagenet_predictor(request, device);
+  Predictor p;
+  p.loaded = load_model_for_eval(request.checkpoint, device);
+  p.model = p.loaded->model;
+  p.classes = p.loaded->meta.classes;
+  p.eval = eval_options_for(*p.loaded, device, "");
+  p.loader = make_loader_options(p.loaded->config, /*train=*/false);
+  if (request.batch_size > 0) p.loader.batch_size = request.batch_size;
   return p;
 }
 
@@ -60,67 +94,195 @@ std::vector<RankedClass> ranked(const torch::Tensor& probs, const std::vector<st
   return out;
 }
 
-// Every image through the checkpoint's TTA (eval section, or tta_mode), batched.
-std::vector<ImagePrediction> predict_tta(const PredictRequest& request) {
-  if (request.checkpoint.empty()) throw ConfigError("--tta needs --checkpoint CKPT");
-  LoadedModel loaded = load_model_for_eval(request.checkpoint, torch::kCPU);
-  const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, std::nullopt);
+// The --out file, written row by row into a temporary file, renamed over `path` by commit().
+class PredictionsCsv {
+ public:
+  PredictionsCsv(const std::string& path, const std::vector<std::string>& classes, bool tta)
+      : path_(path) {
+    if (path.empty()) return;
+    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+    create_output_dir(parent, "folder of the predictions file (--out)");
+    file_ = std::make_unique<AtomicFile>(path);
+    std::string header = "path,predicted";
+    for (const auto& c : classes) header += "," + csv_field("prob_" + c);
+    if (tta) {
+      for (const auto& c : classes) header += "," + csv_field("plain_prob_" + c);
+    }
+    file_->write(header + "\n");
+  }
+  // probs (and plain): float32 [classes] on the CPU.
+  void add(const std::string& image, const std::string& predicted, const torch::Tensor& probs,
+           const torch::Tensor& plain = {}) {
+    if (!file_) return;
+    std::string row = csv_field(image) + "," + csv_field(predicted);
+    for (const torch::Tensor& t : {probs, plain}) {
+      if (!t.defined()) continue;
+      const float* p = t.contiguous().data_ptr<float>();
+      for (std::int64_t k = 0; k < t.numel(); ++k) row += fmt::format(",{:.6g}", p[k]);
+    }
+    file_->write(row + "\n");
+  }
+  void commit() {
+    if (!file_) return;
+    file_->commit();
+    spdlog::info("wrote {}", path_);
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<AtomicFile> file_;
+};
+
+// Hands predictions to the sink and the CSV in image order, unreadable images included.
+class Emitter {
+ public:
+  Emitter(const std::vector<std::string>& images, const std::vector<std::string>& classes,
+          const PredictRequest& r, const PredictionSink& sink, PredictionsCsv& csv)
+      : images_(images), classes_(classes), request_(r), sink_(sink), csv_(csv) {}
+
+  // The prediction of image `index` (all before it without one were unreadable).
+  void predicted(std::int64_t index, ImagePrediction prediction, const torch::Tensor& probs,
+                 const torch::Tensor& plain = {}) {
+    unreadable_until(index);
+    prediction.image = images_[static_cast<std::size_t>(index)];
+    const auto best = static_cast<std::size_t>(probs.argmax().item<std::int64_t>());
+    csv_.add(prediction.image, classes_[best], probs, plain);
+    sink_(prediction);
+    next_ = index + 1;
+    ++count_;
+  }
+  // Every image before `end` not yet handed over was unreadable.
+  void unreadable_until(std::int64_t end) {
+    for (; next_ < end; ++next_) {
+      ImagePrediction p;
+      p.image = images_[static_cast<std::size_t>(next_)];
+      p.error = kUnreadable;
+      sink_(p);
+    }
+  }
+  std::int64_t count() const { return count_; }
+  const PredictRequest& request() const { return request_; }
+
+ private:
+  const std::vector<std::string>& images_;
+  const std::vector<std::string>& classes_;
+  const PredictRequest& request_;
+  const PredictionSink& sink_;
+  PredictionsCsv& csv_;
+  std::int64_t next_ = 0;
+  std::int64_t count_ = 0;
+};
+
+// Plain predictions, batch by batch as the loader delivers them.
+SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images, Emitter& out) {
+  std::vector<Sample> samples;
+  for (const auto& path : images) samples.push_back({path, 0});
+  Loader loader(std::move(samples), p.loader);
+  torch::NoGradGuard no_grad;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    torch::Tensor pixels = batch->images;  // uint8 [N,H,W,3]
+    if (p.crop > 0) {
+      const std::int64_t offset = (pixels.size(1) - p.crop) / 2;
+      pixels = pixels.narrow(1, offset, p.crop).narrow(2, offset, p.crop);
+    }
+    const torch::Tensor logits =
+        forward_logits(p.model, normalize_images(pixels, p.eval.device, false), p.eval)
+            .to(torch::kCPU);
+    const torch::Tensor probs = torch::softmax(logits, 1);
+    for (std::size_t row = 0; row < batch->indices.size(); ++row) {
+      const auto r = static_cast<std::int64_t>(row);
+      ImagePrediction prediction;
+      prediction.top = ranked(probs[r], p.classes, out.request().top);
+      if (out.request().logits) {
+        const torch::Tensor l = logits[r].contiguous();
+        prediction.logits =
+            std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+      }
+      out.predicted(batch->indices[row], std::move(prediction), probs[r]);
+    }
+  }
+  out.unreadable_until(static_cast<std::int64_t>(images.size()));
+  return loader.skipped();
+}
+
+// TTA predictions (the checkpoint's eval section, or --tta-mode), handed over at the end.
+SkippedImages predict_tta(Predictor& p, const std::vector<std::string>& images, Emitter& out) {
+  const EvalConfig eval = tta_settings(p.loaded->config.eval, out.request().tta_mode, std::nullopt);
+  SkippedImages skipped;
   TtaResult r;
   try {
-    r = tta_predict_images(loaded, request.images, eval, eval_options_for(loaded, torch::kCPU, ""));
-  } catch (...) {
-    rethrow_naming_batch_size(loaded.config.data.batch_size);
-  }
-  std::vector<ImagePrediction> results(request.images.size());
-  for (std::size_t i = 0; i < request.images.size(); ++i) {
-    results[i].image = request.images[i];
-    results[i].error = "unreadable image (see the log)";
+    r = tta_predict_images(*p.loaded, images, eval, p.eval, p.loader.batch_size, &skipped);
+  } catch (const DataError&) {
+    if (skipped.count < static_cast<std::int64_t>(images.size())) throw;
+    out.unreadable_until(static_cast<std::int64_t>(images.size()));  // none readable: below
+    return skipped;
   }
   for (std::int64_t row = 0; row < r.tta.count; ++row) {
-    ImagePrediction& p = results[static_cast<std::size_t>(r.tta.indices[row].item<std::int64_t>())];
-    p.error.reset();
-    p.tta_mode = r.mode;
-    p.top = ranked(r.tta.probabilities[row], loaded.meta.classes, request.top);
-    p.plain_top = ranked(r.plain.probabilities[row], loaded.meta.classes, request.top);
+    ImagePrediction prediction;
+    prediction.tta_mode = r.mode;
+    prediction.top = ranked(r.tta.probabilities[row], p.classes, out.request().top);
+    prediction.plain_top = ranked(r.plain.probabilities[row], p.classes, out.request().top);
+    out.predicted(r.tta.indices[row].item<std::int64_t>(), std::move(prediction),
+                  r.tta.probabilities[row], r.plain.probabilities[row]);
   }
-  return results;
+  out.unreadable_until(static_cast<std::int64_t>(images.size()));
+  return skipped;
 }
 
-ImagePrediction predict_one(Predictor& p, const std::string& path, const PredictRequest& request) {
-  ImagePrediction result;
-  result.image = path;
-  std::string error;
-  const auto image = load_square_image(path, p.size, p.crop, &error);
-  if (!image) {
-    result.error = error;
-    return result;
+void log_summary(const PredictSummary& s, const SkippedImages& skipped) {
+  spdlog::info("predicted {} images in {:.2f} s, {:.1f} images/s{}", s.predicted, s.seconds,
+               s.seconds > 0 ? static_cast<double>(s.predicted) / s.seconds : 0.0,
+               s.skipped > 0 ? fmt::format(", {} unreadable skipped", s.skipped) : "");
+  if (skipped.count > 0) {
+    spdlog::warn("{} unreadable image(s) were skipped: {}{}", skipped.count,
+                 skipped.examples.empty() ? "" : skipped.examples.front(),
+                 skipped.count > 1 ? " ... (all listed above)" : "");
   }
-  torch::NoGradGuard no_grad;
-  const torch::Tensor logits =
-      p.model->forward(normalize_images(image->unsqueeze(0), torch::kCPU, false))[0];
-  result.top = ranked(torch::softmax(logits, 0), p.classes, request.top);
-  if (request.logits) {
-    result.logits =
-        std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
-  }
-  return result;
-}
-
-std::vector<ImagePrediction> predict_plain(const PredictRequest& request) {
-  Predictor p = make_predictor(request);
-  std::vector<ImagePrediction> results;
-  for (const auto& path : request.images) {
-    results.push_back(predict_one(p, path, request));
-    if (results.back().error)
-      spdlog::warn("skipping unreadable image {}: {}", path, *results.back().error);
-  }
-  return results;
 }
 
 }  // namespace
 
+PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink) {
+  validate(request);
+  if (!request.out.empty()) check_output_file(request.out, "predictions file (--out)");
+  const torch::Device device = resolve_device(request.device, "--device");
+  Predictor p = make_predictor(request, device);
+  const std::vector<std::string> images = expand_image_inputs(request.images);
+  p.loader.pin_memory = device.is_cuda();
+  p.loader.workers = prediction_workers(p.loader, images.size());
+  spdlog::info("predicting {} image(s) with {} on {} ({}), batches of {}, {} loader thread(s)",
+               images.size(), request.weights.empty() ? request.checkpoint : request.weights,
+               describe_device(device), precision_name(p.eval.precision), p.loader.batch_size,
+               p.loader.workers);
+  PredictionsCsv csv(request.out, p.classes, request.tta);
+  Emitter emitter(images, p.classes, request, sink, csv);
+  const auto start = std::chrono::steady_clock::now();
+  SkippedImages skipped;
+  try {
+    skipped = request.tta ? predict_tta(p, images, emitter) : predict_plain(p, images, emitter);
+  } catch (...) {
+    rethrow_naming_batch_size(p.loader.batch_size);
+  }
+  PredictSummary summary;
+  summary.images = static_cast<std::int64_t>(images.size());
+  summary.predicted = emitter.count();
+  summary.skipped = summary.images - summary.predicted;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log_summary(summary, skipped);
+  if (summary.predicted == 0) {
+    throw DataError("none of the " + std::to_string(summary.images) +
+                        " image(s) could be read (the log names each and says why)",
+                    "give JPEG, PNG, BMP, WebP or TIFF images");
+  }
+  csv.commit();
+  return summary;
+}
+
 std::vector<ImagePrediction> run_predict_job(const PredictRequest& request) {
-  return request.tta ? predict_tta(request) : predict_plain(request);
+  std::vector<ImagePrediction> results;
+  run_predict_job(request, [&](const ImagePrediction& p) { results.push_back(p); });
+  return results;
 }
 
 }  // namespace ltfit

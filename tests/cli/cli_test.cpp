@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -159,16 +160,17 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   CHECK(status == 0);
   CHECK_THAT(ltfit::testing::read_file(dir.path() / "check.out"), Contains("OK"));
 
-  // predict: one entry per image, probabilities over the run's classes summing to 1.
+  // predict: one JSON line per image, probabilities over the run's classes summing to 1.
   const std::string image = (dir.path() / "data/valid/dog/00000.jpg").string();
   const auto predicted = run_ltfit("predict --json --checkpoint " +
                                    (run / "checkpoints/last.ckpt").string() + " " + image);
   INFO(predicted.output);
   REQUIRE(predicted.exit_code == 0);
-  const auto predictions = nlohmann::json::parse(predicted.stdout_text);
-  REQUIRE(predictions.size() == 1);
+  REQUIRE(std::count(predicted.stdout_text.begin(), predicted.stdout_text.end(), '\n') == 1);
+  const auto prediction = nlohmann::json::parse(predicted.stdout_text);
+  CHECK(prediction["image"] == image);
   double total = 0;
-  for (const auto& t : predictions[0]["top"]) total += t["probability"].get<double>();
+  for (const auto& t : prediction["top"]) total += t["probability"].get<double>();
   CHECK(total == Approx(1.0));
   CHECK(run_ltfit("predict --weights x.pth " + image).exit_code == 2);  // --arch missing
 

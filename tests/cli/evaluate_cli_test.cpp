@@ -140,7 +140,9 @@ TEST_CASE("predict --tta gives TTA and plain probabilities per image", "[cli][tt
                            " " + dir.str() + "/bad.jpg");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.stdout_text);
+  nlohmann::json j = nlohmann::json::array();  // JSON Lines: one object per image, in order
+  std::istringstream lines(r.stdout_text);
+  for (std::string line; std::getline(lines, line);) j.push_back(nlohmann::json::parse(line));
   REQUIRE(j.size() == 3);
   for (int i = 0; i < 2; ++i) {
     CHECK(j[i]["tta"] == "v1");

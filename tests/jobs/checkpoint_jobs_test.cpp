@@ -55,6 +55,7 @@ TEST_CASE("predict_job: the checkpoint's model, images in order, unreadable ones
   request.images = {samples[0].path, (dir.path() / "broken.jpg").string(), samples[1].path};
   request.top = 2;
   request.logits = true;
+  request.batch_size = 1;  // each image forwarded alone, as the reference below (bit for bit)
   const std::vector<ltfit::ImagePrediction> results = ltfit::run_predict_job(request);
 
   REQUIRE(results.size() == 3);

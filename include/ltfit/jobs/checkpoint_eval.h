@@ -21,6 +21,9 @@
 
 namespace ltfit {
 
+struct LoaderOptions;
+struct SkippedImages;
+
 struct LoadedModel {
   ResNet model{nullptr};  // weights loaded, on the requested device
   Config config;          // the run's resolved config
@@ -42,8 +45,13 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
                              const std::string& precision);
 
 struct CheckpointEvalRequest {
-  std::string checkpoint;          // .ckpt file
-  std::string data;                // <class>/ folders; empty: the config's validation split
+  std::string checkpoint;  // .ckpt file
+  // A folder of <class>/ folders, or a dataset root (index_eval_data); empty: the validation
+  // split of the checkpoint's config (data.root).
+  std::string data;
+  // Of the dataset root (--data, else the config's data.root): train | valid | test. Empty:
+  // valid (without --data: the config's validation split, data.subset applied).
+  std::string split;
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision;           // fp32 | fp16 | bf16; empty: the checkpoint's train.precision
   bool tta = false;                // also run test-time augmentation
@@ -58,6 +66,8 @@ struct CheckpointEvaluation {
   std::string precision;             // the precision actually used
   std::vector<std::string> classes;  // label order
   std::vector<Sample> samples;       // the evaluated set; result indices point into it
+  std::string data_folder;           // where the samples are (e.g. <root>/valid)
+  std::string split;                 // train | valid | test; empty at a class-folder level
   EvalResult plain;                  // plain figures (with TTA: the TTA run's plain pass)
   std::optional<TtaResult> tta;      // when requested
 };
@@ -65,9 +75,16 @@ struct CheckpointEvaluation {
 // Loads the checkpoint, indexes the data and evaluates (plain, or TTA with its plain pass).
 CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request);
 
-// TTA on loose image files (labels unknown: 0), for `ltfit predict --tta`. Unreadable images are
-// skipped and logged; TtaResult indices point into `paths`. DataError if none is readable.
+// TTA on loose image files (labels unknown: 0), for `ltfit predict --tta`, `batch_size` images
+// per batch (0: the checkpoint's data.batch_size). Unreadable images are skipped and logged; they
+// are named in `skipped` when given. TtaResult indices point into `paths`. DataError if none is
+// readable (`skipped` filled then too).
 TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>& paths,
-                             const EvalConfig& eval, const EvalOptions& options);
+                             const EvalConfig& eval, const EvalOptions& options, int batch_size = 0,
+                             SkippedImages* skipped = nullptr);
+
+// Loader threads for predicting `images` images: `options.workers` (0: default_worker_count()),
+// at most one per batch.
+int prediction_workers(const LoaderOptions& options, std::size_t images);
 
 }  // namespace ltfit

@@ -16,6 +16,10 @@
 
 namespace ltfit {
 
+// A CSV field: `raw` escaped as in the JSON (util/utf8.h), then quoted when it holds a comma,
+// quote or line break.
+std::string csv_field(const std::string& raw);
+
 // The JSON document printed by `evaluate --json`; `predictions_path` is recorded in it.
 std::string evaluation_json(const CheckpointEvaluation& evaluation,
                             const std::string& predictions_path);

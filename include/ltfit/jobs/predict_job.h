@@ -1,11 +1,17 @@
 // `ltfit predict`: class probabilities per image, from a checkpoint (load_model_for_eval) or
 // from torchvision ImageNet weights (a .pth and its arch: ImageNet's 1000 class names,
-// torchvision's Resize(256) + CenterCrop(224)). With `tta` (checkpoints only) the probabilities are
-// test-time augmented per the checkpoint's eval section (tta_predict_images). Runs on the CPU. Not
-// thread-safe.
+// torchvision's Resize(256) + CenterCrop(224)).
+//
+// The request names files, folders and glob patterns (data/image_inputs.h). Images are decoded
+// by a Loader (parallel, the validation preprocessing) and predicted in batches on the device,
+// a checkpoint's under its train.precision (eval_options_for); each prediction is handed to the
+// caller as its batch completes. With `tta` (checkpoints only) the probabilities are test-time
+// augmented per the checkpoint's eval section (tta_predict_images), handed over at the end.
+// Unreadable images are skipped, counted and named in the log, as in training. Not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,13 +19,21 @@
 namespace ltfit {
 
 struct PredictRequest {
-  std::string checkpoint;           // .ckpt file; or:
-  std::string weights, arch;        // a torchvision ImageNet .pth and its resnetNN (wins if set)
-  std::vector<std::string> images;  // image files, in the order results are returned
-  int top = 5;                      // classes ranked per image
-  bool logits = false;              // also return the raw logits (not with tta)
-  bool tta = false;                 // test-time augmented probabilities (checkpoint only)
-  std::string tta_mode;             // v1 | v2; empty: the checkpoint's eval.tta_mode
+  std::string checkpoint;     // .ckpt file; or:
+  std::string weights, arch;  // a torchvision ImageNet .pth and its resnetNN (wins if set)
+  // Image files, folders (searched recursively) and glob patterns; predictions come in this
+  // order, each folder's and pattern's images sorted by path.
+  std::vector<std::string> images;
+  int top = 5;                  // classes ranked per image
+  bool logits = false;          // also return the raw logits (not with tta)
+  bool tta = false;             // test-time augmented probabilities (checkpoint only)
+  std::string tta_mode;         // v1 | v2; empty: the checkpoint's eval.tta_mode
+  int batch_size = 0;           // images per batch; 0: the checkpoint's data.batch_size, else 64
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  // CSV written at the end (atomically), one row per readable image:
+  // path,predicted,prob_<class>... (with tta: TTA-blended, then plain_prob_<class>...). Empty:
+  // none. Checked before any work.
+  std::string out;
 };
 
 struct RankedClass {
@@ -29,7 +43,7 @@ struct RankedClass {
 };
 
 struct ImagePrediction {
-  std::string image;                         // as given
+  std::string image;                         // path of the image file
   std::optional<std::string> error;          // why it could not be read; then nothing below is set
   std::vector<RankedClass> top;              // best first (with tta: the TTA-blended probabilities)
   std::vector<RankedClass> plain_top;        // with tta: the plain ones
@@ -37,10 +51,25 @@ struct ImagePrediction {
   std::optional<std::vector<float>> logits;  // with `logits` (plain prediction)
 };
 
-// One prediction per image of `request.images`, in order; unreadable images carry an error (and
-// are logged). ConfigError for a request without a model, --weights without --arch, --tta without
-// a checkpoint; CheckpointError for a checkpoint or weights file that cannot be read; an
-// out-of-memory error under tta names the checkpoint's data.batch_size.
+struct PredictSummary {
+  std::int64_t images = 0;     // image files the request named
+  std::int64_t predicted = 0;  // those predicted (readable)
+  std::int64_t skipped = 0;    // unreadable ones, skipped
+  double seconds = 0.0;        // decoding and prediction wall time (model loading excluded)
+};
+
+using PredictionSink = std::function<void(const ImagePrediction&)>;
+
+// Predicts every image `request` names, calling `sink` once per image in order (unreadable ones
+// with their error) and writing request.out. ConfigError (exit 2) for a request without a model,
+// --weights without --arch, --tta without a checkpoint, a negative batch size; RuntimeError
+// (exit 5) for an --out that cannot be written, before any work; CheckpointError (exit 4) for a
+// checkpoint or weights file that cannot be read; DataError (exit 3) for a path, folder or
+// pattern without images (image_inputs.h) or when no image is readable; OutOfMemoryError naming
+// the batch size.
+PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink);
+
+// The same, collecting the predictions.
 std::vector<ImagePrediction> run_predict_job(const PredictRequest& request);
 
 }  // namespace ltfit
