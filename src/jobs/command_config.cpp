@@ -22,13 +22,28 @@ namespace {
 constexpr std::size_t kMaxDescriptionBytes = 200;
 
 // The running binary's installed configs: <exe>/../<datadir>/ltfit/configs; empty if unknown.
-fs::path installed_config_dir() {
+fs::path running_binary() {
   std::error_code error;
   const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (error || exe.empty()) return {};
+  return error ? fs::path() : exe;
+}
+
+fs::path installed_config_dir(const fs::path& exe) {
   const fs::path datadir(LTFIT_INSTALL_DATADIR);
   const fs::path prefix = exe.parent_path().parent_path();
   return (datadir.is_absolute() ? datadir : prefix / datadir) / "ltfit" / "configs";
+}
+
+// A binary run from its CMake build folder: the source checkout's configs/, named by the
+// folder's CMakeCache.txt (CMAKE_HOME_DIRECTORY); empty for an installed binary.
+fs::path build_tree_config_dir(const fs::path& exe) {
+  std::ifstream cache(exe.parent_path() / "CMakeCache.txt");
+  const std::string key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+  std::string line;
+  for (int i = 0; i < 5000 && std::getline(cache, line); ++i) {
+    if (line.rfind(key, 0) == 0) return fs::path(line.substr(key.size())) / "configs";
+  }
+  return {};
 }
 
 bool is_file(const fs::path& path) {
@@ -91,11 +106,14 @@ std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets) 
 
 std::vector<fs::path> config_search_dirs() {
   std::vector<fs::path> dirs{fs::path("configs")};
-  const fs::path installed = installed_config_dir();
-  std::error_code error;
-  if (!installed.empty() && fs::is_directory(installed, error) &&
-      !same_folder(installed, dirs.front())) {
-    dirs.push_back(installed);
+  const fs::path exe = running_binary();
+  if (exe.empty()) return dirs;
+  for (const fs::path& dir : {installed_config_dir(exe), build_tree_config_dir(exe)}) {
+    std::error_code error;
+    if (dir.empty() || !fs::is_directory(dir, error)) continue;
+    const bool seen = std::any_of(dirs.begin(), dirs.end(),
+                                  [&](const fs::path& d) { return same_folder(d, dir); });
+    if (!seen) dirs.push_back(dir);
   }
   return dirs;
 }

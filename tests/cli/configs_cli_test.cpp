@@ -68,7 +68,11 @@ TEST_CASE("a config name finds ./configs/NAME.yaml, logs it and names it in conf
 
   const auto listed = run_ltfit_in(dir.path(), "configs");
   REQUIRE(listed.exit_code == 0);
-  CHECK_THAT(listed.stdout_text, Contains("  mine  my tiny test config"));
+  CHECK_THAT(listed.stdout_text, Contains("  mine "));
+  CHECK_THAT(listed.stdout_text, Contains("my tiny test config"));
+  // The build folder's binary also finds its checkout's configs, after ./configs.
+  CHECK_THAT(listed.stdout_text,
+             Contains((ltfit::testing::source_dir() / "configs/quickstart.yaml").string()));
 
   const auto r = run_ltfit_in(dir.path(), "train --config mine");
   INFO(r.output);
@@ -104,12 +108,12 @@ TEST_CASE("a config or plan name that matches nothing exits 2 listing the names"
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Contains("--config gamma: no such file, and no config of that name in "
                                   "configs/"));
-    CHECK_THAT(r.output, Contains("(shipped configs: alpha, beta)"));
+    CHECK_THAT(r.output, Contains("(shipped configs: alpha, beta, cats_dogs, quickstart)"));
     CHECK_THAT(r.output, Contains("ltfit configs"));
   }
   const auto plan = run_ltfit_in(dir.path(), "experiment --plan nope");
   CHECK(plan.exit_code == 2);
-  CHECK_THAT(plan.output, Contains("(shipped plans: plan_one)"));
+  CHECK_THAT(plan.output, Contains("(shipped plans: kaggle_vs_colab, plan_one)"));
 
   // An existing folder given as --config is not a config file (exit 2 naming it).
   fs::create_directories(dir.path() / "folder");

@@ -5,7 +5,8 @@
 //   1. X as given (a path, relative to the working directory);
 //   2. X, then X.yaml, in ./configs/ (a checkout of the repository);
 //   3. X, then X.yaml, in the installed configs: <prefix>/share/ltfit/configs/, where <prefix> is
-//      the folder above the running binary's bin/ (`cmake --install build --prefix P`).
+//      the folder above the running binary's bin/ (`cmake --install build --prefix P`);
+//   4. for a binary run from its CMake build folder (build/ltfit), in the checkout's configs/.
 // A name that matches nothing is a ConfigError (exit 2) listing the configs that were found.
 // Thread-safe (the lookups read the file system only).
 #pragma once
@@ -24,8 +25,9 @@ inline constexpr const char* kPlanFolder = "experiments";  // plans' subfolder o
 // The `--set key=value` options as overrides (ConfigError on a malformed one).
 std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets);
 
-// The folders searched for configs by name, in order: ./configs, then the installed
-// share/ltfit/configs next to the running binary (when it exists and differs).
+// The folders searched for configs by name, in order: ./configs, the installed
+// share/ltfit/configs next to the running binary, the build folder's checkout's configs/ (each
+// when it exists and is not already listed).
 std::vector<std::filesystem::path> config_search_dirs();
 
 // The file `--config name` means (see the header); with `kind` "plan", `--plan name` (the same
