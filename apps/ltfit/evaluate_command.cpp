@@ -44,7 +44,8 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "(data.valid_count, run.seed). Default: the validation split of the "
                   "checkpoint's data.root");
   cmd->add_option("--split", r.split,
-                  "the dataset root's split to evaluate: train | valid | test (default: valid)")
+                  "the dataset root's split to evaluate: train | valid | test (default: valid; "
+                  "without --data: of the checkpoint's data.root)")
       ->check(CLI::IsMember({"train", "valid", "test"}));
   cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_option("--precision", r.precision,

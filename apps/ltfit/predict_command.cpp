@@ -61,7 +61,10 @@ void run_predict(const PredictArgs& args) {
 void add_predict_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<PredictArgs>();
   PredictRequest& r = args->request;
-  CLI::App* cmd = app.add_subcommand("predict", "class and probabilities per image");
+  CLI::App* cmd = app.add_subcommand(
+      "predict",
+      "class and probabilities per image of the files, folders and glob patterns given, batched "
+      "on the device; unreadable images are skipped and named, images/s logged at the end");
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)");
   cmd->add_option("--weights", r.weights, "a torchvision ImageNet .pth instead of a checkpoint");
   cmd->add_option("--arch", r.arch,
