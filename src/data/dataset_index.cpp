@@ -352,7 +352,7 @@ DataError missing_split(const fs::path& root, const std::string& split,
                         const std::vector<std::string>& splits, const std::string& layout) {
   return DataError("dataset root '" + root.string() + "' has no split '" + split + "' (" + layout +
                        "); its splits: " + (splits.empty() ? "none" : joined(splits)),
-                   "choose one with --split " + joined(splits));
+                   "choose one of them with --split");
 }
 
 EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::string>& classes,
