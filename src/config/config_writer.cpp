@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -33,12 +34,21 @@ void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
   out << YAML::Key << key << YAML::Value << text;
 }
 
-// Strings that YAML would read as null are quoted so they come back as strings.
+// Strings that a plain scalar would not carry back are double-quoted (and escaped): those YAML
+// reads as null, and those with leading or trailing blanks or a control character (a plain
+// scalar drops the blanks; yaml-cpp writes a carriage return unescaped, which reads back as a
+// line break).
 void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
   const bool null_like =
       value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
+  const auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
+  const bool edge_blank = !value.empty() && (is_blank(value.front()) || is_blank(value.back()));
+  const bool control = std::any_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
   out << YAML::Key << key << YAML::Value;
-  if (null_like) out << YAML::DoubleQuoted;
+  if (null_like || edge_blank || control) out << YAML::DoubleQuoted;
   out << value;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -34,6 +35,13 @@ void check_output_file(const fs::path& file, const std::string& what) {
   if (ec) fail(quoted(dir) + ": " + ec.message());
   if (!fs::is_directory(status)) fail(quoted(dir) + " is not a folder");
   if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(quoted(dir) + ": " + std::strerror(errno));
+  // access() trusts the permission bits: root passes it on /proc or a read-only mount, where
+  // creating a file still fails. Creating (and removing) a probe file is the real test.
+  std::string probe = (dir / ".ltfit-write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) fail(quoted(dir) + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace ltfit

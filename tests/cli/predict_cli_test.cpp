@@ -208,6 +208,12 @@ TEST_CASE("predict errors: an unwritable --out before any work, bad --batch-size
   CHECK_THAT(r.output,
              Contains("cannot write predictions file (--out) '" + dir.str() + "/afile/p.csv'"));
   CHECK_THAT(r.output, !Contains("predicting") && !Contains("predicted"));
+  // A folder whose permission bits allow writing (to root) but where no file can be created.
+  const auto proc = predict(base + "--out /proc/ltfit-test-p.csv " + dir.str() + "/photos");
+  CHECK(proc.exit_code == 5);
+  CHECK_THAT(proc.output,
+             Contains("cannot write predictions file (--out) '/proc/ltfit-test-p.csv'"));
+  CHECK_THAT(proc.output, !Contains("predicted"));
 
   CHECK(predict(base + "--batch-size 0 " + dir.str() + "/photos").exit_code == 2);
   CHECK(predict(base + "--batch-size -2 " + dir.str() + "/photos").exit_code == 2);

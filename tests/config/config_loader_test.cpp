@@ -400,6 +400,25 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.data.max_pixels = 123'456'789'012;
     CHECK(load_config_from_string(to_yaml(c), "t.yaml") == c);
   }
+  SECTION("strings a plain scalar would change: edge blanks, carriage returns, control bytes") {
+    // Found by fuzz_config: `root: data/synth      <CR>   # comment` loads as "data/synth      \r",
+    // which yaml-cpp wrote unquoted and read back as "data/synth".
+    const Config found =
+        load_config_from_string("data:\n  root: data/synth      \r   # a comment\n", "t.yaml");
+    CHECK(load_config_from_string(to_yaml(found), "t.yaml") == found);
+    for (const std::string text :
+         {std::string("data/synth      \r"), std::string(" lead"), std::string("trail\t"),
+          std::string("a\x01b"), std::string("tab\tinside"), std::string("del\x7f")}) {
+      INFO(text);
+      Config c;
+      c.data.root = text;
+      c.run.out_dir = text;
+      c.train.device = "cpu";
+      const Config again = load_config_from_string(to_yaml(c), "t.yaml");
+      CHECK(again.data.root == text);
+      CHECK(again.run.out_dir == text);
+    }
+  }
 }
 
 TEST_CASE("the shipped configs load cleanly", "[config]") {
