@@ -24,6 +24,7 @@ echo
 echo "== evaluate $run_dir/checkpoints/last.ckpt =="
 "$LTFIT" evaluate --checkpoint "$run_dir/checkpoints/last.ckpt"
 echo
-echo "== run directory: $run_dir (epochs.csv, steps.csv, summary.json, timing.json, env.json, train.log, checkpoints/)"
+echo "== run directory: $run_dir (epochs.csv, steps.csv, summary.json, timing.json, env.json, train.log, checkpoints/, tb/)"
+echo "== curves and pictures in TensorBoard: tensorboard --logdir $(dirname "$run_dir")"
 echo "== quickstart wall time after the build: $(( $(date +%s) - start )) s"
 rm -f "$summary"
