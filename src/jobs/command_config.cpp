@@ -105,10 +105,14 @@ std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets) 
 }
 
 std::vector<fs::path> config_search_dirs() {
+  // The binary's own folders do not change while it runs: found (and CMakeCache.txt read) once.
+  static const std::vector<fs::path> binary_dirs = [] {
+    const fs::path exe = running_binary();
+    if (exe.empty()) return std::vector<fs::path>{};
+    return std::vector<fs::path>{installed_config_dir(exe), build_tree_config_dir(exe)};
+  }();
   std::vector<fs::path> dirs{fs::path("configs")};
-  const fs::path exe = running_binary();
-  if (exe.empty()) return dirs;
-  for (const fs::path& dir : {installed_config_dir(exe), build_tree_config_dir(exe)}) {
+  for (const fs::path& dir : binary_dirs) {
     std::error_code error;
     if (dir.empty() || !fs::is_directory(dir, error)) continue;
     const bool seen = std::any_of(dirs.begin(), dirs.end(),
