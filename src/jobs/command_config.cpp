@@ -131,7 +131,7 @@ fs::path resolve_config_path(const std::string& name, const std::string& kind) {
   if (given.is_relative()) {
     for (const fs::path& dir : config_search_dirs()) {
       const fs::path folder = kind_dir(dir, kind);
-      for (const fs::path candidate : {folder / given, folder / (name + ".yaml")}) {
+      for (const fs::path& candidate : {folder / given, folder / (name + ".yaml")}) {
         if (is_file(candidate)) return candidate;
       }
     }
