@@ -95,7 +95,7 @@ TEST_CASE("evaluate --split test: exit 3 naming the splits, then test/ once it e
   CHECK(evaluate(base + "--data " + root.string() + " --split validation").exit_code == 2);
 }
 
-TEST_CASE("evaluate --data <class folders> as before; --split there is a usage error",
+TEST_CASE("evaluate --data <class folders> as before - --split there is a usage error",
           "[cli][evaluate]") {
   TempDir dir;
   const std::string base = setup_root(dir);

@@ -76,7 +76,7 @@ std::string interrupt_script(const std::string& train_args, const fs::path& run,
 
 }  // namespace
 
-TEST_CASE("SIGINT: finish the step, checkpoint, exit 130; --resume auto ends as if never stopped",
+TEST_CASE("SIGINT: finish the step, checkpoint, exit 130 - --resume auto ends as if never stopped",
           "[cli][resume]") {
   TempDir dir;
   const fs::path config = write_slow_run(dir.path(), /*every_minutes=*/0);

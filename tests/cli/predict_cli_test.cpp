@@ -79,7 +79,7 @@ std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("predict on a folder: recursive, images only, sorted; --out CSV and --json lines",
+TEST_CASE("predict on a folder: recursive, images only, sorted - --out CSV and --json lines",
           "[cli][predict]") {
   TempDir dir;
   const std::string ckpt = setup(dir);

@@ -48,7 +48,7 @@ std::vector<ltfit::Batch> one_epoch(ltfit::Loader& loader, int epoch) {
 
 }  // namespace
 
-TEST_CASE("1 and 4 workers yield identical batches; epochs differ", "[data][loader]") {
+TEST_CASE("1 and 4 workers yield identical batches - epochs differ", "[data][loader]") {
   ltfit::testing::TempDir dir;
   const auto samples = small_set(dir);
   ltfit::Loader one(samples, train_options(1));
@@ -122,7 +122,7 @@ TEST_CASE("destroying a loader mid-epoch joins its workers", "[data][loader]") {
   SUCCEED("no hang, no crash");
 }
 
-TEST_CASE("the bad-input zoo is skipped, counted and named; good odd sizes decode",
+TEST_CASE("the bad-input zoo is skipped, counted and named - good odd sizes decode",
           "[data][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = small_set(dir, 10);

@@ -37,7 +37,7 @@ TEST_CASE("forward_logits runs under bf16 autocast, returns float32, restores st
   CHECK(at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16);  // the CPU default
 }
 
-TEST_CASE("score_predictions counts accuracy and confusion; nll_sum is -sum log p", "[eval]") {
+TEST_CASE("score_predictions counts accuracy and confusion - nll_sum is -sum log p", "[eval]") {
   const torch::Tensor probs = torch::tensor({0.9f, 0.1f, 0.3f, 0.7f, 0.6f, 0.4f}).view({3, 2});
   const torch::Tensor targets = torch::tensor({0, 1, 1}, torch::kInt64);
   const ltfit::EvalResult r =

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ltfit::testing::TempDir;
 
-TEST_CASE("a run directory has one writer; the second is told who holds it", "[run_dir]") {
+TEST_CASE("a run directory has one writer - the second is told who holds it", "[run_dir]") {
   TempDir dir;
   const fs::path run = dir.path() / "run";
   ltfit::OpenRunDir first = ltfit::create_run_dir({}, run.string());
@@ -54,7 +54,7 @@ TEST_CASE("a new run takes the next name when the first is locked by a starting 
   CHECK_THROWS_AS(ltfit::create_run_dir(config, (dir.path() / "exp").string()), ltfit::ConfigError);
 }
 
-TEST_CASE("the lock dies with a killed holder; a planted .lock symlink is never followed",
+TEST_CASE("the lock dies with a killed holder - a planted .lock symlink is never followed",
           "[run_dir]") {
   TempDir dir;
   const fs::path run = dir.path() / "run";

@@ -103,7 +103,7 @@ TEST_CASE("the shipped plan has 1, 2 and all-GPU rows at one global batch beside
   CHECK_THAT(plan.study.scaling[0].source, Contains("Kaggle GPU guide that accompanied the study"));
 }
 
-TEST_CASE("a plan run's gpus: is a count of GPUs or all; anything else names file:line and key",
+TEST_CASE("a plan run's gpus: is a count of GPUs or all - anything else names file:line and key",
           "[experiment][study]") {
   const auto plan = ltfit::parse_experiment_plan(
       "name: p\nbase: b.yaml\nruns:\n  - {id: a}\n  - {id: b, gpus: 1}\n"

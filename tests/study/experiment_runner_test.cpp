@@ -67,7 +67,7 @@ TEST_CASE("a run's child is ltfit train, or ltfit train under torchrun for 2 or 
   CHECK(ltfit::child_argv(command)[5] == "8");
 }
 
-TEST_CASE("GPU rows a machine cannot run say why; rows without gpus: are never held back",
+TEST_CASE("GPU rows a machine cannot run say why - rows without gpus: are never held back",
           "[experiment][study]") {
   using ltfit::gpus_not_applicable_reason;
   CHECK(gpus_not_applicable_reason(kNone, 0, 64).empty());
