@@ -12,6 +12,7 @@
 #include "jobs/jobs_fixtures.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/synth.h"
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -22,7 +23,7 @@ using ltfit::testing::TempDir;
 namespace {
 
 CommandResult evaluate(const std::string& args) {
-  return ltfit::testing::run_ltfit("evaluate " + args, "prlimit --as=4294967296");
+  return ltfit::testing::run_ltfit("evaluate " + args, ltfit::testing::child_address_space_cap());
 }
 
 nlohmann::json evaluate_json(const std::string& args) {

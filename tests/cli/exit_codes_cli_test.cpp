@@ -2,7 +2,7 @@
 // running out of memory names data.batch_size and the find-batch hint (exit 5), a file-system
 // error names its path (exit 5), and `evaluate --out` that cannot be written fails before the
 // checkpoint and the data are read, not after the whole evaluation. Every ltfit here runs under
-// an address-space cap and a deadline.
+// a deadline and, but in ASan builds, an address-space cap.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -23,7 +24,8 @@ using ltfit::testing::write_file;
 
 namespace {
 
-const std::string kLimits = "ulimit -v 6000000; timeout -s KILL 120";
+const std::string kLimits =
+    ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120";
 
 std::string config_yaml(const fs::path& dir, int image_size, int batch_size, int workers) {
   return "run: {name: tiny, out_dir: \"" + (dir / "runs").string() +

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "jobs/jobs_fixtures.h"
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -20,10 +21,8 @@ using ltfit::testing::write_file;
 
 namespace {
 
-constexpr const char* kCap = "prlimit --as=4294967296";  // LibTorch maps ~2.5 GB
-
 CommandResult predict(const std::string& args) {
-  return ltfit::testing::run_ltfit("predict " + args, kCap);
+  return ltfit::testing::run_ltfit("predict " + args, ltfit::testing::child_address_space_cap());
 }
 
 // A checkpoint (32 px, batch 4, cat/dog) in `dir`/run, and a folder `dir`/photos of generated
