@@ -331,7 +331,11 @@ TEST_CASE(
                   sample_meta(tiny_config(dir.path() / "data")));
   check_same_parameters(model, loaded);
   check_same_optimizer_state(*optimizer, *loaded_optimizer);
-  CHECK(run_ltfit("evaluate --checkpoint " + new_path).exit_code == 0);
+  // --out: outside a run directory evaluate would write predictions.csv where the test runs.
+  const auto evaluated =
+      run_ltfit("evaluate --checkpoint " + new_path + " --out " + dir.str() + "/eval");
+  CHECK(evaluated.exit_code == 0);
+  CHECK(fs::exists(dir.path() / "eval/predictions.csv"));
 }
 
 TEST_CASE("a TorchScript archive whose __setstate__ writes a file is refused and runs nothing",
