@@ -52,6 +52,7 @@ export UBSAN_OPTIONS="log_path=$LOGS/ubsan:halt_on_error=1:print_stacktrace=1:su
 # scripts/check_test_filters.sh (a CTest test) checks that every pattern still names a test.
 default_exclude='makes ltfit exit 1|train out of memory: exit 5 naming|SIGTERM stops a pretrained-weights download|SIGTERM during the last epoch.s validation|among bombs, FIFOs|left with one readable image is refilled|_rebuild_from_type_v2 exits 4|stride-0 view claiming 5 GB is refused|flood of cheap opcodes in a small deflated|corrupt record exits 4 naming|hostile checkpoint .a stride-0 view'
 exclude="${LTFIT_ASAN_EXCLUDE-$default_exclude}"
+left_out="the address-space-capped tests"
 # LTFIT_ASAN_SUBSET=quick (CI, whose 45 minutes cannot hold the whole suite under ASan): also
 # leaves out the tests that run the `ltfit` binary (Catch tag [cli]) and the CTest scripts that
 # train or install. What stays is every test of the library itself, the file readers, loader,
@@ -63,12 +64,10 @@ if [[ "${LTFIT_ASAN_SUBSET:-}" == quick ]]; then
   [[ -n "$cli" ]] || { log "no [cli] tests listed"; exit 1; }
   scripts_out='^(dist_torchrun_loopback|install_prefix|tensorboard_oracle|fetch_data_loopback|parity_torchvision)$'
   exclude="${exclude:+$exclude|}$cli|$scripts_out"
-  log "quick subset: the [cli] tests and the training/install scripts left out"
+  left_out+=", the [cli] tests and the training/install scripts"
 fi
 exclude_args=()
 [[ -n "$exclude" ]] && exclude_args=(-E "$exclude")
-left_out="the address-space-capped tests"
-[[ "${LTFIT_ASAN_SUBSET:-}" == quick ]] && left_out+=", the [cli] tests and the scripts"
 log "running the suite (ctest ${exclude:+-E <$left_out> }${LTFIT_ASAN_CTEST_ARGS:-})"
 rc=0
 # shellcheck disable=SC2086

@@ -17,6 +17,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/loader.h"
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -41,7 +42,7 @@ ltfit::testing::CappedRun decode_capped(const std::string& path,
 // A command prefix capping the ltfit child at 4 GiB of address space: plenty for a tiny run, far
 // below what one bomb would take. None in sanitizer builds (see kAddressSpaceCapped).
 std::string address_space_cap() {
-  return ltfit::testing::kAddressSpaceCapped ? "prlimit --as=4294967296" : "";
+  return ltfit::testing::kAddressSpaceCapped ? ltfit::testing::child_address_space_cap() : "";
 }
 
 struct Bomb {

@@ -40,11 +40,12 @@ int unpickle_expecting_limit(const std::string& pickle) {
 }  // namespace
 
 TEST_CASE("SETITEMS with 200k keys builds the dict in linear time", "[pickle][model]") {
-  const auto dict_pickle = [](int keys) {
-    std::string p = op::kProto2 + "}(";
-    for (int i = 0; i < keys; ++i) p += op::str("key." + std::to_string(i)) + op::int32(i);
-    p += op::str("key.7") + op::int32(-7);  // a repeated key replaces the value, keeps its place
-    return p + "u.";
+  // 200k string keys with int values and a repeated key (which replaces its value and keeps its
+  // place), between `open` and `close`: a dict (SETITEMS) or a list of the same values (APPENDS).
+  const auto keys_pickle = [](const std::string& open, const std::string& close) {
+    std::string p = op::kProto2 + open;
+    for (int i = 0; i < 200000; ++i) p += op::str("key." + std::to_string(i)) + op::int32(i);
+    return p + op::str("key.7") + op::int32(-7) + close;
   };
   // The best of three reads, in seconds (the machine's speed and load cancel in the ratio below).
   const auto best_seconds = [](const std::string& p) {
@@ -58,7 +59,7 @@ TEST_CASE("SETITEMS with 200k keys builds the dict in linear time", "[pickle][mo
     }
     return best;
   };
-  const std::string large = dict_pickle(200000);
+  const std::string large = keys_pickle("}(", "u.");
   ReadBudget budget(std::uint64_t(1) << 30);
   const auto result = ltfit::pickle::unpickle(large, no_globals(), budget);
   const PickleValue& dict = result->root();
@@ -69,9 +70,7 @@ TEST_CASE("SETITEMS with 200k keys builds the dict in linear time", "[pickle][mo
   // Against a list of the same 400k values (APPENDS: the same objects, allocations and machine
   // load, no look-ups): a linear dict costs a small multiple of it; the quadratic look-ups took
   // minutes, thousands of times the list.
-  std::string list = op::kProto2 + "](";
-  for (int i = 0; i < 200000; ++i) list += op::str("key." + std::to_string(i)) + op::int32(i);
-  list += op::str("key.7") + op::int32(-7) + "e.";
+  const std::string list = keys_pickle("](", "e.");
   const double list_seconds = best_seconds(list);
   const double dict_seconds = best_seconds(large);
   UNSCOPED_INFO("200k keys: dict " << dict_seconds << " s, list of the same values " << list_seconds
