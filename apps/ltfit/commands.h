@@ -26,5 +26,6 @@ void add_envinfo_command(CLI::App& app, int* exit_code);
 void add_find_batch_command(CLI::App& app, int* exit_code);
 void add_convert_checkpoint_command(CLI::App& app, int* exit_code);
 void add_configs_command(CLI::App& app, int* exit_code);  // configs (list, print)
+void add_models_command(CLI::App& app, int* exit_code);   // models (the arch registry)
 
 }  // namespace ltfit::cli

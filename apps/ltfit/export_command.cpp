@@ -1,5 +1,5 @@
 // `ltfit export`: a checkpoint's weights as a torch.save state dict that Python's torch.load and
-// torchvision's ResNet (for a linear head) read (jobs/export_job.h).
+// torchvision's model (for a linear head) read (jobs/export_job.h).
 #include <CLI/CLI.hpp>
 
 #include "commands.h"

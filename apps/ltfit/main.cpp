@@ -28,7 +28,7 @@ void ensure_passive_openmp(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_passive_openmp(argv);
-  CLI::App app{"ltfit: fine-tune ResNets on image folders the fastai way, in C++ (LibTorch)"};
+  CLI::App app{"ltfit: fine-tune pretrained CNNs (ResNet, ConvNeXt, EfficientNet) on image folders the fastai way, in C++ (LibTorch)"};
   app.set_version_flag("--version", std::string("ltfit ") + LTFIT_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   ltfit::cli::add_find_batch_command(app, &exit_code);
   ltfit::cli::add_convert_checkpoint_command(app, &exit_code);
   ltfit::cli::add_configs_command(app, &exit_code);
+  ltfit::cli::add_models_command(app, &exit_code);
   app.parse_complete_callback([&] { ltfit::setup_logging(verbose); });
   try {
     app.parse(argc, argv);

@@ -1,5 +1,5 @@
 // `ltfit predict`: class probabilities per image of the files, folders and glob patterns given,
-// from a checkpoint or from torchvision ImageNet weights (`--weights FILE.pth --arch resnetNN`,
+// from a checkpoint or from torchvision ImageNet weights (`--weights FILE.pth --arch A`,
 // top-k with ImageNet class names), batched on the device. With --tta (checkpoints only) the
 // probabilities are test-time augmented (jobs/predict_job.h). --json prints JSON Lines.
 #include <CLI/CLI.hpp>
@@ -68,7 +68,7 @@ void add_predict_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)");
   cmd->add_option("--weights", r.weights, "a torchvision ImageNet .pth instead of a checkpoint");
   cmd->add_option("--arch", r.arch,
-                  "with --weights: resnet18 | resnet34 | resnet50 | resnet101 | resnet152");
+                  "with --weights: the file's architecture (one of `ltfit models`)");
   cmd->add_option("--top", r.top, "classes shown per image")->capture_default_str();
   cmd->add_flag("--logits", r.logits, "also print the raw logits");
   cmd->add_flag("--json", args->json,

@@ -65,10 +65,4 @@ const std::string& dist_backend_name(DistBackend backend) { return dist_backends
 BnBuffers parse_bn_buffers(std::string_view text) { return bn_buffer_modes().parse(text); }
 const std::string& bn_buffers_name(BnBuffers mode) { return bn_buffer_modes().name(mode); }
 
-const std::vector<std::string>& model_arch_names() {
-  static const std::vector<std::string> kNames = {"resnet18", "resnet34", "resnet50", "resnet101",
-                                                  "resnet152"};
-  return kNames;
-}
-
 }  // namespace ltfit

@@ -329,29 +329,31 @@ void Loader::worker_loop() {
 
 namespace {
 
-constexpr float kMean[3] = {0.485f * 255.f, 0.456f * 255.f, 0.406f * 255.f};
-constexpr float kInvStd[3] = {1.f / (0.229f * 255.f), 1.f / (0.224f * 255.f),
-                              1.f / (0.225f * 255.f)};
+// (pixel - 255·mean) · 1/(255·std): the 0-255 form of torchvision's (pixel/255 - mean) / std.
+std::array<float, 3> scaled_mean(const ImageNormalization& n) {
+  return {n.mean[0] * 255.f, n.mean[1] * 255.f, n.mean[2] * 255.f};
+}
+std::array<float, 3> scaled_inv_std(const ImageNormalization& n) {
+  return {1.f / (n.std[0] * 255.f), 1.f / (n.std[1] * 255.f), 1.f / (n.std[2] * 255.f)};
+}
 
 // CPU: one pass over the bytes through a 3x256 table, writing NHWC floats; the table holds
 // exactly what (float(v) - mean) * inv_std gives, so results equal the tensor formula.
-torch::Tensor normalize_on_cpu(const torch::Tensor& images) {
-  static const auto kTable = [] {
-    std::array<std::array<float, 256>, 3> table{};
-    for (int c = 0; c < 3; ++c) {
-      for (int v = 0; v < 256; ++v) table[c][v] = (static_cast<float>(v) - kMean[c]) * kInvStd[c];
-    }
-    return table;
-  }();
+torch::Tensor normalize_on_cpu(const torch::Tensor& images, const ImageNormalization& norm) {
+  const std::array<float, 3> mean = scaled_mean(norm), inv_std = scaled_inv_std(norm);
+  std::array<std::array<float, 256>, 3> table{};
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) table[c][v] = (static_cast<float>(v) - mean[c]) * inv_std[c];
+  }
   const torch::Tensor src = images.contiguous();
   torch::Tensor out = torch::empty(src.sizes(), torch::kFloat32);
   const std::uint8_t* in = src.data_ptr<std::uint8_t>();
   float* dst = out.data_ptr<float>();
   at::parallel_for(0, src.numel() / 3, /*grain_size=*/16384, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) {
-      dst[3 * i] = kTable[0][in[3 * i]];
-      dst[3 * i + 1] = kTable[1][in[3 * i + 1]];
-      dst[3 * i + 2] = kTable[2][in[3 * i + 2]];
+      dst[3 * i] = table[0][in[3 * i]];
+      dst[3 * i + 1] = table[1][in[3 * i + 1]];
+      dst[3 * i + 2] = table[2][in[3 * i + 2]];
     }
   });
   return out;
@@ -360,16 +362,17 @@ torch::Tensor normalize_on_cpu(const torch::Tensor& images) {
 }  // namespace
 
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
-                               bool channels_last) {
+                               bool channels_last, const ImageNormalization& normalization) {
   LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
               "images must be uint8 [N,H,W,3]");
   torch::Tensor x;
   if (device.is_cpu()) {
-    x = normalize_on_cpu(images);
+    x = normalize_on_cpu(images, normalization);
   } else {  // copy the bytes (pinned: asynchronously), convert and normalise on the device
     const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-    const torch::Tensor mean = torch::tensor(std::vector<float>(kMean, kMean + 3), options);
-    const torch::Tensor inv_std = torch::tensor(std::vector<float>(kInvStd, kInvStd + 3), options);
+    const std::array<float, 3> m = scaled_mean(normalization), s = scaled_inv_std(normalization);
+    const torch::Tensor mean = torch::tensor(std::vector<float>(m.begin(), m.end()), options);
+    const torch::Tensor inv_std = torch::tensor(std::vector<float>(s.begin(), s.end()), options);
     x = (images.to(device, /*non_blocking=*/true).to(torch::kFloat32) - mean).mul_(inv_std);
   }
   x = x.permute({0, 3, 1, 2});  // [N,3,H,W] view; memory stays NHWC (channels_last)

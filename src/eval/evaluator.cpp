@@ -13,7 +13,7 @@
 
 namespace ltfit {
 
-EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
+EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
@@ -22,7 +22,8 @@ EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options) {
   double loss_sum = 0.0;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
-    const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last);
+    const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
+                                              model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
@@ -73,7 +74,7 @@ Precision resolve_eval_precision(Precision requested, const torch::Device& devic
   return requested;
 }
 
-torch::Tensor forward_logits(ResNet& model, const torch::Tensor& images,
+torch::Tensor forward_logits(Classifier& model, const torch::Tensor& images,
                              const EvalOptions& options) {
   // Callers pass a precision resolved for the device (resolve_eval_precision).
   AutocastGuard autocast(options.device.type(), precision_dtype(options.precision));

@@ -23,7 +23,7 @@ double seconds_since(Clock::time_point start) {
 // NoGradGuard + eval mode for the scope; the model's previous mode is restored.
 class InferenceScope {
  public:
-  explicit InferenceScope(ResNet& model) : model_(model), was_training_(model->is_training()) {
+  explicit InferenceScope(Classifier& model) : model_(model), was_training_(model->is_training()) {
     model_->eval();
   }
   ~InferenceScope() { model_->train(was_training_); }
@@ -32,7 +32,7 @@ class InferenceScope {
 
  private:
   torch::NoGradGuard no_grad_;
-  ResNet& model_;
+  Classifier& model_;
   bool was_training_;
 };
 
@@ -43,7 +43,7 @@ struct V1Parts {
 };
 
 // The mean probabilities of the 8 views of `x` [N,3,S,S]: 4 forwards of 2N images each.
-torch::Tensor v1_view_probabilities(ResNet& model, const torch::Tensor& x, double scale,
+torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, double scale,
                                     const EvalOptions& options) {
   torch::Tensor sum;
   for (int corner = 0; corner < kTtaV1Views / 2; ++corner) {  // views i and i|4 share a zoom
@@ -73,7 +73,7 @@ torch::Tensor blend_tta(const torch::Tensor& plain, const torch::Tensor& augment
   return torch::lerp(augmented.to(torch::kFloat32), plain.to(torch::kFloat32), beta);
 }
 
-TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval,
+TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
                  const EvalOptions& options) {
   const auto start = Clock::now();
   InferenceScope inference(model);
@@ -81,7 +81,8 @@ TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval,
   loader.start_epoch(0);
   auto plain_start = Clock::now();
   while (auto batch = loader.next()) {
-    const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last);
+    const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
+                         model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     parts.plain_loss_sum +=
         torch::nn::functional::cross_entropy(
@@ -109,7 +110,7 @@ TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval,
   return result;
 }
 
-TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
+TtaResult tta_v2(Classifier& model, Loader& loader, const LoaderOptions& loader_options,
                  const EvalConfig& eval, const EvalOptions& options) {
   const auto start = Clock::now();
   EvalResult plain = evaluate(model, loader, options);
@@ -125,7 +126,8 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
     augmented_loader.start_epoch(pass);
     while (auto batch = augmented_loader.next()) {
       const torch::Tensor x =
-          normalize_images(batch->images, options.device, options.channels_last);
+          normalize_images(batch->images, options.device, options.channels_last,
+                         model->input_normalization());
       const torch::Tensor probs =
           torch::softmax(forward_logits(model, x, options), 1).to(torch::kCPU);
       const torch::Tensor at = torch::tensor(batch->indices, torch::kInt64);
@@ -150,7 +152,7 @@ int tta_passes(const EvalConfig& eval) {
   return 1 + (eval.tta_mode == TtaMode::kV2 ? eval.tta_n : kTtaV1Views);
 }
 
-TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
+TtaResult run_tta(Classifier& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options) {
   spdlog::info("TTA {}: {} images, beta {}, {} precision", tta_mode_name(eval.tta_mode),
                loader.size(), eval.tta_beta, precision_name(options.precision));

@@ -1,4 +1,5 @@
 // Checkpoint evaluation and TTA prediction for the CLI: see checkpoint_eval.h.
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 
 #include <spdlog/spdlog.h>
@@ -51,7 +52,7 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   loaded.meta = read_checkpoint_meta(checkpoint);
   loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
   const ModelConfig& m = loaded.config.model;
-  loaded.model = ResNet(resnet_spec(m.arch), static_cast<std::int64_t>(loaded.meta.classes.size()),
+  loaded.model = make_classifier(m.arch, static_cast<std::int64_t>(loaded.meta.classes.size()),
                         m.head, m.dropout);
   load_checkpoint(checkpoint, loaded.model, nullptr);
   loaded.model->to(device);

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "ltfit/config/config_loader.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
@@ -57,7 +57,7 @@ CheckpointMeta read_old_meta(torch::serialize::InputArchive& archive) {
   return meta;
 }
 
-void load_old_weights(torch::serialize::InputArchive& archive, ResNet& model) {
+void load_old_weights(torch::serialize::InputArchive& archive, Classifier& model) {
   torch::serialize::InputArchive weights;
   if (!archive.try_read("model", weights)) throw std::runtime_error("no model weights");
   torch::NoGradGuard no_grad;
@@ -90,13 +90,13 @@ void convert(const std::string& old_path, const std::string& new_path) {
   archive.load_from(old_path);  // runs the archive's code: hence --trust-code
   const CheckpointMeta meta = read_old_meta(archive);
   const Config config = load_config_from_string(meta.config_yaml, old_path + " (config)");
-  ResNet model(resnet_spec(config.model.arch), static_cast<std::int64_t>(meta.classes.size()),
+  Classifier model = make_classifier(config.model.arch, static_cast<std::int64_t>(meta.classes.size()),
                config.model.head, config.model.dropout);
   load_old_weights(archive, model);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   torch::serialize::InputArchive optimizer_archive;
   if (archive.try_read("optimizer", optimizer_archive)) {
-    optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
+    optimizer = make_optimizer(config.train.optimizer, model);
     optimizer->load(optimizer_archive);
   }
   save_checkpoint(new_path, model, optimizer.get(), meta, read_old_rng(archive));

@@ -13,7 +13,7 @@ namespace {
 
 // Parameters and buffers in PyTorch's state_dict order: module by module, each module's own
 // parameters, then its own buffers.
-StateDict state_dict_of(ResNet& model) {
+StateDict state_dict_of(Classifier& model) {
   StateDict state;
   for (const auto& item : model->named_modules()) {
     const std::string prefix = item.key().empty() ? "" : item.key() + ".";

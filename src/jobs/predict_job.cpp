@@ -16,9 +16,10 @@
 #include "ltfit/jobs/output_check.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/atomic_file.h"
+#include "ltfit/util/choices.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/output_dir.h"
@@ -28,45 +29,45 @@ namespace ltfit {
 
 namespace {
 
-// torchvision's ImageNet preprocessing: Resize(256) then CenterCrop(224). The loader's centre
-// square at 256 px, cropped to its central 224 px, is exactly that.
-constexpr int kImagenetResize = 256;
-constexpr int kImagenetCrop = 224;
 constexpr int kWeightsBatchSize = 64;
 constexpr const char* kUnreadable = "unreadable image (the log says why)";
 
 // The model and how images reach it.
 struct Predictor {
   std::optional<LoadedModel> loaded;  // a checkpoint's (for TTA)
-  ResNet model{nullptr};
+  Classifier model{nullptr};
   std::vector<std::string> classes;
   EvalOptions eval;
   LoaderOptions loader;
-  int crop = 0;  // centre crop of the loaded images (--weights: 224); 0: none
+  int crop = 0;  // centre crop of the loaded images (--weights: the arch's eval crop); 0: none
 };
 
 void validate(const PredictRequest& request) {
   if (request.weights.empty() && request.checkpoint.empty())
     throw ConfigError("predict needs --checkpoint CKPT or --weights FILE.pth --arch A");
   if (!request.weights.empty() && request.arch.empty())
-    throw ConfigError("--weights needs --arch (resnet18 ... resnet152)");
+    throw ConfigError("--weights needs --arch (one of " + join(model_arch_names()) + ")");
   if (request.tta && request.checkpoint.empty()) throw ConfigError("--tta needs --checkpoint CKPT");
   if (request.batch_size < 0)
     throw ConfigError("--batch-size: expected a positive integer, got " +
                       std::to_string(request.batch_size));
 }
 
+// torchvision's eval transform for the arch: Resize(eval_resize) then CenterCrop(eval_crop). The
+// loader's centre square at eval_resize px, cropped to its central eval_crop px, is that (the
+// loader resizes with OpenCV's area/linear filter).
 Predictor imagenet_predictor(const PredictRequest& request, const torch::Device& device) {
+  const ArchInfo& arch = arch_info(request.arch);
   Predictor p;
-  p.model = ResNet(resnet_spec(request.arch), 1000);
+  p.model = make_classifier(request.arch, 1000);
   load_pretrained_body(p.model, read_torch_state_dict(request.weights), request.weights);
   p.model->to(device);
   p.model->eval();
   p.classes = imagenet_classes();
   p.eval.device = device;
-  p.loader.image_size = kImagenetResize;
+  p.loader.image_size = arch.eval_resize;
   p.loader.batch_size = request.batch_size > 0 ? request.batch_size : kWeightsBatchSize;
-  p.crop = kImagenetCrop;
+  p.crop = arch.eval_crop;
   return p;
 }
 
@@ -187,7 +188,7 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
       pixels = pixels.narrow(1, offset, p.crop).narrow(2, offset, p.crop);
     }
     const torch::Tensor logits =
-        forward_logits(p.model, normalize_images(pixels, p.eval.device, false), p.eval)
+        forward_logits(p.model, normalize_images(pixels, p.eval.device, false, p.model->input_normalization()), p.eval)
             .to(torch::kCPU);
     const torch::Tensor probs = torch::softmax(logits, 1);
     for (std::size_t row = 0; row < batch->indices.size(); ++row) {

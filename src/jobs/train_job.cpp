@@ -88,7 +88,7 @@ class EpochLog : public TrainObserver {
 };
 
 // Loads the checkpoint into the built model and optimizer; returns where to continue.
-CheckpointMeta resume_from(const std::string& path, ResNet& model,
+CheckpointMeta resume_from(const std::string& path, Classifier& model,
                            torch::optim::Optimizer& optimizer,
                            const std::vector<std::string>& classes) {
   CheckpointMeta meta = load_checkpoint(path, model, &optimizer, /*restore_rng=*/true);
@@ -106,7 +106,7 @@ CheckpointMeta resume_from(const std::string& path, ResNet& model,
 
 // TTA on the validation set under the training precision; fills the summary's TTA fields.
 // Returns the plain pass's confusion matrix.
-torch::Tensor run_final_tta(const Config& config, ResNet& model, Loader& valid_loader,
+torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& valid_loader,
                             const LoaderOptions& valid_options, const torch::Device& device,
                             RunSummary& summary) {
   const EvalOptions eval_options{device, config.train.channels_last,
@@ -123,7 +123,7 @@ torch::Tensor run_final_tta(const Config& config, ResNet& model, Loader& valid_l
 
 // The final model's confusion matrix over the whole validation set (a data-parallel run's
 // loader holds rank 0's part), for TensorBoard when no TTA pass gave it: one more plain pass.
-torch::Tensor validation_confusion(const Config& config, ResNet& model, const TrainingSetup& setup,
+torch::Tensor validation_confusion(const Config& config, Classifier& model, const TrainingSetup& setup,
                                    Loader& valid_loader, bool sharded,
                                    const torch::Device& device) {
   std::optional<Loader> whole;
@@ -227,7 +227,7 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
   const DatasetIndex& index = setup.index;
   Loader& train_loader = *setup.train_loader;
   Loader& valid_loader = *setup.valid_loader;
-  ResNet& model = setup.model;
+  Classifier& model = setup.model;
   auto& optimizer = setup.optimizer;
   const bool channels_last = config.train.channels_last;
 

@@ -50,7 +50,7 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
   setup.model = build_model(config.model, static_cast<std::int64_t>(setup.index.classes.size()));
   setup.model->to(device);
   if (config.train.channels_last) set_channels_last(setup.model);
-  setup.optimizer = make_optimizer(config.train.optimizer, setup.model->layer_group_parameters());
+  setup.optimizer = make_optimizer(config.train.optimizer, setup.model);
   return setup;
 }
 

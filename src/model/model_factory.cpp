@@ -2,14 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 
-ResNet build_model(const ModelConfig& model, std::int64_t num_classes) {
-  ResNet net(resnet_spec(model.arch), num_classes, model.head, model.dropout);
+Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
+  Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout);
   if (model.pretrained == "none") {
     spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
                  head_kind_name(model.head), num_classes, count_parameters(*net));

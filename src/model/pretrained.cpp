@@ -1,5 +1,5 @@
 // Pretrained ImageNet weights: torchvision's file names and URLs, the torch hub cache, the
-// verified download, and copying a state dict into a ResNet body. See pretrained.h.
+// verified download, and copying a state dict into a Classifier body. See pretrained.h.
 #include "ltfit/model/pretrained.h"
 
 #include <spdlog/spdlog.h>
@@ -7,12 +7,12 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ltfit/config/config.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/util/download.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
@@ -25,16 +25,6 @@ namespace fs = std::filesystem;
 constexpr const char* kTorchvisionBaseUrl = "https://download.pytorch.org/models";
 constexpr const char* kBaseUrlEnv = "LTFIT_WEIGHTS_BASE_URL";
 constexpr int kMaxListedKeys = 5;
-
-// IMAGENET1K_V1 weights, as torchvision's `ResNet*_Weights.IMAGENET1K_V1` name them.
-const std::map<std::string, std::string>& weights_files() {
-  static const std::map<std::string, std::string> files = {
-      {"resnet18", "resnet18-f37072fd.pth"},   {"resnet34", "resnet34-b627a593.pth"},
-      {"resnet50", "resnet50-0676ba61.pth"},   {"resnet101", "resnet101-63fe2227.pth"},
-      {"resnet152", "resnet152-394f9c45.pth"},
-  };
-  return files;
-}
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -52,7 +42,7 @@ std::string shape_str(const torch::Tensor& t) {
 }
 
 // Number of classes of the model's new classifier (its last 2-D weight).
-std::int64_t model_num_classes(ResNet& model) {
+std::int64_t model_num_classes(Classifier& model) {
   std::int64_t classes = 0;
   for (const auto& item : model->named_parameters(/*recurse=*/true)) {
     if (item.value().dim() == 2) classes = item.value().size(0);
@@ -74,15 +64,7 @@ std::string list_keys(const std::vector<std::string>& keys) {
 }  // namespace
 
 std::string torchvision_weights_file(const std::string& arch) {
-  const auto& files = weights_files();
-  const auto it = files.find(arch);
-  if (it != files.end()) return it->second;
-  std::string choices;
-  for (const auto& name : model_arch_names()) {
-    if (files.count(name)) choices += (choices.empty() ? "" : ", ") + name;
-  }
-  throw ConfigError("model.arch: no torchvision ImageNet weights for '" + arch +
-                    "'; expected one of " + choices);
+  return arch_info(arch).weights_file;
 }
 
 std::string torchvision_weights_hash_prefix(const std::string& file_name) {
@@ -170,7 +152,31 @@ std::string fetch_cached_weights(const std::string& file_name, const std::string
   return dest.string();
 }
 
-void load_pretrained_body(ResNet& model, const StateDict& state, const std::string& source) {
+namespace {
+
+// A buffer torch itself tolerates missing from a state dict: BatchNorm's batch counter, absent
+// from files saved before torch 0.4.1 (BatchNorm's _load_from_state_dict leaves it at 0).
+bool optional_buffer(const std::string& name) {
+  const std::string suffix = "num_batches_tracked";
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "N classes" of the file's classifier (its last 2-D tensor under `prefix`), or "absent".
+std::string file_classes(const StateDict& state, const std::string& prefix) {
+  std::string classes = "absent";
+  for (const auto& [name, tensor] : state) {
+    if (starts_with(name, prefix) && tensor.dim() == 2)
+      classes = std::to_string(tensor.size(0)) + " classes";
+  }
+  return classes;
+}
+
+}  // namespace
+
+void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source) {
+  const std::string& arch = model->arch();
+  const std::string classifier = arch_info(arch).classifier_prefix;  // "fc.", "classifier."
   std::unordered_map<std::string, const torch::Tensor*> by_name;
   for (const auto& [name, tensor] : state) by_name[name] = &tensor;
 
@@ -181,8 +187,7 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
   for (const auto& item : model->named_buffers(/*recurse=*/true)) {
     targets.emplace_back(item.key(), item.value());
   }
-  bool fastai_head = false;
-  for (const auto& target : targets) fastai_head |= starts_with(target.first, "head.");
+  const bool fastai_head = model->has_fastai_head();
 
   // Validate everything first, so a bad file leaves the model untouched.
   std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
@@ -190,50 +195,44 @@ void load_pretrained_body(ResNet& model, const StateDict& state, const std::stri
   bool classifier_replaced = fastai_head;
   for (const auto& [name, dst] : targets) {
     model_names.insert(name);
-    const bool is_head = starts_with(name, "head.");
-    const bool is_fc = starts_with(name, "fc.");
+    if (starts_with(name, "head.")) continue;  // fastai's head is always new
     const auto it = by_name.find(name);
-    if (is_head) continue;  // fastai's head is always new
     if (it == by_name.end()) {
-      throw CheckpointError(
-          "'" + source + "' has no tensor '" + name + "' (model.pretrained)",
-          "model.pretrained must hold torchvision " + model->spec().arch + " weights");
+      if (optional_buffer(name)) continue;
+      throw CheckpointError("'" + source + "' has no tensor '" + name + "' (model.pretrained)",
+                            "model.pretrained must hold torchvision " + arch + " weights");
     }
     const torch::Tensor& src = *it->second;
     if (src.sizes() != dst.sizes()) {
-      if (is_fc) {
+      if (starts_with(name, classifier)) {  // the usual 1000-class classifier: replaced
         classifier_replaced = true;
         continue;
       }
       throw CheckpointError("'" + source + "': tensor '" + name + "' has shape " + shape_str(src) +
-                                ", the " + model->spec().arch + " model expects " + shape_str(dst) +
+                                ", the " + arch + " model expects " + shape_str(dst) +
                                 " (model.pretrained)",
-                            "is it a " + model->spec().arch + " weight file?");
+                            "is it a " + arch + " weight file?");
     }
     copies.emplace_back(dst, &src);
   }
   std::vector<std::string> unexpected;
   for (const auto& [name, tensor] : state) {
     if (model_names.count(name)) continue;
-    if (fastai_head && starts_with(name, "fc.")) continue;
+    if (fastai_head && starts_with(name, classifier)) continue;
     unexpected.push_back(name);
   }
   if (!unexpected.empty()) {
     throw CheckpointError("'" + source + "' has " + std::to_string(unexpected.size()) +
-                              " tensor(s) the " + model->spec().arch +
-                              " model does not: " + list_keys(unexpected) + " (model.pretrained)",
-                          "is it a " + model->spec().arch + " weight file?");
+                              " tensor(s) the " + arch + " model does not: " +
+                              list_keys(unexpected) + " (model.pretrained)",
+                          "is it a " + arch + " weight file?");
   }
 
   torch::NoGradGuard no_grad;
   for (auto& [dst, src] : copies) dst.copy_(*src);
   if (classifier_replaced) {
-    const auto fc = by_name.find("fc.weight");
-    const std::string old_classes = fc != by_name.end() && fc->second->dim() == 2
-                                        ? std::to_string(fc->second->size(0)) + " classes"
-                                        : "absent";
-    spdlog::info("classifier fc ({}) replaced by the new head for {} classes", old_classes,
-                 model_num_classes(model));
+    spdlog::info("classifier {}* ({}) replaced by the new head for {} classes", classifier,
+                 file_classes(state, classifier), model_num_classes(model));
   }
   spdlog::info("loaded {} pretrained tensors from {}", copies.size(), source);
 }

@@ -1,3 +1,4 @@
+// The ResNet family (resnet.h): blocks, the body, its layer groups and its registry rows.
 #include "ltfit/model/resnet.h"
 
 #include <torch/nn/functional/pooling.h>
@@ -5,6 +6,8 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/options/conv.h>
+
+#include <map>
 
 #include "ltfit/util/error.h"
 
@@ -14,41 +17,99 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                       std::int64_t stride) {
-  return torch::nn::Conv2d(
-      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride,
+                       std::int64_t groups = 1) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                               .stride(stride)
+                               .padding(kernel / 2)
+                               .groups(groups)
+                               .bias(false));
+}
+
+const std::vector<ResNetSpec>& resnet_specs() {
+  static const std::vector<ResNetSpec> specs = {
+      {"resnet18", false, {2, 2, 2, 2}},
+      {"resnet34", false, {3, 4, 6, 3}},
+      {"resnet50", true, {3, 4, 6, 3}},
+      {"resnet101", true, {3, 4, 23, 3}},
+      {"resnet152", true, {3, 8, 36, 3}},
+      {"resnext50_32x4d", true, {3, 4, 6, 3}, /*groups=*/32, /*width_per_group=*/4},
+      {"wide_resnet50_2", true, {3, 4, 6, 3}, /*groups=*/1, /*width_per_group=*/128},
+  };
+  return specs;
+}
+
+// What torchvision publishes per arch: the weights (IMAGENET1K_V1; V2 for ResNeXt and Wide
+// ResNet, whose V1 files predate torch's zip format), their ImageNet acc@1, parameter count and
+// eval resize (the crop is 224 px, bilinear, for all).
+struct Published {
+  const char* file;
+  double top1;
+  std::int64_t parameters;
+  int resize;
+};
+
+Published published(const std::string& arch) {
+  static const std::map<std::string, Published> table = {
+      {"resnet18", {"resnet18-f37072fd.pth", 69.758, 11689512, 256}},
+      {"resnet34", {"resnet34-b627a593.pth", 73.314, 21797672, 256}},
+      {"resnet50", {"resnet50-0676ba61.pth", 76.13, 25557032, 256}},
+      {"resnet101", {"resnet101-63fe2227.pth", 77.374, 44549160, 256}},
+      {"resnet152", {"resnet152-394f9c45.pth", 78.312, 60192808, 256}},
+      {"resnext50_32x4d", {"resnext50_32x4d-1a0047aa.pth", 81.198, 25028904, 232}},
+      {"wide_resnet50_2", {"wide_resnet50_2-9ba9bcbe.pth", 81.602, 68883240, 232}},
+  };
+  return table.at(arch);
 }
 
 }  // namespace
 
 ResNetSpec resnet_spec(const std::string& arch) {
-  if (arch == "resnet18") return {arch, false, {2, 2, 2, 2}};
-  if (arch == "resnet34") return {arch, false, {3, 4, 6, 3}};
-  if (arch == "resnet50") return {arch, true, {3, 4, 6, 3}};
-  if (arch == "resnet101") return {arch, true, {3, 4, 23, 3}};
-  if (arch == "resnet152") return {arch, true, {3, 8, 36, 3}};
-  std::string names;
-  for (const auto& name : model_arch_names()) names += (names.empty() ? "" : ", ") + name;
-  throw ConfigError("model.arch: expected one of " + names + ", got '" + arch + "'");
+  for (const auto& spec : resnet_specs()) {
+    if (spec.arch == arch) return spec;
+  }
+  throw ConfigError("model.arch: '" + arch + "' is not a ResNet (ltfit models lists the archs)");
 }
 
-ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t width,
-                                     std::int64_t stride, bool bottleneck)
-    : bottleneck_(bottleneck) {
-  const std::int64_t out_channels = bottleneck ? width * 4 : width;
-  if (bottleneck) {
+std::vector<ArchInfo> resnet_archs() {
+  std::vector<ArchInfo> rows;
+  for (const ResNetSpec& spec : resnet_specs()) {
+    const Published p = published(spec.arch);
+    ArchInfo info;
+    info.name = spec.arch;
+    info.family = "resnet";
+    info.make = family_constructor<ResNetImpl>(spec);
+    info.weights_file = p.file;
+    info.interpolation = "bilinear";
+    info.eval_resize = p.resize;
+    info.eval_crop = 224;
+    info.classifier_prefix = "fc.";
+    info.feature_channels = spec.feature_channels();
+    info.parameters = p.parameters;
+    info.imagenet_top1 = p.top1;
+    info.layer_groups = "conv1, bn1, layer1, layer2 / layer3, layer4 / head";
+    rows.push_back(std::move(info));
+  }
+  return rows;
+}
+
+ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t planes,
+                                     std::int64_t stride, const ResNetSpec& spec)
+    : bottleneck_(spec.bottleneck) {
+  const std::int64_t out_channels = bottleneck_ ? planes * 4 : planes;
+  if (bottleneck_) {  // torchvision: width = int(planes * width_per_group / 64) * groups
+    const std::int64_t width = planes * spec.width_per_group / 64 * spec.groups;
     conv1_ = register_module("conv1", conv(in_channels, width, 1, 1));
     bn1_ = register_module("bn1", torch::nn::BatchNorm2d(width));
-    conv2_ = register_module("conv2", conv(width, width, 3, stride));
+    conv2_ = register_module("conv2", conv(width, width, 3, stride, spec.groups));
     bn2_ = register_module("bn2", torch::nn::BatchNorm2d(width));
     conv3_ = register_module("conv3", conv(width, out_channels, 1, 1));
     bn3_ = register_module("bn3", torch::nn::BatchNorm2d(out_channels));
   } else {
-    conv1_ = register_module("conv1", conv(in_channels, width, 3, stride));
-    bn1_ = register_module("bn1", torch::nn::BatchNorm2d(width));
-    conv2_ = register_module("conv2", conv(width, width, 3, 1));
-    bn2_ = register_module("bn2", torch::nn::BatchNorm2d(width));
+    conv1_ = register_module("conv1", conv(in_channels, planes, 3, stride));
+    bn1_ = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    conv2_ = register_module("conv2", conv(planes, planes, 3, 1));
+    bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
   }
   if (stride != 1 || in_channels != out_channels) {
     downsample_ = register_module("downsample",
@@ -65,30 +126,9 @@ torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
   return torch::relu(out + identity);
 }
 
-namespace {
-
-torch::nn::Sequential make_fastai_head(std::int64_t features, std::int64_t num_classes,
-                                       double dropout) {
-  constexpr std::int64_t kHidden = 512;
-  torch::nn::Sequential head(torch::nn::BatchNorm1d(2 * features), torch::nn::Dropout(dropout / 2),
-                             torch::nn::Linear(2 * features, kHidden), torch::nn::ReLU(),
-                             torch::nn::BatchNorm1d(kHidden), torch::nn::Dropout(dropout),
-                             torch::nn::Linear(kHidden, num_classes));
-  torch::NoGradGuard no_grad;
-  for (auto& module : head->modules(/*include_self=*/false)) {
-    if (auto* linear = module->as<torch::nn::Linear>()) {  // fastai: kaiming_normal_, bias 0
-      torch::nn::init::kaiming_normal_(linear->weight);
-      linear->bias.zero_();
-    }
-  }
-  return head;
-}
-
-}  // namespace
-
 ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKind head,
                        double dropout)
-    : spec_(spec) {
+    : ClassifierImpl(spec.arch, spec.feature_channels()), spec_(spec) {
   LTFIT_CHECK(spec.blocks.size() == 4, "a ResNet has four stages");
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
   conv1_ = register_module(
@@ -111,16 +151,15 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKin
   if (head == HeadKind::kLinear) {
     fc_ = register_module("fc", torch::nn::Linear(spec.feature_channels(), num_classes));
   } else {
-    head_ =
-        register_module("head", make_fastai_head(spec.feature_channels(), num_classes, dropout));
+    add_fastai_head(num_classes, dropout);
   }
 }
 
-torch::nn::Sequential ResNetImpl::make_stage(std::int64_t width, int blocks, std::int64_t stride) {
+torch::nn::Sequential ResNetImpl::make_stage(std::int64_t planes, int blocks, std::int64_t stride) {
   torch::nn::Sequential stage;
   for (int i = 0; i < blocks; ++i) {
-    stage->push_back(ResidualBlock(in_channels_, width, i == 0 ? stride : 1, spec_.bottleneck));
-    in_channels_ = spec_.bottleneck ? width * 4 : width;
+    stage->push_back(ResidualBlock(in_channels_, planes, i == 0 ? stride : 1, spec_));
+    in_channels_ = spec_.bottleneck ? planes * 4 : planes;
   }
   return stage;
 }
@@ -131,41 +170,12 @@ torch::Tensor ResNetImpl::features(const torch::Tensor& x) {
   return layer4_->forward(layer3_->forward(layer2_->forward(layer1_->forward(out))));
 }
 
-torch::Tensor ResNetImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor maps = features(x);
-  if (head_) {  // fastai's AdaptiveConcatPool2d: [max, avg]
-    const torch::Tensor pooled =
-        torch::cat({F::adaptive_max_pool2d(maps, F::AdaptiveMaxPool2dFuncOptions(1)),
-                    F::adaptive_avg_pool2d(maps, F::AdaptiveAvgPool2dFuncOptions(1))},
-                   1);
-    return head_->forward(pooled.flatten(1));
-  }
+torch::Tensor ResNetImpl::linear_head(const torch::Tensor& maps) {
   return fc_(F::adaptive_avg_pool2d(maps, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
 }
 
-std::vector<std::vector<torch::Tensor>> ResNetImpl::layer_group_parameters() {
-  auto collect = [](std::initializer_list<torch::nn::Module*> parts) {
-    std::vector<torch::Tensor> params;
-    for (auto* part : parts) {
-      for (auto& p : part->parameters()) params.push_back(p);
-    }
-    return params;
-  };
-  return {collect({conv1_.get(), bn1_.get(), layer1_.get(), layer2_.get()}),
-          collect({layer3_.get(), layer4_.get()}),
-          head_ ? collect({head_.get()}) : collect({fc_.get()})};
-}
-
-std::int64_t count_parameters(const torch::nn::Module& module) {
-  std::int64_t total = 0;
-  for (const auto& p : module.parameters()) total += p.numel();
-  return total;
-}
-
-void set_channels_last(ResNet& model) {
-  for (auto& p : model->parameters()) {
-    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
-  }
+std::vector<std::vector<torch::nn::Module*>> ResNetImpl::body_groups() {
+  return {{conv1_.get(), bn1_.get(), layer1_.get(), layer2_.get()}, {layer3_.get(), layer4_.get()}};
 }
 
 }  // namespace ltfit

@@ -99,10 +99,10 @@ std::int64_t run_steps(const Config& config, const torch::Device& device, int ba
                        const BatchFitOptions& options) {
   ModelConfig model_config = config.model;
   model_config.pretrained = "none";  // weights do not change memory; nothing to download
-  ResNet model = build_model(model_config, options.num_classes);
+  Classifier model = build_model(model_config, options.num_classes);
   model->to(device);
   if (config.train.channels_last) set_channels_last(model);
-  auto optimizer = make_optimizer(config.train.optimizer, model->layer_group_parameters());
+  auto optimizer = make_optimizer(config.train.optimizer, model);
   RandomBatches batches(batch, config.data.image_size, options.num_classes, config.run.seed,
                         options.steps);
   RssSampler rss;

@@ -80,7 +80,7 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
 }
 
 // Parameters, then buffers, as an OrderedDict of tensors.
-void write_model(TorchArchiveWriter& out, ResNet& model) {
+void write_model(TorchArchiveWriter& out, Classifier& model) {
   pickle::PickleWriter& w = out.pickle();
   w.string("model");
   w.global("collections", "OrderedDict");
@@ -174,7 +174,7 @@ CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
 
 // Checks every parameter and buffer of `model` against the saved tensors; returns the copies.
 std::vector<std::pair<torch::Tensor, torch::Tensor>> stage_model(const CheckpointFields& f,
-                                                                 const Value& root, ResNet& model) {
+                                                                 const Value& root, Classifier& model) {
   const Value& saved = f.of_kind(f.at(root, "model", ""), Kind::kDict, "model");
   std::unordered_map<std::string_view, const Value*> by_name;
   for (const auto& [key, value] : saved.entries) {
@@ -268,7 +268,7 @@ auto checked(const std::string& path, Body body) {
 }
 
 // Checks everything in `archive` against the model (and optimizer), then loads it.
-CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, ResNet& model,
+CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, Classifier& model,
                          torch::optim::Optimizer* optimizer, bool restore_rng) {
   const CheckpointFields f(path);
   const Value& root = archive.root();
@@ -317,12 +317,12 @@ RngStates capture_rng_states() {
   return states;
 }
 
-void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+void save_checkpoint(const std::string& path, Classifier& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta) {
   save_checkpoint(path, model, optimizer, meta, capture_rng_states());
 }
 
-void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+void save_checkpoint(const std::string& path, Classifier& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta, const RngStates& rng) {
   TorchArchiveWriter out;
   pickle::PickleWriter& w = out.pickle();
@@ -353,13 +353,13 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   return read_meta(CheckpointFields(path), open_checkpoint(path).root());
 }
 
-CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
+CheckpointMeta load_checkpoint(const std::string& path, Classifier& model,
                                torch::optim::Optimizer* optimizer, bool restore_rng) {
   return load_into(open_checkpoint(path), path, model, optimizer, restore_rng);
 }
 
 CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
-                                          const ReadLimits& limits, ResNet& model,
+                                          const ReadLimits& limits, Classifier& model,
                                           torch::optim::Optimizer* optimizer, bool restore_rng) {
   return load_into(open_checkpoint(bytes, name, limits), name, model, optimizer, restore_rng);
 }

@@ -49,7 +49,7 @@ void point_at(const fs::path& target, const fs::path& link) {
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(std::string dir, ResNet model,
+CheckpointWriter::CheckpointWriter(std::string dir, Classifier model,
                                    torch::optim::Optimizer& optimizer, CheckpointMeta base,
                                    CheckpointWriterOptions options)
     : dir_(std::move(dir)),

@@ -27,7 +27,7 @@ std::vector<torch::Tensor> trained_parameters(torch::optim::Optimizer& optimizer
 }
 
 // Floating-point buffers (BatchNorm running mean and variance); counters stay as they are.
-std::vector<torch::Tensor> float_buffers(ResNet& model) {
+std::vector<torch::Tensor> float_buffers(Classifier& model) {
   std::vector<torch::Tensor> out;
   for (const auto& b : model->buffers()) {
     if (b.is_floating_point()) out.push_back(b);

@@ -21,7 +21,7 @@ constexpr double kLrFindMomentum = 0.9;
 // Snapshot of everything lr_find changes, restored on destruction (also on exceptions).
 class StateGuard {
  public:
-  StateGuard(ResNet& model, torch::optim::Optimizer& optimizer)
+  StateGuard(Classifier& model, torch::optim::Optimizer& optimizer)
       : model_(model), optimizer_(optimizer), was_training_(model->is_training()) {
     torch::NoGradGuard no_grad;
     for (const auto& p : model->parameters()) params_.push_back(p.detach().clone());
@@ -45,7 +45,7 @@ class StateGuard {
   StateGuard& operator=(const StateGuard&) = delete;
 
  private:
-  ResNet& model_;
+  Classifier& model_;
   torch::optim::Optimizer& optimizer_;
   bool was_training_;
   std::vector<torch::Tensor> params_, buffers_;
@@ -147,7 +147,7 @@ class LrFinderHook : public Hook {
 
 }  // namespace
 
-LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, BatchSource& train,
+LrFindResult lr_find(Classifier& model, torch::optim::Optimizer& optimizer, BatchSource& train,
                      const TrainerOptions& trainer, const LrFindOptions& options,
                      const std::vector<Hook*>& extra_hooks) {
   StateGuard restore(model, optimizer);

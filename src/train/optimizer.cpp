@@ -3,6 +3,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <unordered_set>
+
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -16,11 +18,19 @@ struct ParamSplit {
 };
 
 // Each layer group becomes one or two parameter groups: weights (decayed), and, unless
-// `wd_bn_bias`, BatchNorm parameters and biases (undecayed). In a ResNet those are exactly the
-// one-dimensional parameters. Every layer group keeps its slot (possibly empty) so that LRs map
-// by position: parameter group i belongs to layer group i / groups_per_layer.
+// `wd_bn_bias`, the exempt parameters (norm weights, biases, layer scales; undecayed). Every
+// layer group keeps its slot (possibly empty) so that LRs map by position: parameter group i
+// belongs to layer group i / groups_per_layer.
 std::vector<ParamSplit> split_groups(const OptimizerConfig& config,
-                                     const std::vector<std::vector<torch::Tensor>>& groups) {
+                                     const std::vector<std::vector<torch::Tensor>>& groups,
+                                     const std::vector<torch::Tensor>* no_decay) {
+  std::unordered_set<const void*> exempt_set;
+  if (no_decay) {
+    for (const auto& p : *no_decay) exempt_set.insert(p.unsafeGetTensorImpl());
+  }
+  const auto is_exempt = [&](const torch::Tensor& p) {
+    return no_decay ? exempt_set.count(p.unsafeGetTensorImpl()) > 0 : p.dim() <= 1;
+  };
   std::vector<ParamSplit> splits;
   for (const auto& params : groups) {
     if (config.wd_bn_bias) {
@@ -28,7 +38,7 @@ std::vector<ParamSplit> split_groups(const OptimizerConfig& config,
       continue;
     }
     ParamSplit decayed{{}, true}, exempt{{}, false};
-    for (const auto& p : params) (p.dim() <= 1 ? exempt : decayed).params.push_back(p);
+    for (const auto& p : params) (is_exempt(p) ? exempt : decayed).params.push_back(p);
     splits.push_back(std::move(decayed));
     splits.push_back(std::move(exempt));
   }
@@ -37,10 +47,17 @@ std::vector<ParamSplit> split_groups(const OptimizerConfig& config,
 
 }  // namespace
 
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& config,
+                                                        Classifier& model) {
+  const std::vector<torch::Tensor> no_decay = model->no_weight_decay_parameters();
+  return make_optimizer(config, model->layer_group_parameters(), &no_decay);
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(
-    const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups) {
+    const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups,
+    const std::vector<torch::Tensor>* no_decay) {
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
-  for (auto& split : split_groups(config, groups)) {
+  for (auto& split : split_groups(config, groups, no_decay)) {
     const double wd = split.decay ? config.weight_decay : 0.0;
     if (config.name == OptimizerKind::kAdamW) {
       auto options = std::make_unique<torch::optim::AdamWOptions>(1e-3);

@@ -40,7 +40,7 @@ std::int64_t TrainContext::stage_step() const {
          state.position.batch_in_epoch / accumulate;
 }
 
-Trainer::Trainer(ResNet model, torch::optim::Optimizer& optimizer, BatchSource& train,
+Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSource& train,
                  Loader* valid, TrainerOptions options, std::vector<Hook*> hooks,
                  Profiler* profiler)
     : model_(std::move(model)),
@@ -189,7 +189,8 @@ void Trainer::one_batch(const Batch& batch) {
   if (c.batch_in_step == 0) c.step_loss = 0.0;
   {
     ScopedPhase phase(*profiler_, Phase::kHostToDevice);
-    c.images = normalize_images(batch.images, options_.device, options_.channels_last);
+    c.images = normalize_images(batch.images, options_.device, options_.channels_last,
+                                model_->input_normalization());
     c.labels = batch.labels.to(options_.device, /*non_blocking=*/true);
   }
   // A data-parallel rank whose slice had no readable image runs no forward and no backward but
@@ -233,18 +234,13 @@ void Trainer::one_batch(const Batch& batch) {
   fire(&Hook::after_step);
 }
 
-void set_body_frozen(ResNet& model, bool frozen) {
+void set_body_frozen(Classifier& model, bool frozen) {
   auto groups = model->layer_group_parameters();
   for (std::size_t g = 0; g + 1 < groups.size(); ++g) {
     for (auto& p : groups[g]) p.set_requires_grad(!frozen);
   }
-  // BatchNorm layers train even in a frozen body (fastai's train_bn).
-  for (auto& module : model->modules(/*include_self=*/false)) {
-    if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
-      bn->weight.set_requires_grad(true);
-      bn->bias.set_requires_grad(true);
-    }
-  }
+  // Normalisation layers (BatchNorm, LayerNorm) train even in a frozen body (fastai's train_bn).
+  for (auto& p : model->normalization_parameters()) p.set_requires_grad(true);
 }
 
 }  // namespace ltfit

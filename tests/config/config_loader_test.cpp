@@ -186,9 +186,17 @@ TEST_CASE("enumerations list the allowed values", "[config]") {
   CHECK_THAT(load_error("data:\n  layout: foldrs\n"),
              Contains("test.yaml:2: data.layout: expected one of auto, folders, kaggle, got "
                       "foldrs"));
-  CHECK_THAT(error_of_string("model:\n  arch: resnet33\n"),
-             Contains("model.arch: expected one of resnet18, resnet34, resnet50, resnet101, "
-                      "resnet152, got resnet33"));
+  const std::string arch_error = error_of_string("model:\n  arch: resnet33\n");
+  CHECK_THAT(arch_error, Contains("model.arch: expected one of resnet18, resnet34, resnet50, "
+                                  "resnet101, resnet152, resnext50_32x4d, wide_resnet50_2, "
+                                  "convnext_tiny, convnext_small, efficientnet_b0"));
+  CHECK_THAT(arch_error, Contains("got resnet33"));
+  try {
+    load_config_from_string("model:\n  arch: convnext_tiy\n", "t.yaml");
+    FAIL("an unknown arch was accepted");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.hint(), Contains("did you mean 'convnext_tiny'?"));
+  }
   CHECK_THAT(error_of_string("train:\n  precision: fp8\n"),
              Contains("train.precision: expected one of fp32, fp16, bf16, got fp8"));
   CHECK_THAT(error_of_string("train:\n  optimizer: {name: adam}\n"),

@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/util/error.h"
 
@@ -20,7 +21,7 @@ TEST_CASE("evaluation precision resolves per device", "[eval]") {
 
 TEST_CASE("forward_logits runs under bf16 autocast, returns float32, restores state", "[eval]") {
   torch::manual_seed(1);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 3);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 3);
   model->eval();
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::randn({2, 3, 32, 32});

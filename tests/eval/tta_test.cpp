@@ -1,10 +1,11 @@
-// Test-time augmentation: the blend arithmetic, and v1 / v2 TTA of a tiny ResNet on generated
+// Test-time augmentation: the blend arithmetic, and v1 / v2 TTA of a tiny Classifier on generated
 // images, in fp32 and under bf16 autocast on the CPU (always float32 out: fastai#1203).
 #include <catch2/catch.hpp>
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
@@ -27,9 +28,9 @@ ltfit::LoaderOptions valid_options() {
 
 // A ResNet-18 whose BatchNorm running statistics match these images, so its outputs are
 // neither saturated nor constant (a freshly initialised one in eval mode would be).
-ltfit::ResNet calibrated_model(ltfit::Loader& loader) {
+ltfit::Classifier calibrated_model(ltfit::Loader& loader) {
   torch::manual_seed(3);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   torch::NoGradGuard no_grad;
   model->train();
   for (int round = 0; round < 5; ++round) {
@@ -79,10 +80,10 @@ TEST_CASE("TTA blends are beta * plain + (1 - beta) * augmented", "[eval][tta]")
         torch::kFloat32);
 }
 
-TEST_CASE("v1 TTA of a tiny ResNet equals its views computed by hand", "[eval][tta]") {
+TEST_CASE("v1 TTA of a tiny Classifier equals its views computed by hand", "[eval][tta]") {
   TinySet set;
   ltfit::Loader loader(set.samples, valid_options());
-  ltfit::ResNet model = calibrated_model(loader);
+  ltfit::Classifier model = calibrated_model(loader);
   const ltfit::EvalConfig eval;  // v1, beta 0.4, scale 1.35
   const ltfit::TtaResult r = ltfit::tta_v1(model, loader, eval, {});
   const std::int64_t n = loader.size();
@@ -114,7 +115,7 @@ TEST_CASE("v1 TTA of a tiny ResNet equals its views computed by hand", "[eval][t
 TEST_CASE("v2 TTA averages n augmented passes, reproducibly", "[eval][tta]") {
   TinySet set;
   ltfit::Loader loader(set.samples, valid_options());
-  ltfit::ResNet model = calibrated_model(loader);
+  ltfit::Classifier model = calibrated_model(loader);
   ltfit::EvalConfig eval;
   eval.tta_mode = ltfit::TtaMode::kV2;
   eval.tta_beta = 0.25;
@@ -138,7 +139,7 @@ TEST_CASE("v1 and v2 TTA under bf16 autocast on the CPU give float32 probabiliti
           "[eval][tta]") {
   TinySet set;
   ltfit::Loader loader(set.samples, valid_options());
-  ltfit::ResNet model = calibrated_model(loader);
+  ltfit::Classifier model = calibrated_model(loader);
   ltfit::EvalOptions bf16;
   bf16.precision = ltfit::Precision::kBf16;
   for (const char* mode : {"v1", "v2"}) {

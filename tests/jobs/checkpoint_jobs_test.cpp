@@ -24,7 +24,7 @@ using ltfit::testing::TempDir;
 TEST_CASE("export_job writes the checkpoint's weights, every parameter and buffer", "[jobs]") {
   TempDir dir;
   const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
-  ltfit::ResNet saved = ltfit::testing::write_job_checkpoint(
+  ltfit::Classifier saved = ltfit::testing::write_job_checkpoint(
       ckpt, ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs"));
   const fs::path out = dir.path() / "model.pth";
   ltfit::run_export_job(ckpt.string(), out.string());
@@ -46,7 +46,7 @@ TEST_CASE("export_job writes the checkpoint's weights, every parameter and buffe
 TEST_CASE("predict_job: the checkpoint's model, images in order, unreadable ones named", "[jobs]") {
   TempDir dir;
   const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
-  ltfit::ResNet saved = ltfit::testing::write_job_checkpoint(
+  ltfit::Classifier saved = ltfit::testing::write_job_checkpoint(
       ckpt, ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs"));
   const auto samples = ltfit::testing::write_small_synth(dir.path() / "data", 4, 2, 40, 60, 3);
   ltfit::testing::write_file(dir.path() / "broken.jpg", "not an image");

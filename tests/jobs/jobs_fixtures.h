@@ -10,7 +10,7 @@
 #include "ltfit/config/config.h"
 #include "ltfit/config/config_loader.h"
 #include "ltfit/model/model_factory.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/checkpoint.h"
 
 namespace ltfit::testing {
@@ -28,11 +28,11 @@ inline std::string tiny_job_config(const std::filesystem::path& data,
 
 // A checkpoint at `path` of a randomly initialised model of `config_yaml`'s model for classes
 // cat, dog (seeded: the same every call); returns that model, in eval mode.
-inline ResNet write_job_checkpoint(const std::filesystem::path& path,
+inline Classifier write_job_checkpoint(const std::filesystem::path& path,
                                    const std::string& config_yaml) {
   const Config config = load_config_from_string(config_yaml, "test config");
   torch::manual_seed(11);
-  ResNet model = build_model(config.model, 2);
+  Classifier model = build_model(config.model, 2);
   CheckpointMeta meta;
   meta.config_yaml = config_yaml;
   meta.classes = {"cat", "dog"};

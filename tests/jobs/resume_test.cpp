@@ -8,7 +8,7 @@
 
 #include "ltfit/jobs/resume.h"
 #include "ltfit/jobs/train_job.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
@@ -33,7 +33,7 @@ std::string config_yaml(const std::string& name, const fs::path& out, int batch_
 
 // A checkpoint at `path` whose embedded config is run `name` in `out`, batch size 24.
 void write_checkpoint(const fs::path& path, const std::string& name, const fs::path& out) {
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   ltfit::CheckpointMeta meta;
   meta.config_yaml = config_yaml(name, out, 24);
   meta.classes = {"cat", "dog"};

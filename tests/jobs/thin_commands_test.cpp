@@ -21,6 +21,8 @@ TEST_CASE("command files hold no job logic: no checkpoint, model, optimizer or l
                                               "save_checkpoint",
                                               "build_model",
                                               "ResNet",
+                                              "Classifier",
+                                              "make_classifier",
                                               "make_optimizer",
                                               "index_dataset",
                                               "Loader",

@@ -15,7 +15,7 @@ namespace {
 using ltfit::testing::TempDir;
 
 // Whether every 4-D parameter of `model` is in channels_last memory format.
-bool all_channels_last(ltfit::ResNet& model) {
+bool all_channels_last(ltfit::Classifier& model) {
   int convs = 0;
   for (const auto& p : model->parameters()) {
     if (p.dim() != 4) continue;

@@ -1,3 +1,4 @@
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
 
 #include <torch/torch.h>
@@ -16,7 +17,7 @@
 
 namespace fs = std::filesystem;
 using ltfit::HeadKind;
-using ltfit::ResNet;
+using ltfit::Classifier;
 using ltfit::StateDict;
 using ltfit::testing::HttpServer;
 using ltfit::testing::TempDir;
@@ -59,7 +60,7 @@ size_t count_files(const fs::path& dir) {
 }
 
 // A torchvision-like state dict: every parameter and buffer of `model`, cloned.
-StateDict state_of(ResNet& model) {
+StateDict state_of(Classifier& model) {
   StateDict state;
   for (const auto& item : model->named_parameters())
     state.emplace_back(item.key(), item.value().clone());
@@ -75,7 +76,7 @@ torch::Tensor& entry(StateDict& state, const std::string& name) {
   throw std::runtime_error("no " + name);
 }
 
-torch::Tensor param(ResNet& model, const std::string& name) {
+torch::Tensor param(Classifier& model, const std::string& name) {
   auto params = model->named_parameters();
   auto buffers = model->named_buffers();
   if (params.contains(name)) return params[name];
@@ -96,7 +97,7 @@ std::string checkpoint_error(Fn&& fn) {
 // A resnet18 state with 1000 classes and recognisable (non-init) values.
 StateDict imagenet_like_state() {
   torch::manual_seed(1);
-  ResNet source(ltfit::resnet_spec("resnet18"), 1000);
+  Classifier source = ltfit::make_classifier("resnet18", 1000);
   StateDict state = state_of(source);
   entry(state, "conv1.weight").normal_();
   entry(state, "bn1.running_mean").uniform_();
@@ -238,7 +239,7 @@ TEST_CASE("load_pretrained_body copies the body and replaces the classifier", "[
   REQUIRE(state[0].first == "conv1.weight");
 
   SECTION("torchvision head with 2 classes: fc skipped, body copied exactly") {
-    ResNet model(ltfit::resnet_spec("resnet18"), 2);
+    Classifier model = ltfit::make_classifier("resnet18", 2);
     const torch::Tensor fc_before = param(model, "fc.weight").clone();
     ltfit::load_pretrained_body(model, state, "w.pth");
     CHECK(torch::equal(param(model, "conv1.weight"), conv1));
@@ -251,13 +252,13 @@ TEST_CASE("load_pretrained_body copies the body and replaces the classifier", "[
     CHECK(param(model, "conv1.weight").requires_grad());
   }
   SECTION("1000 classes: fc copied too") {
-    ResNet model(ltfit::resnet_spec("resnet18"), 1000);
+    Classifier model = ltfit::make_classifier("resnet18", 1000);
     ltfit::load_pretrained_body(model, state, "w.pth");
     CHECK(
         torch::equal(param(model, "fc.weight"), entry(const_cast<StateDict&>(state), "fc.weight")));
   }
   SECTION("fastai head: fc ignored, head untouched") {
-    ResNet model(ltfit::resnet_spec("resnet18"), 2, HeadKind::kFastai, 0.5);
+    Classifier model = ltfit::make_classifier("resnet18", 2, HeadKind::kFastai, 0.5);
     std::vector<torch::Tensor> head_before;
     for (const auto& item : model->named_parameters()) {
       if (item.key().rfind("head.", 0) == 0) head_before.push_back(item.value().clone());
@@ -277,7 +278,7 @@ TEST_CASE("load_pretrained_body copies the body and replaces the classifier", "[
     for (auto& [name, tensor] : half) {
       if (tensor.is_floating_point()) tensor = tensor.to(torch::kHalf);
     }
-    ResNet model(ltfit::resnet_spec("resnet18"), 2);
+    Classifier model = ltfit::make_classifier("resnet18", 2);
     ltfit::load_pretrained_body(model, half, "half.pth");
     CHECK(param(model, "conv1.weight").scalar_type() == torch::kFloat);
     CHECK(torch::equal(param(model, "conv1.weight"), half[0].second.to(torch::kFloat)));
@@ -286,7 +287,7 @@ TEST_CASE("load_pretrained_body copies the body and replaces the classifier", "[
 
 TEST_CASE("load_pretrained_body rejects mismatched files before copying", "[pretrained]") {
   StateDict state = imagenet_like_state();
-  ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  Classifier model = ltfit::make_classifier("resnet18", 2);
   const torch::Tensor conv1_before = param(model, "conv1.weight").clone();
   std::string message;
 
@@ -312,7 +313,7 @@ TEST_CASE("load_pretrained_body rejects mismatched files before copying", "[pret
     CHECK_THAT(message, Catch::Contains("layer5.0.conv1.weight"));
   }
   SECTION("a resnet50 file into a resnet18") {
-    ResNet r50(ltfit::resnet_spec("resnet50"), 1000);
+    Classifier r50 = ltfit::make_classifier("resnet50", 1000);
     const StateDict other = state_of(r50);
     message = checkpoint_error([&] { ltfit::load_pretrained_body(model, other, "r50.pth"); });
     CHECK_THAT(message, Catch::Contains("r50.pth"));

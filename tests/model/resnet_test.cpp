@@ -1,6 +1,6 @@
-// ResNet module tree against torchvision: names, counts, shapes (ResNet-18/34/50 counts are
-// torchvision's `sum(p.numel() for p in resnetNN().parameters())`; state-dict sizes are
-// len(resnetNN().state_dict())).
+// ResNet module tree against torchvision: names, counts, shapes (counts are torchvision's
+// `sum(p.numel() for p in resnetNN().parameters())`; state-dict sizes are
+// len(resnetNN().state_dict())), for the plain, ResNeXt and wide variants.
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
@@ -26,8 +26,11 @@ TEST_CASE("ResNet parameter counts equal torchvision's", "[model]") {
     std::int64_t params;
     std::size_t state_entries;
   };
-  const Case cases[] = {
-      {"resnet18", 11689512, 122}, {"resnet34", 21797672, 218}, {"resnet50", 25557032, 320}};
+  const Case cases[] = {{"resnet18", 11689512, 122},
+                        {"resnet34", 21797672, 218},
+                        {"resnet50", 25557032, 320},
+                        {"resnext50_32x4d", 25028904, 320},
+                        {"wide_resnet50_2", 68883240, 320}};
   for (const auto& c : cases) {
     INFO(c.arch);
     ltfit::ResNet net(ltfit::resnet_spec(c.arch), 1000);
@@ -60,6 +63,23 @@ TEST_CASE("ResNet names equal torchvision's state-dict keys", "[model]") {
   auto params = r50->named_parameters();
   CHECK(params["layer2.0.conv2.weight"].sizes() == torch::IntArrayRef({128, 128, 3, 3}));
   CHECK(params["fc.weight"].sizes() == torch::IntArrayRef({1000, 2048}));
+}
+
+TEST_CASE("ResNeXt groups its 3x3 convolutions and Wide ResNet doubles their width", "[model]") {
+  // torchvision: width = int(planes * width_per_group / 64) * groups, groups on conv2.
+  ltfit::ResNet next(ltfit::resnet_spec("resnext50_32x4d"), 1000);
+  auto p = next->named_parameters();
+  CHECK(p["layer1.0.conv1.weight"].sizes() == torch::IntArrayRef({128, 64, 1, 1}));
+  CHECK(p["layer1.0.conv2.weight"].sizes() == torch::IntArrayRef({128, 4, 3, 3}));
+  CHECK(p["layer4.0.conv2.weight"].sizes() == torch::IntArrayRef({1024, 32, 3, 3}));
+  CHECK(p["layer4.2.conv3.weight"].sizes() == torch::IntArrayRef({2048, 1024, 1, 1}));
+  ltfit::ResNet wide(ltfit::resnet_spec("wide_resnet50_2"), 1000);
+  auto w = wide->named_parameters();
+  CHECK(w["layer1.0.conv2.weight"].sizes() == torch::IntArrayRef({128, 128, 3, 3}));
+  CHECK(w["layer4.0.conv2.weight"].sizes() == torch::IntArrayRef({1024, 1024, 3, 3}));
+  next->eval();
+  torch::NoGradGuard no_grad;
+  CHECK(next->forward(torch::randn({1, 3, 32, 32})).sizes() == torch::IntArrayRef({1, 1000}));
 }
 
 TEST_CASE("ResNet forward gives [N, classes] logits at any input size", "[model]") {
@@ -101,7 +121,8 @@ TEST_CASE("layer groups split the body at layer3 and hold every parameter once",
   CHECK(groups[1].front().sizes() == net->named_parameters()["layer3.0.conv1.weight"].sizes());
 }
 
-TEST_CASE("unknown arch is a config error naming the choices", "[model]") {
+TEST_CASE("resnet_spec knows only the ResNet family", "[model]") {
+  CHECK(ltfit::resnet_spec("resnext50_32x4d").groups == 32);
   CHECK_THROWS_AS(ltfit::resnet_spec("resnet19"), ltfit::ConfigError);
-  CHECK_THROWS_WITH(ltfit::resnet_spec("resnet19"), Catch::Matchers::Contains("resnet34"));
+  CHECK_THROWS_AS(ltfit::resnet_spec("convnext_tiny"), ltfit::ConfigError);
 }

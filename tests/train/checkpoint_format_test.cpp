@@ -13,7 +13,7 @@
 #include <csignal>
 #include <filesystem>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/torch_archive.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
@@ -29,7 +29,7 @@ using ltfit::testing::run_ltfit;
 using ltfit::testing::TempDir;
 
 // Steps of training on seeded random data, so that the optimizer has state.
-void train_steps(ltfit::ResNet& model, torch::optim::Optimizer& optimizer, int steps,
+void train_steps(ltfit::Classifier& model, torch::optim::Optimizer& optimizer, int steps,
                  std::uint64_t seed) {
   torch::manual_seed(seed);
   model->train();
@@ -71,7 +71,7 @@ void check_same_meta(const ltfit::CheckpointMeta& a, const ltfit::CheckpointMeta
   CHECK(a.train_seconds == b.train_seconds);
 }
 
-void check_same_parameters(ltfit::ResNet& a, ltfit::ResNet& b) {
+void check_same_parameters(ltfit::Classifier& a, ltfit::Classifier& b) {
   const auto pb = b->named_parameters();
   for (const auto& item : a->named_parameters()) {
     INFO(item.key());
@@ -118,7 +118,7 @@ std::string tiny_config(const fs::path& data) {
 
 // What ltfit wrote before format 3: a LibTorch serialize archive (TorchScript), as the old
 // save_checkpoint did.
-void write_old_checkpoint(const std::string& path, ltfit::ResNet& model,
+void write_old_checkpoint(const std::string& path, ltfit::Classifier& model,
                           torch::optim::Optimizer& optimizer, const ltfit::CheckpointMeta& meta) {
   torch::serialize::OutputArchive archive;
   archive.write("format_version", c10::IValue(std::int64_t(2)));
@@ -195,7 +195,7 @@ TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
     ltfit::OptimizerConfig config;
     config.name = ltfit::parse_optimizer_kind(name);
     torch::manual_seed(1);
-    ltfit::ResNet a(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier a = ltfit::make_classifier("resnet18", 2);
     auto opt_a = ltfit::make_optimizer(config, a->layer_group_parameters());
     train_steps(a, *opt_a, 2, 1);
     const std::string path = (dir.path() / "a.ckpt").string();
@@ -206,7 +206,7 @@ TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
     torch::rand({10});  // moves the generator on
 
     torch::manual_seed(2);
-    ltfit::ResNet b(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier b = ltfit::make_classifier("resnet18", 2);
     auto opt_b = ltfit::make_optimizer(config, b->layer_group_parameters());
     check_same_meta(ltfit::load_checkpoint(path, b, opt_b.get(), /*restore_rng=*/true),
                     sample_meta());
@@ -224,12 +224,12 @@ TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
 TEST_CASE("a checkpoint whose optimizer state does not fit the optimizer changes nothing",
           "[train][checkpoint]") {
   TempDir dir;
-  ltfit::ResNet a(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier a = ltfit::make_classifier("resnet18", 2);
   auto adamw = ltfit::make_optimizer({}, a->layer_group_parameters());
   train_steps(a, *adamw, 1, 1);
   const std::string path = (dir.path() / "a.ckpt").string();
   ltfit::save_checkpoint(path, a, adamw.get(), sample_meta());
-  ltfit::ResNet b(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier b = ltfit::make_classifier("resnet18", 2);
   ltfit::OptimizerConfig sgd_config;
   sgd_config.name = ltfit::OptimizerKind::kSgd;
   auto sgd = ltfit::make_optimizer(sgd_config, b->layer_group_parameters());
@@ -247,7 +247,7 @@ TEST_CASE("torch.load(weights_only=True) reads ltfit checkpoints, mmap too",
     return;
   }
   TempDir dir;
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
   train_steps(model, *optimizer, 1, 3);
   const std::string path = (dir.path() / "a.ckpt").string();
@@ -297,7 +297,7 @@ TEST_CASE(
     "[cli][checkpoint]") {
   TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 8 --valid 4").exit_code == 0);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
   train_steps(model, *optimizer, 1, 4);
   const std::string old_path = (dir.path() / "old.ckpt").string();
@@ -325,7 +325,7 @@ TEST_CASE(
   INFO(converted.output);
   REQUIRE(converted.exit_code == 0);
 
-  ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
   auto loaded_optimizer = ltfit::make_optimizer({}, loaded->layer_group_parameters());
   check_same_meta(ltfit::load_checkpoint(new_path, loaded, loaded_optimizer.get()),
                   sample_meta(tiny_config(dir.path() / "data")));
@@ -397,14 +397,14 @@ TEST_CASE("a hostile checkpoint (a stride-0 view claiming 5 GB) exits 4 without 
   CHECK(r.peak_rss_kib < 1200 * 1024);
 
   // Truncated anywhere, a real checkpoint is refused (exit 4), never half loaded.
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   const std::string good = (dir.path() / "good.ckpt").string();
   ltfit::save_checkpoint(good, model, nullptr, sample_meta());
   const std::string bytes = ltfit::testing::read_file(good);
   for (const double fraction : {0.0, 0.001, 0.5, 0.999}) {
     const std::string cut = (dir.path() / "cut.ckpt").string();
     ltfit::testing::write_file(cut, bytes.substr(0, std::size_t(double(bytes.size()) * fraction)));
-    ltfit::ResNet other(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier other = ltfit::make_classifier("resnet18", 2);
     CHECK_THROWS_AS(ltfit::load_checkpoint(cut, other, nullptr), ltfit::CheckpointError);
   }
 }
@@ -412,7 +412,7 @@ TEST_CASE("a hostile checkpoint (a stride-0 view claiming 5 GB) exits 4 without 
 TEST_CASE("a full disk while a checkpoint is written: exit 5, no partial file, previous kept",
           "[train][checkpoint][hostile]") {
   TempDir dir;
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   const std::string path = (dir.path() / "checkpoints" / "last.ckpt").string();
   ltfit::save_checkpoint(path, model, nullptr, sample_meta());
   const std::string previous = ltfit::testing::read_file(path);
@@ -455,21 +455,21 @@ TEST_CASE("a checkpoint with a tensor of another dtype, or one the model lacks, 
   TempDir dir;
   const std::string path = (dir.path() / "x.ckpt").string();
   {  // a float64 running mean where the model keeps float32
-    ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier saved = ltfit::make_classifier("resnet18", 2);
     auto buffer = saved->named_buffers()["bn1.running_mean"];
     buffer.set_data(buffer.data().to(torch::kDouble));
     ltfit::save_checkpoint(path, saved, nullptr, sample_meta());
-    ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
     const auto before = loaded->parameters()[0].clone();
     CHECK_THROWS_WITH(ltfit::load_checkpoint(path, loaded, nullptr),
                       Contains("bn1.running_mean") && Contains("Double") && Contains("Float"));
     CHECK(torch::equal(before, loaded->parameters()[0]));  // nothing half loaded
   }
   {  // a tensor the model does not have: refused as load_state_dict(strict=True) does
-    ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier saved = ltfit::make_classifier("resnet18", 2);
     saved->register_buffer("smuggled", torch::zeros({3}));
     ltfit::save_checkpoint(path, saved, nullptr, sample_meta());
-    ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
     CHECK_THROWS_WITH(ltfit::load_checkpoint(path, loaded, nullptr),
                       Contains("does not have: smuggled"));
   }

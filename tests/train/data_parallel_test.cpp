@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/dist/group.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/data_parallel.h"
@@ -66,14 +67,14 @@ struct RankResult {
 // Trains 2 epochs on each of 2 ranks; `extra(rank)` adds hooks to a rank.
 std::array<RankResult, 2> train_two_ranks(
     const std::function<RankBatches(int)>& data,
-    const std::function<std::vector<ltfit::Hook*>(int, ltfit::ResNet&, torch::optim::Optimizer&)>&
+    const std::function<std::vector<ltfit::Hook*>(int, ltfit::Classifier&, torch::optim::Optimizer&)>&
         extra) {
   const int port = ltfit::testing::free_loopback_port();
   std::array<RankResult, 2> results;
-  std::array<ltfit::ResNet, 2> models{ltfit::ResNet(nullptr), ltfit::ResNet(nullptr)};
+  std::array<ltfit::Classifier, 2> models{ltfit::Classifier(nullptr), ltfit::Classifier(nullptr)};
   for (int r = 0; r < 2; ++r) {
     torch::manual_seed(static_cast<std::uint64_t>(10 + r));  // different: fit_begin broadcasts
-    models[static_cast<std::size_t>(r)] = ltfit::ResNet(ltfit::resnet_spec("resnet18"), 2);
+    models[static_cast<std::size_t>(r)] = ltfit::make_classifier("resnet18", 2);
   }
   auto body = [&](int rank) {
     RankResult& out = results[static_cast<std::size_t>(rank)];
@@ -88,7 +89,7 @@ std::array<RankResult, 2> train_two_ranks(
       config.timeout_seconds = 20;
       config.bucket_mb = 4;  // several buckets
       ltfit::DistGroup group(launch, config, ltfit::DistBackend::kGloo, torch::kCPU);
-      ltfit::ResNet& model = models[static_cast<std::size_t>(rank)];
+      ltfit::Classifier& model = models[static_cast<std::size_t>(rank)];
       auto optimizer =
           ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
       ltfit::set_hyper_parameters(*optimizer, {1e-3, 1e-3, 1e-3}, 0.9);
@@ -127,7 +128,7 @@ bool same_weights(const RankResult& a, const RankResult& b) {
   return true;
 }
 
-auto no_hooks = [](int, ltfit::ResNet&, torch::optim::Optimizer&) {
+auto no_hooks = [](int, ltfit::Classifier&, torch::optim::Optimizer&) {
   return std::vector<ltfit::Hook*>{};
 };
 
@@ -151,7 +152,7 @@ TEST_CASE("a non-finite loss on one rank stops every rank at that step", "[dist]
   PoisonHook poison(2);
   const auto results = train_two_ranks(
       [](int rank) { return RankBatches(static_cast<std::uint64_t>(rank + 1), -1); },
-      [&](int rank, ltfit::ResNet&, torch::optim::Optimizer&) {
+      [&](int rank, ltfit::Classifier&, torch::optim::Optimizer&) {
         return rank == 1 ? std::vector<ltfit::Hook*>{&poison} : std::vector<ltfit::Hook*>{};
       });
   for (const auto& r : results) {
@@ -166,7 +167,7 @@ TEST_CASE("a stop request on one rank stops every rank after the same step", "[d
   std::array<std::unique_ptr<ltfit::CheckpointWriter>, 2> writers;
   const auto results = train_two_ranks(
       [](int rank) { return RankBatches(static_cast<std::uint64_t>(rank + 1), -1); },
-      [&](int rank, ltfit::ResNet& model, torch::optim::Optimizer& optimizer) {
+      [&](int rank, ltfit::Classifier& model, torch::optim::Optimizer& optimizer) {
         ltfit::CheckpointWriterOptions options;
         options.write = false;  // as on ranks other than 0: decides, writes nothing
         options.cadence.every_minutes = 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/train/lr_finder.h"
 #include "ltfit/train/optimizer.h"
@@ -66,13 +67,13 @@ class OneBatch : public ltfit::BatchSource {
   bool served_ = false;
 };
 
-ltfit::ResNet small_model(std::uint64_t seed = 3) {
+ltfit::Classifier small_model(std::uint64_t seed = 3) {
   torch::manual_seed(seed);
-  return ltfit::ResNet(ltfit::resnet_spec("resnet18"), 2);
+  return ltfit::make_classifier("resnet18", 2);
 }
 
 std::unique_ptr<torch::optim::Optimizer> sgd_like(
-    ltfit::ResNet& model, ltfit::OptimizerKind kind = ltfit::OptimizerKind::kAdamW) {
+    ltfit::Classifier& model, ltfit::OptimizerKind kind = ltfit::OptimizerKind::kAdamW) {
   ltfit::OptimizerConfig config;
   config.name = kind;
   auto optimizer = ltfit::make_optimizer(config, model->layer_group_parameters());

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/synth.h"
@@ -45,7 +46,7 @@ TEST_CASE("lr_find stops on divergence and restores the model and optimizer", "[
   lo.train = true;
   ltfit::Loader train(samples, lo);
   torch::manual_seed(0);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
   const torch::Tensor before = model->named_parameters()["layer2.0.conv1.weight"].clone();
   const torch::Tensor mean_before = model->named_buffers()["bn1.running_mean"].clone();

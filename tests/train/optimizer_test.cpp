@@ -2,13 +2,13 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/optimizer.h"
 
 namespace {
 
 // One AdamW step with zero gradients: only decoupled weight decay moves the parameters.
-void decay_step(torch::optim::Optimizer& optimizer, ltfit::ResNet& model) {
+void decay_step(torch::optim::Optimizer& optimizer, ltfit::Classifier& model) {
   for (auto& p : model->parameters()) p.mutable_grad() = torch::zeros_like(p);
   ltfit::set_hyper_parameters(optimizer, {0.1, 0.1, 0.1}, 0.9);
   optimizer.step();
@@ -22,7 +22,7 @@ TEST_CASE("BN and bias parameters are exempt from weight decay unless wd_bn_bias
   for (const bool wd_bn_bias : {false, true}) {
     INFO("wd_bn_bias " << wd_bn_bias);
     config.wd_bn_bias = wd_bn_bias;
-    ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+    ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
     auto optimizer = ltfit::make_optimizer(config, model->layer_group_parameters());
     CHECK(optimizer->param_groups().size() == (wd_bn_bias ? 3u : 6u));
     auto params = model->named_parameters();
@@ -42,7 +42,7 @@ TEST_CASE("BN and bias parameters are exempt from weight decay unless wd_bn_bias
 }
 
 TEST_CASE("each layer group gets its own LR and all share the momentum", "[train]") {
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
   ltfit::set_hyper_parameters(*optimizer, {1e-5, 1e-4, 1e-3}, 0.87);
   std::vector<double> lrs;
@@ -61,4 +61,25 @@ TEST_CASE("each layer group gets its own LR and all share the momentum", "[train
   ltfit::set_hyper_parameters(*plain, {0.1, 0.2, 0.3}, 0.9);
   CHECK(static_cast<torch::optim::SGDOptions&>(plain->param_groups()[0].options()).momentum() ==
         Approx(0.9));
+}
+
+TEST_CASE("ConvNeXt's layer scales and LayerNorms are exempt from weight decay", "[train]") {
+  ltfit::OptimizerConfig config;
+  config.weight_decay = 0.5;
+  for (const bool wd_bn_bias : {false, true}) {
+    INFO("wd_bn_bias " << wd_bn_bias);
+    config.wd_bn_bias = wd_bn_bias;
+    ltfit::Classifier model = ltfit::make_classifier("convnext_tiny", 2);
+    auto optimizer = ltfit::make_optimizer(config, model);  // the model's own exemptions
+    auto params = model->named_parameters();
+    const torch::Tensor scale = params["features.1.0.layer_scale"].clone();
+    REQUIRE(scale.dim() == 3);  // [C,1,1]: not caught by a "1-D parameters" rule
+    const torch::Tensor norm = params["features.1.0.block.2.weight"].clone();
+    const torch::Tensor dw = params["features.1.0.block.0.weight"].clone();
+    decay_step(*optimizer, model);
+    const double factor = 1.0 - 0.1 * 0.5;
+    CHECK(torch::allclose(params["features.1.0.block.0.weight"], dw * factor));
+    CHECK(torch::allclose(params["features.1.0.layer_scale"], wd_bn_bias ? scale * factor : scale));
+    CHECK(torch::allclose(params["features.1.0.block.2.weight"], wd_bn_bias ? norm * factor : norm));
+  }
 }

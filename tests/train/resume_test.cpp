@@ -24,13 +24,13 @@ namespace {
 
 // Two stages (fine_tune: frozen, unfrozen), a fastai head with dropout (the RNG matters), 3
 // steps per epoch.
-ltfit::Config resume_config(const fs::path& data) {
+ltfit::Config resume_config(const fs::path& data, const std::string& arch = "resnet18") {
   return ltfit::load_config_from_string(
       "run: {name: r, seed: 3, deterministic: true}\n"
       "data: {root: " +
           data.string() +
           ", image_size: 32, batch_size: 8, workers: 2}\n"
-          "model: {arch: resnet18, pretrained: none, head: fastai}\n"
+          "model: {arch: " + arch + ", pretrained: none, head: fastai}\n"
           "train: {recipe: fine_tune, freeze_epochs: 1, epochs: 2, lr: 2.0e-3, device: cpu,\n"
           "        checkpoint: {every_minutes: 0, keep: 2}}\n"
           "eval: {tta: false}\n",
@@ -58,8 +58,8 @@ std::vector<std::string> csv_column(const fs::path& path, int column) {
 }
 
 void check_same_weights(const ltfit::Config& config, const fs::path& a, const fs::path& b) {
-  ltfit::ResNet ma = ltfit::build_model(config.model, 2);
-  ltfit::ResNet mb = ltfit::build_model(config.model, 2);
+  ltfit::Classifier ma = ltfit::build_model(config.model, 2);
+  ltfit::Classifier mb = ltfit::build_model(config.model, 2);
   ltfit::load_checkpoint(a.string(), ma, nullptr);
   ltfit::load_checkpoint(b.string(), mb, nullptr);
   const auto pa = ma->named_parameters();
@@ -114,6 +114,36 @@ TEST_CASE("interrupted and resumed runs end exactly like an uninterrupted one", 
   CHECK(csv_column(run / "steps.csv", 0) == csv_column(dir.path() / "whole" / "steps.csv", 0));
   CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
   CHECK(csv_column(run / "epochs.csv", 3) == csv_column(dir.path() / "whole" / "epochs.csv", 3));
+}
+
+TEST_CASE("a ConvNeXt or EfficientNet run resumed mid-epoch ends like an uninterrupted one",
+          "[train][resume]") {
+  // Stochastic depth draws from the same generators as dropout: the checkpoint's RNG state must
+  // cover it for the resumed run to be exact.
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  const std::string arch = GENERATE(as<std::string>{}, "convnext_tiny", "efficientnet_b0");
+  INFO(arch);
+  const ltfit::Config config = resume_config(dir.path() / "data", arch);
+  ltfit::TrainJobOptions whole;
+  whole.run_dir = (dir.path() / "whole").string();
+  const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);
+  REQUIRE(expected.epochs == 3);
+  const fs::path run = dir.path() / "cut";
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= 8; };  // mid-epoch 1, the unfrozen stage
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  const fs::path last = run / "checkpoints" / "last.ckpt";
+  REQUIRE(fs::exists(last));
+  ltfit::TrainJobOptions resume;
+  resume.resume = last.string();
+  const ltfit::RunSummary resumed = ltfit::run_train_job(config, resume);
+  CHECK(resumed.accuracy == expected.accuracy);
+  CHECK(resumed.valid_loss == expected.valid_loss);
+  check_same_weights(config, dir.path() / "whole" / "checkpoints" / "last.ckpt", last);
+  CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
 }
 
 TEST_CASE("checkpoints: keep the newest N numbered files, last and best always loadable",

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/synth.h"
@@ -43,7 +44,7 @@ TEST_CASE("a few AdamW steps on one batch lower the loss", "[train]") {
   REQUIRE(batch->images.sizes() == torch::IntArrayRef({8, kImageSize, kImageSize, 3}));
 
   torch::manual_seed(1);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
   ltfit::set_hyper_parameters(*optimizer, {1e-3, 1e-3, 1e-3}, 0.9);
   const torch::Tensor x = ltfit::normalize_images(batch->images, torch::kCPU, false);
@@ -67,7 +68,7 @@ TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", 
   ltfit::Loader train(samples, loader_options(true));
   ltfit::Loader valid(samples, loader_options(false));
   torch::manual_seed(2);
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   auto optimizer = ltfit::make_optimizer(ltfit::OptimizerConfig{}, model->layer_group_parameters());
 
   struct Recorder : ltfit::TrainObserver {
@@ -98,7 +99,7 @@ TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", 
 }
 
 TEST_CASE("a frozen body trains only its BatchNorm layers and the head", "[train]") {
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   ltfit::set_body_frozen(model, true);
   auto params = model->named_parameters();
   CHECK_FALSE(params["layer3.0.conv1.weight"].requires_grad());
@@ -108,10 +109,44 @@ TEST_CASE("a frozen body trains only its BatchNorm layers and the head", "[train
   CHECK(params["layer3.0.conv1.weight"].requires_grad());
 }
 
+TEST_CASE("a frozen ConvNeXt or EfficientNet trains its norm layers and the head", "[train]") {
+  struct Case {
+    const char* arch;
+    std::vector<const char*> trainable, frozen;
+  };
+  const Case cases[] = {
+      {"convnext_tiny",
+       {"features.0.1.weight", "features.1.0.block.2.weight", "features.6.0.bias", "head.0.weight"},
+       {"features.0.0.weight", "features.1.0.block.3.weight", "features.1.0.layer_scale",
+        "features.7.2.block.0.weight"}},
+      {"efficientnet_b0",
+       {"features.0.1.weight", "features.5.0.block.1.1.bias", "head.6.weight"},
+       {"features.0.0.weight", "features.2.0.block.2.fc1.weight", "features.8.0.weight"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.arch);
+    ltfit::Classifier model = ltfit::make_classifier(c.arch, 2, ltfit::HeadKind::kFastai);
+    ltfit::set_body_frozen(model, true);
+    auto params = model->named_parameters();
+    for (const char* name : c.trainable) {
+      INFO(name);
+      REQUIRE(params.contains(name));
+      CHECK(params[name].requires_grad());
+    }
+    for (const char* name : c.frozen) {
+      INFO(name);
+      REQUIRE(params.contains(name));
+      CHECK_FALSE(params[name].requires_grad());
+    }
+    ltfit::set_body_frozen(model, false);
+    for (const auto& p : model->parameters()) CHECK(p.requires_grad());
+  }
+}
+
 TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[train][checkpoint]") {
   ltfit::testing::TempDir dir;
   torch::manual_seed(3);
-  ltfit::ResNet saved(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier saved = ltfit::make_classifier("resnet18", 2);
   saved->train();
   {
     torch::NoGradGuard g;
@@ -131,7 +166,7 @@ TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[tr
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
 
   torch::manual_seed(4);
-  ltfit::ResNet loaded(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
   const auto meta = ltfit::load_checkpoint(path, loaded, nullptr);
   loaded->eval();
   CHECK(meta.classes == std::vector<std::string>{"cat", "dog"});
@@ -147,7 +182,7 @@ TEST_CASE("checkpoint save then load gives identical outputs and metadata", "[tr
 TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused",
           "[train][checkpoint]") {
   ltfit::testing::TempDir dir;
-  ltfit::ResNet model(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
   const std::string path = (dir.path() / "a.ckpt").string();
   ltfit::CheckpointMeta meta;
   meta.classes = {"cat", "dog"};
@@ -156,7 +191,7 @@ TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused",
   const std::string truncated = (dir.path() / "truncated.ckpt").string();
   const std::string bytes = ltfit::testing::read_file(path);
   ltfit::testing::write_file(truncated, bytes.substr(0, bytes.size() / 2));
-  ltfit::ResNet other(ltfit::resnet_spec("resnet18"), 2);
+  ltfit::Classifier other = ltfit::make_classifier("resnet18", 2);
   CHECK_THROWS_AS(ltfit::load_checkpoint(truncated, other, nullptr), ltfit::CheckpointError);
   CHECK_THROWS_AS(ltfit::load_checkpoint((dir.path() / "none.ckpt").string(), other, nullptr),
                   ltfit::CheckpointError);
@@ -164,10 +199,10 @@ TEST_CASE("corrupt, truncated, missing or mismatched checkpoints are refused",
   CHECK_THROWS_AS(ltfit::read_checkpoint_meta((dir.path() / "text.ckpt").string()),
                   ltfit::CheckpointError);
   // A resnet34 checkpoint does not load into a resnet18 (and the model stays untouched).
-  ltfit::ResNet r34(ltfit::resnet_spec("resnet34"), 2);
+  ltfit::Classifier r34 = ltfit::make_classifier("resnet34", 2);
   const torch::Tensor before = other->named_parameters()["conv1.weight"].clone();
   CHECK_THROWS_AS(ltfit::load_checkpoint(path, r34, nullptr), ltfit::CheckpointError);
-  ltfit::ResNet three(ltfit::resnet_spec("resnet18"), 3);
+  ltfit::Classifier three = ltfit::make_classifier("resnet18", 3);
   CHECK_THROWS_AS(ltfit::load_checkpoint(path, three, nullptr), ltfit::CheckpointError);
   CHECK_THROWS_WITH(ltfit::load_checkpoint(path, three, nullptr),
                     Catch::Matchers::Contains("fc.weight"));

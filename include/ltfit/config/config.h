@@ -84,7 +84,9 @@ const std::string& tta_mode_name(TtaMode mode);
 // fastai's blend weight of the plain predictions for `mode`: v1 TTA(beta=0.4), v2 tta(beta=0.25).
 constexpr double default_tta_beta(TtaMode mode) { return mode == TtaMode::kV2 ? 0.25 : 0.4; }
 
-// The `model.arch` values: the ResNets torchvision ships weights for, smallest first.
+// The `model.arch` values: the names in the model layer's architecture registry
+// (model/arch_registry.h, which defines this function, so that config validation and the
+// registry cannot disagree), family by family, smallest first.
 const std::vector<std::string>& model_arch_names();
 
 // `run:` what the run is called, where it goes, and its randomness.
@@ -142,7 +144,7 @@ struct DataConfig {
 
 // `model:` the network.
 struct ModelConfig {
-  std::string arch = "resnet34";        // resnet18 | resnet34 | resnet50 | resnet101 | resnet152
+  std::string arch = "resnet34";        // one of `ltfit models` (resnet34, convnext_tiny, ...)
   std::string pretrained = "imagenet";  // imagenet | PATH to a torchvision .pth | none
   HeadKind head = HeadKind::kFastai;    // fastai | linear
   double dropout = 0.5;                 // fastai head: last dropout p (the first is half)

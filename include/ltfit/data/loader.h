@@ -27,6 +27,7 @@
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
 #include "ltfit/data/shard.h"
+#include "ltfit/util/image_normalization.h"
 #include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
 
 namespace ltfit {
@@ -139,8 +140,9 @@ int default_worker_count();
 // The seed of one sample's augmentation draw, from (seed, epoch, sample position).
 std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position);
 
-// uint8 [N,H,W,3] RGB -> float [N,3,H,W] ImageNet-normalised, on `device`, in one fused pass.
+// uint8 [N,H,W,3] RGB -> float [N,3,H,W] normalised with `normalization` (the model's:
+// Classifier::input_normalization(); default ImageNet's), on `device`, in one fused pass.
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
-                               bool channels_last);
+                               bool channels_last, const ImageNormalization& normalization = {});
 
 }  // namespace ltfit

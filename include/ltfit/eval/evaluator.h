@@ -12,7 +12,7 @@
 #include <torch/types.h>
 
 #include "ltfit/dist/group.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 
 namespace ltfit {
 
@@ -39,7 +39,7 @@ struct EvalOptions {
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
-EvalResult evaluate(ResNet& model, Loader& loader, const EvalOptions& options);
+EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& options);
 
 // `requested` (e.g. train.precision) as evaluation can run it on `device`: fp16 on a CPU falls
 // back to fp32 with an info log line; fp32 and bf16 are kept.
@@ -54,7 +54,7 @@ Precision resolve_eval_precision(Precision requested, const torch::Device& devic
 
 // [N,3,H,W] float32 normalised on options.device -> [N,classes] float32 logits on that device,
 // the forward run under autocast per options.precision. Call under NoGradGuard, model in eval().
-torch::Tensor forward_logits(ResNet& model, const torch::Tensor& images,
+torch::Tensor forward_logits(Classifier& model, const torch::Tensor& images,
                              const EvalOptions& options);
 
 // Scores CPU predictions: accuracy, confusion and count from `probabilities` [N,C] float32 and

@@ -16,7 +16,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/eval/evaluator.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 
 namespace ltfit {
 
@@ -38,12 +38,12 @@ torch::Tensor blend_tta(const torch::Tensor& plain, const torch::Tensor& augment
 // v1 in one pass over `loader` (not shuffled): per batch of N the plain forward, then the 8
 // views as 4 forwards of 2N images (a corner zoom and its mirror), so at most twice the batch
 // goes through the model at once. Uses eval.tta_scale and eval.tta_beta.
-TtaResult tta_v1(ResNet& model, Loader& loader, const EvalConfig& eval, const EvalOptions& options);
+TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval, const EvalOptions& options);
 
 // v2: a plain evaluate() over `loader`, then eval.tta_n passes over loader.samples() through a
 // second Loader made from `loader_options` (the validation options: size, batch, seed, augment)
 // with augment_in_order set. Uses eval.tta_n and eval.tta_beta.
-TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
+TtaResult tta_v2(Classifier& model, Loader& loader, const LoaderOptions& loader_options,
                  const EvalConfig& eval, const EvalOptions& options);
 
 // Passes over the validation set that run_tta makes: the plain one and one per view (v1: 8,
@@ -51,7 +51,7 @@ TtaResult tta_v2(ResNet& model, Loader& loader, const LoaderOptions& loader_opti
 int tta_passes(const EvalConfig& eval);
 
 // tta_v1 or tta_v2 per eval.tta_mode.
-TtaResult run_tta(ResNet& model, Loader& loader, const LoaderOptions& loader_options,
+TtaResult run_tta(Classifier& model, Loader& loader, const LoaderOptions& loader_options,
                   const EvalConfig& eval, const EvalOptions& options);
 
 }  // namespace ltfit

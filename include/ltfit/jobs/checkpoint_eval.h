@@ -16,7 +16,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/checkpoint.h"
 
 namespace ltfit {
@@ -25,7 +25,7 @@ struct LoaderOptions;
 struct SkippedImages;
 
 struct LoadedModel {
-  ResNet model{nullptr};  // weights loaded, on the requested device
+  Classifier model{nullptr};  // weights loaded, on the requested device
   Config config;          // the run's resolved config
   CheckpointMeta meta;    // classes, epochs, ...
 };

@@ -1,5 +1,5 @@
 // `ltfit export`: a checkpoint's weights (load_model_for_eval) as a torch.save state dict that
-// Python's torch.load and torchvision's ResNet (for a linear head) read. Not thread-safe.
+// Python's torch.load and torchvision's model (for a linear head) read. Not thread-safe.
 #pragma once
 
 #include <string>

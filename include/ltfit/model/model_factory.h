@@ -4,14 +4,14 @@
 #include <cstdint>
 
 #include "ltfit/config/config.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 
 namespace ltfit {
 
-// A ResNet of `model.arch` with a `model.head` head for `num_classes`, initialised per
+// A Classifier of `model.arch` with a `model.head` head for `num_classes`, initialised per
 // `model.pretrained`: `none` (random init), `imagenet` (torchvision's file from the torch hub
 // cache, downloaded if absent) or a path to a torchvision .pth state dict. Weight problems throw
 // CheckpointError (exit 4) naming the file.
-ResNet build_model(const ModelConfig& model, std::int64_t num_classes);
+Classifier build_model(const ModelConfig& model, std::int64_t num_classes);
 
 }  // namespace ltfit

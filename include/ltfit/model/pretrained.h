@@ -8,12 +8,13 @@
 
 #include <string>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/model/torch_weights.h"
 
 namespace ltfit {
 
-// torchvision's IMAGENET1K_V1 file name for `arch`, e.g. "resnet34-b627a593.pth".
+// torchvision's ImageNet weight file name for `arch` (its registry row), e.g.
+// "resnet34-b627a593.pth"; ConfigError for an unregistered arch.
 std::string torchvision_weights_file(const std::string& arch);
 
 // The hash prefix in a torchvision file name: "resnet34-b627a593.pth" -> "b627a593" (the
@@ -38,10 +39,12 @@ std::string resolve_pretrained_file(const std::string& pretrained, const std::st
 std::string fetch_cached_weights(const std::string& file_name, const std::string& base_url,
                                  const std::string& cache_dir);
 
-// Copies matching tensors of `state` into `model`. The classifier (`fc.*`) is skipped, and said
-// so in the log, when its shape differs (the usual 1000-class case) or the model has a fastai
-// head. Any other missing or unexpected key or shape mismatch throws CheckpointError naming
-// `source` and the key.
-void load_pretrained_body(ResNet& model, const StateDict& state, const std::string& source);
+// Copies matching tensors of `state` into `model`. The torchvision classifier (the arch's
+// classifier prefix: `fc.`, `classifier.`) is skipped, and said so in the log, where its shape
+// differs (the usual 1000-class case) or the model has a fastai head. A missing BatchNorm
+// `num_batches_tracked` is allowed (files older than torch 0.4.1 lack it; torch allows it too).
+// Any other missing or unexpected key or shape mismatch throws CheckpointError naming `source`
+// and the key; the model is then unchanged.
+void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source);
 
 }  // namespace ltfit

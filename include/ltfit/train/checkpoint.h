@@ -22,7 +22,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "ltfit/model/read_limits.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/amp.h"
 
 namespace ltfit {
@@ -62,9 +62,9 @@ RngStates capture_rng_states();
 
 // Writes atomically; `optimizer` may be null (weights-only checkpoint). Stores `rng`, by default
 // the global generators' states.
-void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+void save_checkpoint(const std::string& path, Classifier& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta);
-void save_checkpoint(const std::string& path, ResNet& model, torch::optim::Optimizer* optimizer,
+void save_checkpoint(const std::string& path, Classifier& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta, const RngStates& rng);
 
 // Reads only the metadata (to rebuild the model from its config).
@@ -73,13 +73,13 @@ CheckpointMeta read_checkpoint_meta(const std::string& path);
 // Loads weights (and optimizer state when `optimizer` is non-null) into already-built objects;
 // with `restore_rng` also sets the global CPU (and CUDA, where saved and present) generators to
 // the saved states, as resuming needs. Nothing is changed unless everything checks out.
-CheckpointMeta load_checkpoint(const std::string& path, ResNet& model,
+CheckpointMeta load_checkpoint(const std::string& path, Classifier& model,
                                torch::optim::Optimizer* optimizer, bool restore_rng = false);
 
 // load_checkpoint on a checkpoint's bytes in memory, `name` standing for the file in messages
 // (what the fuzz target calls: no file system). Errors as above.
 CheckpointMeta load_checkpoint_from_bytes(std::string_view bytes, const std::string& name,
-                                          const ReadLimits& limits, ResNet& model,
+                                          const ReadLimits& limits, Classifier& model,
                                           torch::optim::Optimizer* optimizer,
                                           bool restore_rng = false);
 

@@ -22,7 +22,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "ltfit/config/config.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/hooks.h"
 
@@ -46,7 +46,7 @@ struct CheckpointWriterOptions {
 class CheckpointWriter : public Hook {
  public:
   // `base` supplies config_yaml and classes for every checkpoint.
-  CheckpointWriter(std::string dir, ResNet model, torch::optim::Optimizer& optimizer,
+  CheckpointWriter(std::string dir, Classifier model, torch::optim::Optimizer& optimizer,
                    CheckpointMeta base, CheckpointWriterOptions options);
 
   int order() const override { return hook_order::kCheckpoint; }
@@ -71,7 +71,7 @@ class CheckpointWriter : public Hook {
   void prune();
 
   std::string dir_;
-  ResNet model_;
+  Classifier model_;
   torch::optim::Optimizer& optimizer_;
   CheckpointMeta base_;
   CheckpointWriterOptions options_;

@@ -42,7 +42,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint.h"
@@ -60,7 +60,7 @@ struct TrainState {
 };
 
 struct TrainContext {
-  TrainContext(ResNet& model_, torch::optim::Optimizer& optimizer_, GradScaler& scaler_,
+  TrainContext(Classifier& model_, torch::optim::Optimizer& optimizer_, GradScaler& scaler_,
                Profiler& profiler_, TrainState& state_, torch::Device device_,
                torch::Dtype amp_dtype_)
       : model(model_),
@@ -72,7 +72,7 @@ struct TrainContext {
         amp_dtype(amp_dtype_) {}
 
   // ---- the parts, fixed for the fit
-  ResNet& model;
+  Classifier& model;
   torch::optim::Optimizer& optimizer;
   GradScaler& scaler;  // fp16 loss scaling; an identity unless enabled
   Profiler& profiler;

@@ -15,7 +15,7 @@
 
 #include <torch/optim/optimizer.h>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/trainer.h"
 
 namespace ltfit {
@@ -51,7 +51,7 @@ std::optional<double> suggest_valley(const std::vector<double>& lrs,
 
 // Runs the sweep on `train` (all layer groups at the same LR) with the Trainer, under its
 // precision and memory format, then restores model and optimizer. `extra_hooks` join the sweep.
-LrFindResult lr_find(ResNet& model, torch::optim::Optimizer& optimizer, BatchSource& train,
+LrFindResult lr_find(Classifier& model, torch::optim::Optimizer& optimizer, BatchSource& train,
                      const TrainerOptions& trainer, const LrFindOptions& options,
                      const std::vector<Hook*>& extra_hooks = {});
 

@@ -11,11 +11,20 @@
 #include <torch/types.h>
 
 #include "ltfit/config/config.h"
+#include "ltfit/model/classifier.h"
 
 namespace ltfit {
 
+// The optimizer over `model`'s layer groups; unless config.wd_bn_bias, the parameters in
+// model->no_weight_decay_parameters() (norm weights, biases, layer scales) get no weight decay.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& config,
+                                                        Classifier& model);
+
+// The same over explicit layer groups; `no_decay` lists the exempt parameters (null: the 1-D
+// ones).
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(
-    const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups);
+    const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups,
+    const std::vector<torch::Tensor>* no_decay = nullptr);
 
 // Sets group i's LR to lrs[i] and the momentum (Adam beta1 / SGD momentum) of every group.
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,

@@ -18,7 +18,7 @@
 
 #include "ltfit/data/loader.h"
 #include "ltfit/dist/group.h"
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 #include "ltfit/train/hooks.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/recipe.h"
@@ -44,7 +44,7 @@ class Trainer {
   // `valid` (may be null: no validation) is evaluated after every epoch. `hooks` run in
   // order() (hooks.h); the Trainer adds its own loss scaler and loss check. `profiler` (may be
   // null) times the phases; without one an unsynchronised one keeps the epoch figures.
-  Trainer(ResNet model, torch::optim::Optimizer& optimizer, BatchSource& train, Loader* valid,
+  Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSource& train, Loader* valid,
           TrainerOptions options, std::vector<Hook*> hooks, Profiler* profiler = nullptr);
 
   // Runs the stages from `start` (default: the beginning); returns the epochs' stats of this
@@ -63,7 +63,7 @@ class Trainer {
   // Runs `event` on every hook, then throws InterruptedError if one asked.
   void fire(void (Hook::*event)(TrainContext&));
 
-  ResNet model_;
+  Classifier model_;
   torch::optim::Optimizer& optimizer_;
   BatchSource& train_;
   Loader* valid_;
@@ -79,7 +79,7 @@ class Trainer {
 };
 
 // Freezes (or unfreezes) the body: layer groups 0 and 1 stop getting gradients, except their
-// BatchNorm parameters, which keep training (fastai's train_bn).
-void set_body_frozen(ResNet& model, bool frozen);
+// normalisation layers (BatchNorm, LayerNorm), which keep training (fastai's train_bn).
+void set_body_frozen(Classifier& model, bool frozen);
 
 }  // namespace ltfit

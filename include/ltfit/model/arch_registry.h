@@ -1,0 +1,70 @@
+// The architecture registry: every `model.arch` ltfit can build, with what torchvision publishes
+// for it (weight file, eval transform, documented accuracy) and how to build it.
+//
+// A family adds a source pair (e.g. model/convnext.{h,cpp}) whose `<family>_archs()` returns its
+// ArchInfo rows, and one line in arch_registry.cpp's list of families. Everything downstream
+// (config validation, `ltfit models`, the model factory, pretrained files, the loader's
+// normalisation, predict --weights) reads this table. Immutable after first use; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ltfit/config/config.h"  // HeadKind
+#include "ltfit/model/classifier.h"
+#include "ltfit/util/image_normalization.h"
+
+namespace ltfit {
+
+// Builds a randomly initialised model (torchvision's init for the body) with `num_classes`
+// outputs and a `head` head (dropout: fastai head's p).
+using ArchConstructor =
+    std::function<Classifier(std::int64_t num_classes, HeadKind head, double dropout)>;
+
+// The constructor of a family whose module is `Impl(spec, num_classes, head, dropout)`. Goes
+// through shared_ptr<ClassifierImpl>: ModuleHolder's forwarding constructor would otherwise take a
+// shared_ptr<Impl> as the arguments of the abstract ClassifierImpl's constructor.
+template <class Impl, class Spec>
+ArchConstructor family_constructor(Spec spec) {
+  return [spec = std::move(spec)](std::int64_t num_classes, HeadKind head, double dropout) {
+    return Classifier(
+        std::shared_ptr<ClassifierImpl>(std::make_shared<Impl>(spec, num_classes, head, dropout)));
+  };
+}
+
+struct ArchInfo {
+  std::string name;                // model.arch, e.g. "convnext_tiny"
+  std::string family;              // "resnet", "convnext", "efficientnet"
+  ArchConstructor make;            // the model
+  std::string weights_file;        // torchvision's IMAGENET1K file, "<name>-<sha256 prefix>.pth"
+  ImageNormalization normalization;  // input mean/std (0-1 scale) the weights were trained with
+  std::string interpolation;       // torchvision's eval resize: "bilinear" or "bicubic"
+  int eval_resize = 256;           // torchvision's eval transform: resize the short side ...
+  int eval_crop = 224;             // ... then centre-crop this square
+  std::string classifier_prefix;   // the torchvision classifier replaced by a new head: "fc."
+  std::int64_t feature_channels = 0;  // channels of the body's feature map (the head's input)
+  std::int64_t parameters = 0;     // with torchvision's 1000-class classifier
+  double imagenet_top1 = 0;        // torchvision's documented ImageNet-1K acc@1 for the file
+  // fastai's layer groups, in words, for `ltfit models` and the docs.
+  std::string layer_groups;
+};
+
+// Every registered arch, families in registration order.
+const std::vector<ArchInfo>& arch_registry();
+
+// The arch called `name`; ConfigError (exit 2) listing the names, with a "did you mean", for any
+// other name.
+const ArchInfo& arch_info(const std::string& name);
+
+// arch_info(name).make(...): the model, randomly initialised.
+Classifier make_classifier(const std::string& name, std::int64_t num_classes,
+                           HeadKind head = HeadKind::kLinear, double dropout = 0.5);
+
+// `ltfit models`: a Markdown table of the registry (name, family, parameters, ImageNet acc@1,
+// weight file, eval transform, layer groups).
+std::string arch_table();
+
+}  // namespace ltfit

@@ -1,0 +1,85 @@
+// The model everything downstream takes: a backbone (any registered family) with its classifier.
+//
+// A family (Classifier, ConvNeXt, EfficientNet, ...) derives from ClassifierImpl, registers its body
+// under torchvision's names (so torchvision state dicts map one to one), then either its own
+// torchvision classifier (HeadKind::kLinear: `fc`, `classifier`) or fastai's head through
+// add_fastai_head (registered as `head`). The trainer, evaluator, checkpoints and exports see only
+// this interface: forward, the feature map, fastai's three layer groups, the normalisation layers
+// that stay trainable in a frozen body, and the parameters exempt from weight decay.
+// Modules are not thread-safe; use one per thread or guard calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/pimpl.h>
+
+#include "ltfit/config/config.h"  // HeadKind
+#include "ltfit/util/image_normalization.h"
+
+namespace ltfit {
+
+// Marks a family's own normalisation module (ConvNeXt's LayerNorm2d, ...) so that freezing keeps
+// it trainable, as it does LibTorch's BatchNorm and LayerNorm.
+class NormalizationLayer {
+ public:
+  virtual ~NormalizationLayer() = default;
+};
+
+class ClassifierImpl : public torch::nn::Module {
+ public:
+  // [N,3,H,W] float, normalised with the arch's mean/std -> [N,C,h,w] the body's feature map
+  // (what fastai's cut body returns; C = feature_channels()).
+  virtual torch::Tensor features(const torch::Tensor& x) = 0;
+  // [N,3,H,W] -> [N,num_classes] logits: features, then the fastai head (concat pooling) or the
+  // family's torchvision classifier.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  const std::string& arch() const { return arch_; }
+  std::int64_t feature_channels() const { return feature_channels_; }
+  bool has_fastai_head() const { return !head_.is_empty(); }
+  // The mean/std its inputs are normalised with (the registry row's; make_classifier sets it).
+  const ImageNormalization& input_normalization() const { return normalization_; }
+  void set_input_normalization(const ImageNormalization& n) { normalization_ = n; }
+
+  // fastai's layer groups: the family's two body groups, then the head (every parameter not in
+  // the body groups). Each parameter appears in exactly one group.
+  std::vector<std::vector<torch::Tensor>> layer_group_parameters();
+  // The parameters of every normalisation layer (BatchNorm, LayerNorm, NormalizationLayer).
+  std::vector<torch::Tensor> normalization_parameters();
+  // Parameters exempt from weight decay unless train.optimizer.wd_bn_bias: the 1-D ones (norm
+  // weights, biases) and those a family marked (ConvNeXt's [C,1,1] layer scales).
+  std::vector<torch::Tensor> no_weight_decay_parameters();
+
+ protected:
+  ClassifierImpl(std::string arch, std::int64_t feature_channels);
+  // The family's body split into fastai's first two layer groups.
+  virtual std::vector<std::vector<torch::nn::Module*>> body_groups() = 0;
+  // The family's torchvision classifier on the feature map (called when no fastai head).
+  virtual torch::Tensor linear_head(const torch::Tensor& maps) = 0;
+  // Registers fastai's head as `head`: AdaptiveConcatPool, BatchNorm1d, Dropout(p/2),
+  // Linear(2C, 512), ReLU, BatchNorm1d, Dropout(p), Linear(512, classes); kaiming-normal linears.
+  void add_fastai_head(std::int64_t num_classes, double dropout);
+  // Exempts `parameter` from weight decay (for parameters with more than one dimension).
+  void mark_no_weight_decay(const torch::Tensor& parameter);
+
+ private:
+  std::string arch_;
+  std::int64_t feature_channels_;
+  ImageNormalization normalization_;
+  torch::nn::Sequential head_{nullptr};
+  std::vector<torch::Tensor> no_decay_marked_;
+};
+TORCH_MODULE(Classifier);
+
+// Number of parameters (not buffers) in `module`.
+std::int64_t count_parameters(const torch::nn::Module& module);
+
+// Stores every 4-D parameter (the convolutions' weights) channels-last (NHWC), for
+// train.channels_last; the model then runs on channels-last batches without conversions.
+void set_channels_last(Classifier& model);
+
+}  // namespace ltfit
