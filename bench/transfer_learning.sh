@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Transfer learning without downloaded weights: pretrain a ResNet-18 on one synthetic task
+# Transfer learning without downloaded weights: pretrain a model ($ARCH, default ResNet-18; any
+# `ltfit models` arch, e.g. ARCH=convnext_tiny) on one synthetic task
 # (cats vs dogs), then fine-tune it with fastai's `fine_tune` recipe on another (bears vs
 # rabbits: same faces and palettes, other ears, little data), next to the same recipe from random
 # init. Prints validation accuracy and loss per epoch for both and how much sooner the pretrained
-# model gets there. Everything is written under $WORK (default /tmp/ltfit-transfer).
+# model gets there. Everything is written under $WORK (default /tmp/ltfit-transfer[-$ARCH]).
 #   bench/transfer_learning.sh            # ~4 minutes on two CPU cores
+#   ARCH=convnext_tiny bench/transfer_learning.sh
 #   TARGET_TRAIN=400 bench/transfer_learning.sh
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LTFIT="${LTFIT:-${BUILD_DIR:-$ROOT/build}/ltfit}"
-WORK="${WORK:-/tmp/ltfit-transfer}"
+ARCH="${ARCH:-resnet18}"
+if [[ "$ARCH" == resnet18 ]]; then WORK="${WORK:-/tmp/ltfit-transfer}"; else WORK="${WORK:-/tmp/ltfit-transfer-$ARCH}"; fi
 TARGET_TRAIN="${TARGET_TRAIN:-200}"  # few labelled images: where pretraining matters
 TARGET_VALID="${TARGET_VALID:-400}"
 EPOCHS="${EPOCHS:-4}"                # unfrozen epochs after the frozen one
@@ -31,14 +34,15 @@ rm -rf "$WORK/target"
   --valid "$TARGET_VALID" --seed 1
 
 if [[ ! -f "$WORK/source.pth" ]]; then
-  echo "== pretraining on cats vs dogs (configs/quickstart.yaml) =="
+  echo "== pretraining $ARCH on cats vs dogs (configs/quickstart.yaml) =="
   rm -rf "$WORK/pretrain"
   "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$WORK/source" \
-    --run-dir "$WORK/pretrain"
+    --set "model.arch=$ARCH" --run-dir "$WORK/pretrain"
   "$LTFIT" export --checkpoint "$WORK/pretrain/checkpoints/last.ckpt" --out "$WORK/source.pth"
 fi
 
-common=(--config configs/quickstart.yaml --set "data.root=$WORK/target" --set model.head=fastai
+common=(--config configs/quickstart.yaml --set "data.root=$WORK/target" --set "model.arch=$ARCH"
+        --set model.head=fastai
         --set train.recipe=fine_tune --set train.freeze_epochs=1 --set "train.epochs=$EPOCHS"
         --set train.lr=3.0e-3 --set run.seed=7)
 for init in pretrained random; do
@@ -49,12 +53,12 @@ for init in pretrained random; do
   "$LTFIT" train "${common[@]}" --set "model.pretrained=$weights" --run-dir "$WORK/$init"
 done
 
-"$PYTHON" - "$WORK" <<'PY'
+"$PYTHON" - "$WORK" "$ARCH" <<'PY'
 import csv, sys
 work = sys.argv[1]
 runs = {name: list(csv.DictReader(open(f"{work}/{name}/epochs.csv")))
         for name in ("pretrained", "random")}
-print("\nbears vs rabbits, validation after each epoch (epoch 0 is the frozen one)")
+print(f"\n{sys.argv[2]}: bears vs rabbits, validation after each epoch (epoch 0 is the frozen one)")
 print(f"{'epoch':>5} {'stage':>9} | {'pretrained acc':>14} {'loss':>7} | {'random acc':>10} {'loss':>7}")
 for p, r in zip(runs["pretrained"], runs["random"]):
     print(f"{p['epoch']:>5} {p['stage']:>9} | {float(p['accuracy']):>14.4f} {float(p['valid_loss']):>7.4f}"
