@@ -64,6 +64,12 @@ for p, r in zip(runs["pretrained"], runs["random"]):
     print(f"{p['epoch']:>5} {p['stage']:>9} | {float(p['accuracy']):>14.4f} {float(p['valid_loss']):>7.4f}"
           f" | {float(r['accuracy']):>10.4f} {float(r['valid_loss']):>7.4f}")
 final_random = float(runs["random"][-1]["accuracy"])
+final_pretrained = float(runs["pretrained"][-1]["accuracy"])
+if max(final_random, final_pretrained) < 0.6:  # two balanced classes: 0.5 is chance
+    print(f"\nneither run got clear of chance (pretrained {final_pretrained:.4f}, random "
+          f"{final_random:.4f}): no transfer can be read; check that pretraining learnt its own task "
+          f"(pretrain/epochs.csv)")
+    sys.exit(0)
 first = next((int(p["epoch"]) for p in runs["pretrained"] if float(p["accuracy"]) >= final_random), None)
 n = len(runs["random"])
 if first is not None:

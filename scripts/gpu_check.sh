@@ -9,7 +9,9 @@
 #  5. envinfo's GPU fields;
 #  6. data-parallel training over NCCL under torchrun: a world of one on one GPU (dist.backend
 #     nccl), and two ranks on two GPUs where the machine has them (summary.json's world_size and
-#     backend checked); then bench/dist_scaling.sh --gpus where there are 2 or more.
+#     backend checked); then bench/dist_scaling.sh --gpus where there are 2 or more;
+#  7. every registered arch's training images/s at 224 px in bf16, ltfit beside PyTorch
+#     (bench/arch_throughput.sh with DEVICE, the family list from `ltfit models`).
 # Prints one table per part. Exits non-zero if any step fails (every step still runs, so the
 # tables show what worked).
 #
@@ -213,6 +215,9 @@ fi
 find_batch_oom
 show_envinfo
 nccl_runs
+echo; echo "== 7. training images/s per arch (bench/arch_throughput.sh, 224 px, bf16, bs 64) =="
+LTFIT="$LTFIT" DEVICE="$DEVICE" SIZE=224 BATCH=64 IMAGES=256 PRECISION=bf16 \
+  WORK="$WORK_DIR/ltfit-gpu-archs" "$ROOT/bench/arch_throughput.sh" || fail "bench/arch_throughput.sh"
 if ((${#failures[@]})); then
   log "${#failures[@]} failure(s): ${failures[*]}"
   exit 1
