@@ -3,11 +3,7 @@
 
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
-#include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/options/conv.h>
-
-#include <map>
 
 #include "ltfit/util/error.h"
 
@@ -26,19 +22,6 @@ torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel, s
                                .bias(false));
 }
 
-const std::vector<ResNetSpec>& resnet_specs() {
-  static const std::vector<ResNetSpec> specs = {
-      {"resnet18", false, {2, 2, 2, 2}},
-      {"resnet34", false, {3, 4, 6, 3}},
-      {"resnet50", true, {3, 4, 6, 3}},
-      {"resnet101", true, {3, 4, 23, 3}},
-      {"resnet152", true, {3, 8, 36, 3}},
-      {"resnext50_32x4d", true, {3, 4, 6, 3}, /*groups=*/32, /*width_per_group=*/4},
-      {"wide_resnet50_2", true, {3, 4, 6, 3}, /*groups=*/1, /*width_per_group=*/128},
-  };
-  return specs;
-}
-
 // What torchvision publishes per arch: the weights (IMAGENET1K_V1; V2 for ResNeXt and Wide
 // ResNet, whose V1 files predate torch's zip format), their ImageNet acc@1, parameter count and
 // eval resize (the crop is 224 px, bilinear, for all).
@@ -49,32 +32,39 @@ struct Published {
   int resize;
 };
 
-Published published(const std::string& arch) {
-  static const std::map<std::string, Published> table = {
-      {"resnet18", {"resnet18-f37072fd.pth", 69.758, 11689512, 256}},
-      {"resnet34", {"resnet34-b627a593.pth", 73.314, 21797672, 256}},
-      {"resnet50", {"resnet50-0676ba61.pth", 76.13, 25557032, 256}},
-      {"resnet101", {"resnet101-63fe2227.pth", 77.374, 44549160, 256}},
-      {"resnet152", {"resnet152-394f9c45.pth", 78.312, 60192808, 256}},
-      {"resnext50_32x4d", {"resnext50_32x4d-1a0047aa.pth", 81.198, 25028904, 232}},
-      {"wide_resnet50_2", {"wide_resnet50_2-9ba9bcbe.pth", 81.602, 68883240, 232}},
+// The family's archs: each one's shape and what torchvision publishes for it, in one row.
+struct ResNetRow {
+  ResNetSpec spec;
+  Published published;
+};
+
+const std::vector<ResNetRow>& resnet_rows() {
+  static const std::vector<ResNetRow> rows = {
+      {{"resnet18", false, {2, 2, 2, 2}}, {"resnet18-f37072fd.pth", 69.758, 11689512, 256}},
+      {{"resnet34", false, {3, 4, 6, 3}}, {"resnet34-b627a593.pth", 73.314, 21797672, 256}},
+      {{"resnet50", true, {3, 4, 6, 3}}, {"resnet50-0676ba61.pth", 76.13, 25557032, 256}},
+      {{"resnet101", true, {3, 4, 23, 3}}, {"resnet101-63fe2227.pth", 77.374, 44549160, 256}},
+      {{"resnet152", true, {3, 8, 36, 3}}, {"resnet152-394f9c45.pth", 78.312, 60192808, 256}},
+      {{"resnext50_32x4d", true, {3, 4, 6, 3}, /*groups=*/32, /*width_per_group=*/4},
+       {"resnext50_32x4d-1a0047aa.pth", 81.198, 25028904, 232}},
+      {{"wide_resnet50_2", true, {3, 4, 6, 3}, /*groups=*/1, /*width_per_group=*/128},
+       {"wide_resnet50_2-9ba9bcbe.pth", 81.602, 68883240, 232}},
   };
-  return table.at(arch);
+  return rows;
 }
 
 }  // namespace
 
 ResNetSpec resnet_spec(const std::string& arch) {
-  for (const auto& spec : resnet_specs()) {
-    if (spec.arch == arch) return spec;
+  for (const auto& row : resnet_rows()) {
+    if (row.spec.arch == arch) return row.spec;
   }
   throw ConfigError("model.arch: '" + arch + "' is not a ResNet (ltfit models lists the archs)");
 }
 
 std::vector<ArchInfo> resnet_archs() {
   std::vector<ArchInfo> rows;
-  for (const ResNetSpec& spec : resnet_specs()) {
-    const Published p = published(spec.arch);
+  for (const auto& [spec, p] : resnet_rows()) {
     ArchInfo info;
     info.name = spec.arch;
     info.family = "resnet";
