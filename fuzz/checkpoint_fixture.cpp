@@ -1,6 +1,7 @@
 #include "checkpoint_fixture.h"
 
 #include "ltfit/config/config.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/optimizer.h"
 
 namespace ltfit::fuzz {
@@ -17,7 +18,7 @@ std::unique_ptr<torch::optim::Optimizer> optimizer(
 }  // namespace
 
 CheckpointFixture::CheckpointFixture()
-    : model(resnet_spec("resnet18"), /*num_classes=*/2),
+    : model(make_classifier("resnet18", /*num_classes=*/2)),
       adamw(optimizer("adamw", model->layer_group_parameters())),
       sgd(optimizer("sgd", model->layer_group_parameters())) {}
 

@@ -7,14 +7,14 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/optimizer.h>
 
-#include "ltfit/model/resnet.h"
+#include "ltfit/model/classifier.h"
 
 namespace ltfit::fuzz {
 
 // A resnet18 with 2 classes and ltfit's AdamW and SGD over its layer groups (no steps taken).
 struct CheckpointFixture {
   CheckpointFixture();
-  ResNet model;
+  Classifier model;
   std::unique_ptr<torch::optim::Optimizer> adamw, sgd;
 };
 
