@@ -8,13 +8,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include <torch/torch.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "data/decode.h"
+#include "data/pil_resample.h"
 
 namespace ltfit {
 namespace {
@@ -37,7 +40,19 @@ cv::Rect crop_rect(const cv::Mat& image, const CropFlip& crop) {
   return {x, y, side, side};
 }
 
-// Crops, resizes, flips and converts BGR→RGB straight into a new tensor. [size,size,3] uint8.
+// A square BGR image converted to RGB straight into a new [size,size,3] uint8 tensor.
+torch::Tensor rgb_tensor(const cv::Mat& bgr) {
+  const int size = bgr.rows;
+  torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
+  cv::Mat rgb(size, size, CV_8UC3, out.data_ptr<std::uint8_t>());
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  if (rgb.data != out.data_ptr<std::uint8_t>()) {  // OpenCV reallocated: copy it over
+    std::memcpy(out.data_ptr<std::uint8_t>(), rgb.data, static_cast<size_t>(size) * size * 3);
+  }
+  return out;
+}
+
+// Crops, resizes, flips and converts BGR→RGB. [size,size,3] uint8.
 torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop) {
   const cv::Mat region = image(crop_rect(image, crop));
   cv::Mat resized;
@@ -48,13 +63,24 @@ torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop
     cv::flip(resized, mirrored, 1);
     resized = mirrored;
   }
-  torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
-  cv::Mat rgb(size, size, CV_8UC3, out.data_ptr<std::uint8_t>());
-  cv::cvtColor(resized, rgb, cv::COLOR_BGR2RGB);
-  if (rgb.data != out.data_ptr<std::uint8_t>()) {  // OpenCV reallocated: copy it over
-    std::memcpy(out.data_ptr<std::uint8_t>(), rgb.data, static_cast<size_t>(size) * size * 3);
-  }
-  return out;
+  return rgb_tensor(resized);
+}
+
+// The size torchvision's Resize(resize) gives an image of `size`: the shorter side `resize`, the
+// longer int(resize * long / short) (Python: the exact product, one correctly rounded division).
+// Zero when the longer side would not fit an int (a 1-pixel-high strip).
+cv::Size torchvision_resized(cv::Size size, int resize) {
+  const std::int64_t shorter = std::min(size.width, size.height);
+  const std::int64_t longer = std::max(size.width, size.height);
+  const double scaled = static_cast<double>(resize * longer) / static_cast<double>(shorter);
+  if (!(scaled < (1 << 24))) return {};  // Pillow's float box is exact below 2^24
+  const int new_longer = static_cast<int>(scaled);
+  return size.width <= size.height ? cv::Size(resize, new_longer) : cv::Size(new_longer, resize);
+}
+
+// torchvision's CenterCrop offset: int(round((side - crop) / 2.0)), rounding half to even.
+int center_offset(int side, int crop) {
+  return static_cast<int>(std::nearbyint((side - crop) / 2.0));
 }
 
 }  // namespace
@@ -74,6 +100,41 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
           decode_bgr(path, size / std::min(crop.scale, 1.0), {limits, budget}, &reason);
       if (!decoded.image.empty()) result = to_square_rgb(decoded.image, size, crop);
     }
+    return result;
+  });
+}
+
+ResampleFilter resample_filter_named(const std::string& name) {
+  if (name == "bilinear") return ResampleFilter::kBilinear;
+  if (name == "bicubic") return ResampleFilter::kBicubic;
+  throw std::invalid_argument("unknown resample filter '" + name +
+                              "' (expected bilinear or bicubic)");
+}
+
+std::optional<torch::Tensor> load_eval_image(const std::string& path,
+                                             const EvalTransform& transform, std::string* error,
+                                             const ImageLimits& limits, DecodeBudget* budget) {
+  return run_never_throwing("decode", error, [&](std::string& reason) {
+    std::optional<torch::Tensor> result;
+    if (transform.crop <= 0 || transform.resize < transform.crop ||
+        transform.resize > kMaxOutputSize) {
+      reason = "invalid eval transform: resize " + std::to_string(transform.resize) + ", crop " +
+               std::to_string(transform.crop);
+      return result;
+    }
+    const DecodedImage decoded = decode_bgr(path, /*min_short_side=*/0, {limits, budget}, &reason);
+    if (decoded.image.empty()) return result;
+    const cv::Size resized = torchvision_resized(decoded.image.size(), transform.resize);
+    if (resized.empty()) {
+      reason = "image is " + std::to_string(decoded.image.cols) + "×" +
+               std::to_string(decoded.image.rows) + ", too elongated to resize to " +
+               std::to_string(transform.resize) + " px on its shorter side";
+      return result;
+    }
+    const cv::Rect window(center_offset(resized.width, transform.crop),
+                          center_offset(resized.height, transform.crop), transform.crop,
+                          transform.crop);
+    result = rgb_tensor(pil_resize_window(decoded.image, resized, window, transform.filter));
     return result;
   });
 }

@@ -70,6 +70,9 @@ Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
       options_(std::move(options)),
       state_(std::make_unique<State>()) {
   LTFIT_CHECK(options_.batch_size > 0 && options_.image_size > 0, "bad loader options");
+  LTFIT_CHECK(!options_.eval_transform || (!options_.train && !options_.augment_in_order &&
+                                           options_.eval_transform->crop == options_.image_size),
+              "eval_transform needs an eval loader whose image_size is its crop");
   if (options_.workers < 0 || options_.workers > kMaxLoaderWorkers) {
     throw ConfigError("data.workers: expected auto or an integer from 1 to " +
                           std::to_string(kMaxLoaderWorkers) + ", got " +
@@ -209,6 +212,9 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
   DecodeBudget* budget = options_.decode_budget.get();
   try {
     if (options_.before_load) options_.before_load(sample.path);
+    if (options_.eval_transform) {
+      return load_eval_image(sample.path, *options_.eval_transform, error, options_.limits, budget);
+    }
     if (!options_.train && !options_.augment_in_order) {
       return load_square_image(sample.path, options_.image_size, {}, error, options_.limits,
                                budget);

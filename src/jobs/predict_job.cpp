@@ -39,7 +39,6 @@ struct Predictor {
   std::vector<std::string> classes;
   EvalOptions eval;
   LoaderOptions loader;
-  int crop = 0;  // centre crop of the loaded images (--weights: the arch's eval crop); 0: none
 };
 
 void validate(const PredictRequest& request) {
@@ -53,9 +52,8 @@ void validate(const PredictRequest& request) {
                       std::to_string(request.batch_size));
 }
 
-// torchvision's eval transform for the arch: Resize(eval_resize) then CenterCrop(eval_crop). The
-// loader's centre square at eval_resize px, cropped to its central eval_crop px, is that (the
-// loader resizes with OpenCV's area/linear filter).
+// torchvision's eval transform for the arch, pixel for pixel: Resize(eval_resize) with its
+// interpolation as Pillow computes it, then CenterCrop(eval_crop).
 Predictor imagenet_predictor(const PredictRequest& request, const torch::Device& device) {
   const ArchInfo& arch = arch_info(request.arch);
   Predictor p;
@@ -65,9 +63,10 @@ Predictor imagenet_predictor(const PredictRequest& request, const torch::Device&
   p.model->eval();
   p.classes = imagenet_classes();
   p.eval.device = device;
-  p.loader.image_size = arch.eval_resize;
+  p.loader.image_size = arch.eval_crop;
+  p.loader.eval_transform =
+      EvalTransform{arch.eval_resize, arch.eval_crop, resample_filter_named(arch.interpolation)};
   p.loader.batch_size = request.batch_size > 0 ? request.batch_size : kWeightsBatchSize;
-  p.crop = arch.eval_crop;
   return p;
 }
 
@@ -182,14 +181,9 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
   torch::NoGradGuard no_grad;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
-    torch::Tensor pixels = batch->images;  // uint8 [N,H,W,3]
-    if (p.crop > 0) {
-      const std::int64_t offset = (pixels.size(1) - p.crop) / 2;
-      pixels = pixels.narrow(1, offset, p.crop).narrow(2, offset, p.crop);
-    }
-    const torch::Tensor logits =
-        forward_logits(p.model, normalize_images(pixels, p.eval.device, false, p.model->input_normalization()), p.eval)
-            .to(torch::kCPU);
+    const torch::Tensor pixels =
+        normalize_images(batch->images, p.eval.device, false, p.model->input_normalization());
+    const torch::Tensor logits = forward_logits(p.model, pixels, p.eval).to(torch::kCPU);
     const torch::Tensor probs = torch::softmax(logits, 1);
     for (std::size_t row = 0; row < batch->indices.size(); ++row) {
       const auto r = static_cast<std::int64_t>(row);

@@ -1,10 +1,12 @@
 // Tests of image decoding: RGB order, crop position, flip, colour conversions of unusual
-// files (grey, RGBA, 16-bit), EXIF orientation, reduced-size JPEG decoding, and that bad files
-// give nullopt with a reason instead of throwing.
+// files (grey, RGBA, 16-bit), EXIF orientation, reduced-size JPEG decoding, that bad files
+// give nullopt with a reason instead of throwing, and the geometry of torchvision's eval
+// transform (its bytes are checked against Pillow by the parity test).
 #include "ltfit/data/image_io.h"
 
 #include <array>
 #include <filesystem>
+#include <stdexcept>
 
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
@@ -169,4 +171,73 @@ TEST_CASE("image_io: bad files give nullopt and a reason", "[data][image_io]") {
   CHECK_THAT(fail_reason(whole, 0), Catch::Contains("size"));
   std::string error;
   CHECK(ltfit::load_square_image(whole, 32, CropFlip{}, &error).has_value());
+}
+
+namespace {
+
+torch::Tensor load_eval(const std::string& path, const ltfit::EvalTransform& transform) {
+  std::string error;
+  auto tensor = ltfit::load_eval_image(path, transform, &error);
+  INFO(error);
+  REQUIRE(tensor.has_value());
+  return *tensor;
+}
+
+}  // namespace
+
+TEST_CASE("image_io: the eval transform resizes the shorter side and crops the centre",
+          "[data][image_io]") {
+  TempDir dir;
+  for (const auto filter : {ltfit::ResampleFilter::kBilinear, ltfit::ResampleFilter::kBicubic}) {
+    // 800x400 -> 512x256; the crop's 224 columns start at (512 - 224) / 2 = 144, so the halves
+    // meet at column 256 - 144 = 112 of the crop.
+    const torch::Tensor wide =
+        load_eval(write_halves(dir.path() / "wide.png", 800, 400), {256, 224, filter});
+    CHECK(wide.sizes() == torch::IntArrayRef({224, 224, 3}));
+    CHECK(is_red(rgb_at(wide, 105, 100)));
+    CHECK(is_blue(rgb_at(wide, 119, 100)));
+    CHECK(rgb_at(wide, 0, 0) == std::array<int, 3>{255, 0, 0});  // a flat area stays exact
+    CHECK(rgb_at(wide, 223, 223) == std::array<int, 3>{0, 0, 255});
+    // Portrait, enlarged: 150x300 -> 320x640; the halves meet at column 160 - 10 = 150 of 300.
+    const torch::Tensor tall =
+        load_eval(write_halves(dir.path() / "tall.png", 150, 300), {320, 300, filter});
+    CHECK(tall.sizes() == torch::IntArrayRef({300, 300, 3}));
+    CHECK(is_red(rgb_at(tall, 140, 150)));
+    CHECK(is_blue(rgb_at(tall, 160, 150)));
+  }
+}
+
+TEST_CASE("image_io: a flat colour stays exact through both eval filters", "[data][image_io]") {
+  TempDir dir;
+  const std::string path = (dir.path() / "flat.png").string();
+  REQUIRE(cv::imwrite(path, cv::Mat(250, 333, CV_8UC3, cv::Scalar(201, 150, 37))));
+  for (const auto filter : {ltfit::ResampleFilter::kBilinear, ltfit::ResampleFilter::kBicubic}) {
+    for (const int resize : {64, 250, 700}) {
+      INFO("resize " << resize);
+      const torch::Tensor out = load_eval(path, {resize, 60, filter});
+      CHECK(out.select(2, 0).eq(37).all().item<bool>());
+      CHECK(out.select(2, 1).eq(150).all().item<bool>());
+      CHECK(out.select(2, 2).eq(201).all().item<bool>());
+    }
+  }
+}
+
+TEST_CASE("image_io: eval transform errors are reasons, not exceptions", "[data][image_io]") {
+  TempDir dir;
+  const std::string halves = write_halves(dir.path() / "halves.png", 64, 48);
+  std::string error;
+  CHECK_FALSE(ltfit::load_eval_image(halves, {200, 224}, &error).has_value());
+  CHECK_THAT(error, Catch::Contains("invalid eval transform"));
+  // 256 * 70000 px on the longer side is past what Pillow's float box holds exactly.
+  const std::string strip = (dir.path() / "strip.png").string();
+  REQUIRE(cv::imwrite(strip, cv::Mat(1, 70000, CV_8UC3, cv::Scalar(1, 2, 3))));
+  error.clear();
+  CHECK_FALSE(ltfit::load_eval_image(strip, {256, 224}, &error).has_value());
+  CHECK_THAT(error, Catch::Contains("too elongated"));
+  error.clear();
+  CHECK_FALSE(
+      ltfit::load_eval_image((dir.path() / "missing.png").string(), {}, &error).has_value());
+  CHECK_THAT(error, Catch::Contains("not found"));
+  CHECK(ltfit::resample_filter_named("bicubic") == ltfit::ResampleFilter::kBicubic);
+  CHECK_THROWS_AS(ltfit::resample_filter_named("nearest"), std::invalid_argument);
 }

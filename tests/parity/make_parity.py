@@ -2,8 +2,14 @@
 
 Test oracle only (never used by the product). For each arch: <out>/<arch>.pth (torch.save of a
 randomly initialised torchvision model's state_dict, the same zip format torchvision publishes),
-and <out>/<arch>.json: the input and the expected logits. Every registered arch (`ltfit models`)
-must be listed in ARCHS: the parity test fails for a registered arch without its files.
+and <out>/<arch>.json: the input, the expected logits and the eval transform of each of the
+arch's published weights (file name, resize, crop, interpolation, mean, std). Every registered
+arch (`ltfit models`) must be listed in ARCHS: the parity test fails for a registered arch
+without its files.
+
+<out>/eval/: images (PNG and JPEG, shrunk, enlarged, square, odd sizes) and, in cases.json, what
+torchvision's eval transform (Resize with an interpolation, CenterCrop) makes of each, as RGB
+bytes, from Pillow.
 
     python3 tests/parity/make_parity.py OUT_DIR [arch ...]
 """
@@ -45,10 +51,78 @@ def randomise_norms(model: torch.nn.Module) -> None:
                 (m.bn3 if hasattr(m, "bn3") else m.bn2).weight.uniform_(0.1, 0.3)
 
 
+# The image `predict --weights` is checked on end to end (written by write_eval_transform_cases).
+PREDICT_IMAGE = "1203x887.jpg"
+
+
+def weight_presets(arch: str, model: torch.nn.Module, out: str) -> list:
+    """The eval transform of every weight file torchvision publishes for `arch`, and the logits
+    `model` gives PREDICT_IMAGE through that transform (PIL image in, as torchvision's own
+    inference recipe)."""
+    from PIL import Image
+
+    image = Image.open(os.path.join(out, "eval", PREDICT_IMAGE)).convert("RGB")
+    presets = []
+    for weights in torchvision.models.get_model_weights(arch):
+        t = weights.transforms()
+        with torch.no_grad():
+            logits = model(t(image).unsqueeze(0))[0]
+        presets.append({"file": os.path.basename(weights.url), "resize": t.resize_size[0],
+                        "crop": t.crop_size[0], "interpolation": t.interpolation.value,
+                        "mean": list(t.mean), "std": list(t.std),
+                        "image": PREDICT_IMAGE, "image_logits": logits.tolist()})
+    return presets
+
+
+# (width, height, format): shrunk a little and a lot, enlarged, square, a side equal to the crop.
+EVAL_IMAGES = [(517, 301, "png"), (240, 333, "png"), (100, 77, "png"), (256, 256, "png"),
+               (224, 300, "png"), (1203, 887, "jpg"), (333, 250, "jpg")]
+# (resize, crop, interpolation): the registry's, and odd ones.
+EVAL_TRANSFORMS = [(256, 224, "bilinear"), (232, 224, "bilinear"), (236, 224, "bilinear"),
+                   (320, 300, "bicubic"), (255, 224, "bicubic"), (274, 240, "bicubic"),
+                   (289, 288, "bicubic")]
+
+
+def write_eval_transform_cases(out: str) -> None:
+    import numpy as np
+    from PIL import Image
+    from torchvision.transforms import CenterCrop, Compose, InterpolationMode, PILToTensor, Resize
+
+    folder = os.path.join(out, "eval")
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(0)
+    cases = []
+    for w, h, fmt in EVAL_IMAGES:
+        # Smooth gradients plus noise and a hard edge: ringing, clipping and rounding all show.
+        y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+        base = np.stack([255 * x / w, 255 * y / h, 128 + 100 * np.sin(x / 7 + y / 11)], axis=-1)
+        base[: h // 3, : w // 3] = [255, 0, 255]
+        pixels = np.clip(base + rng.normal(0, 25, base.shape), 0, 255).astype(np.uint8)
+        name = f"{w}x{h}.{fmt}"
+        path = os.path.join(folder, name)
+        if fmt == "jpg":
+            Image.fromarray(pixels).save(path, quality=90)
+        else:
+            Image.fromarray(pixels).save(path)
+        image = Image.open(path).convert("RGB")
+        for resize, crop, interpolation in EVAL_TRANSFORMS:
+            mode = InterpolationMode(interpolation)
+            transform = Compose([Resize(resize, interpolation=mode), CenterCrop(crop), PILToTensor()])
+            expected = transform(image).permute(1, 2, 0).contiguous().numpy()  # HWC RGB
+            rgb = f"{name}-{resize}-{crop}-{interpolation}.rgb"
+            expected.tofile(os.path.join(folder, rgb))
+            cases.append({"image": name, "resize": resize, "crop": crop,
+                          "interpolation": interpolation, "expected": rgb})
+    with open(os.path.join(folder, "cases.json"), "w") as f:
+        json.dump(cases, f)
+    print("eval transforms:", len(cases), "cases", flush=True)
+
+
 def main() -> None:
     out = sys.argv[1]
     archs = sys.argv[2:] or ARCHS
     os.makedirs(out, exist_ok=True)
+    write_eval_transform_cases(out)
     torch.manual_seed(0)
     x = torch.randn(2, 3, 64, 64)
     for arch in archs:
@@ -60,7 +134,8 @@ def main() -> None:
             logits = model(x)
         with open(os.path.join(out, f"{arch}.json"), "w") as f:
             json.dump({"input_shape": list(x.shape), "input": x.flatten().tolist(),
-                       "logits_shape": list(logits.shape), "logits": logits.flatten().tolist()}, f)
+                       "logits_shape": list(logits.shape), "logits": logits.flatten().tolist(),
+                       "presets": weight_presets(arch, model, out)}, f)
         print(arch, "ok", flush=True)
 
 

@@ -33,4 +33,29 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
                                                const ImageLimits& limits = {},
                                                DecodeBudget* budget = nullptr);
 
+// The filter of torchvision's eval Resize (the registry's "bilinear" or "bicubic"), applied as
+// Pillow applies it to 8-bit images: antialiased, in fixed point, horizontal pass first.
+enum class ResampleFilter { kBilinear, kBicubic };
+
+// "bilinear" or "bicubic"; std::invalid_argument for any other name.
+ResampleFilter resample_filter_named(const std::string& name);
+
+// torchvision's eval transform of its ImageNet weights, on a PIL image: Resize(resize) (the
+// shorter side to `resize` px, the longer to int(resize * long / short)) with `filter`, then
+// CenterCrop(crop) (offsets int(round((side - crop) / 2.0)), Python's round: half to even).
+struct EvalTransform {
+  int resize = 256;
+  int crop = 224;  // at most resize
+  ResampleFilter filter = ResampleFilter::kBilinear;
+};
+
+// Decodes `path` at full size (no reduced JPEG decode) and applies `transform`: uint8
+// [crop,crop,3] RGB, byte for byte what torchvision's transform gives on the same decoded pixels
+// (only the crop window is computed). Unlike torchvision's ImageFolder, EXIF orientation is
+// applied first. nullopt with `error` set for a bad file or transform; never throws.
+std::optional<torch::Tensor> load_eval_image(const std::string& path,
+                                             const EvalTransform& transform, std::string* error,
+                                             const ImageLimits& limits = {},
+                                             DecodeBudget* budget = nullptr);
+
 }  // namespace ltfit

@@ -26,6 +26,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/image_io.h"
 #include "ltfit/data/shard.h"
 #include "ltfit/util/image_normalization.h"
 #include "ltfit/util/random.h"  // mix_seed, epoch_permutation: the loader's order and crops
@@ -40,6 +41,10 @@ struct LoaderOptions {
   // Not training (in order, every sample, no drop) but with training augmentation drawn from
   // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
   bool augment_in_order = false;
+  // Not training: each image goes through torchvision's eval transform (resize, centre crop,
+  // Pillow's filter; `predict --weights`) instead of the centre square at image_size, which must
+  // then equal eval_transform->crop.
+  std::optional<EvalTransform> eval_transform;
   std::uint64_t seed = 0;   // base of every random choice
   int workers = 0;          // decode threads, 1..kMaxLoaderWorkers; 0 = default_worker_count()
   bool pin_memory = false;  // allocate batches in page-locked memory (for CUDA copies)
