@@ -4,7 +4,8 @@
 //
 //   ltfit_fuzz_seeds OUT_DIR [TORCH_DIR]
 //
-// OUT_DIR/<target>/<seed> for the targets zip, pickle, checkpoint, image_header, config;
+// OUT_DIR/<target>/<seed> for the targets zip, pickle, checkpoint, image_header, config,
+// resample;
 // OUT_DIR/<target>.dict where a dictionary helps. TORCH_DIR holds torch.save files written by
 // Python (fuzz/torch_seeds.py), added to the zip and pickle corpora. Exits 0, or 1 when a seed
 // did not meet its expectation (listed).
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   corpora.push_back({"checkpoint", checkpoint_seeds(), run_checkpoint});
   corpora.push_back({"image_header", image_header_seeds(), run_image_header});
   corpora.push_back({"config", config_seeds(LTFIT_SOURCE_DIR), run_config});
+  corpora.push_back({"resample", resample_seeds(), run_resample});
   for (const Corpus& c : corpora) {
     fs::create_directories(out / c.target);
     for (const Seed& s : c.seeds) write(out / c.target / s.name, s.bytes);

@@ -27,6 +27,7 @@ std::vector<Seed> pickle_seeds(const TorchFiles& torch_files);      // seeds_arc
 std::vector<Seed> checkpoint_seeds();                               // seeds_checkpoint.cpp
 std::vector<Seed> image_header_seeds();                             // seeds_image_config.cpp
 std::vector<Seed> config_seeds(const std::filesystem::path& repo);  // seeds_image_config.cpp
+std::vector<Seed> resample_seeds();                                 // seeds_image_config.cpp
 
 // libFuzzer dictionaries (-dict=): pickle opcodes and torch's global names; config keys.
 std::string pickle_dictionary();  // seeds_archive.cpp

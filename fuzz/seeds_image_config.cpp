@@ -210,4 +210,28 @@ std::string config_dictionary() {
   return out;
 }
 
+std::vector<Seed> resample_seeds() {
+  // resample_target.cpp's layout: width - 1, height - 1, resize - 1, crop - 1 (16-bit little
+  // endian), flags (bit 0 bicubic, bit 1 flat), then pixels.
+  const auto seed = [](int width, int height, int resize, int crop, int flags) {
+    std::string bytes;
+    for (const int v : {width - 1, height - 1, resize - 1, crop - 1}) {
+      bytes += static_cast<char>(v & 0xff);
+      bytes += static_cast<char>(v >> 8);
+    }
+    bytes += static_cast<char>(flags);
+    for (int i = 0; i < 97; ++i) bytes += static_cast<char>((i * 53) & 0xff);
+    return bytes;
+  };
+  return {
+      {"shrink-bilinear", seed(300, 200, 128, 112, 0)},
+      {"shrink-bicubic", seed(157, 143, 100, 99, 1)},
+      {"enlarge-bicubic", seed(40, 30, 200, 188, 1)},
+      {"flat-bicubic", seed(97, 151, 255, 224, 3)},
+      {"flat-bilinear", seed(151, 97, 64, 60, 2)},
+      {"same-size", seed(120, 150, 120, 100, 0)},
+      {"strip", seed(1, 160, 256, 100, 1)},
+  };
+}
+
 }  // namespace ltfit::fuzz

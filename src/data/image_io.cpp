@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -66,23 +65,6 @@ torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop
   return rgb_tensor(resized);
 }
 
-// The size torchvision's Resize(resize) gives an image of `size`: the shorter side `resize`, the
-// longer int(resize * long / short) (Python: the exact product, one correctly rounded division).
-// Zero when the longer side would not fit an int (a 1-pixel-high strip).
-cv::Size torchvision_resized(cv::Size size, int resize) {
-  const std::int64_t shorter = std::min(size.width, size.height);
-  const std::int64_t longer = std::max(size.width, size.height);
-  const double scaled = static_cast<double>(resize * longer) / static_cast<double>(shorter);
-  if (!(scaled < (1 << 24))) return {};  // Pillow's float box is exact below 2^24
-  const int new_longer = static_cast<int>(scaled);
-  return size.width <= size.height ? cv::Size(resize, new_longer) : cv::Size(new_longer, resize);
-}
-
-// torchvision's CenterCrop offset: int(round((side - crop) / 2.0)), rounding half to even.
-int center_offset(int side, int crop) {
-  return static_cast<int>(std::nearbyint((side - crop) / 2.0));
-}
-
 }  // namespace
 
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
@@ -124,16 +106,14 @@ std::optional<torch::Tensor> load_eval_image(const std::string& path,
     }
     const DecodedImage decoded = decode_bgr(path, /*min_short_side=*/0, {limits, budget}, &reason);
     if (decoded.image.empty()) return result;
-    const cv::Size resized = torchvision_resized(decoded.image.size(), transform.resize);
+    const cv::Size resized = torchvision_resize_size(decoded.image.size(), transform.resize);
     if (resized.empty()) {
       reason = "image is " + std::to_string(decoded.image.cols) + "×" +
                std::to_string(decoded.image.rows) + ", too elongated to resize to " +
                std::to_string(transform.resize) + " px on its shorter side";
       return result;
     }
-    const cv::Rect window(center_offset(resized.width, transform.crop),
-                          center_offset(resized.height, transform.crop), transform.crop,
-                          transform.crop);
+    const cv::Rect window = torchvision_center_crop(resized, transform.crop);
     result = rgb_tensor(pil_resize_window(decoded.image, resized, window, transform.filter));
     return result;
   });

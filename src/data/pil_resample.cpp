@@ -127,6 +127,22 @@ cv::Mat vertical_pass(const cv::Mat& in, int row0, const Taps& taps) {
 
 }  // namespace
 
+cv::Size torchvision_resize_size(cv::Size size, int resize) {
+  const std::int64_t shorter = std::min(size.width, size.height);
+  const std::int64_t longer = std::max(size.width, size.height);
+  const double scaled = static_cast<double>(resize * longer) / static_cast<double>(shorter);
+  if (!(scaled < (1 << 24))) return {};
+  const int new_longer = static_cast<int>(scaled);
+  return size.width <= size.height ? cv::Size(resize, new_longer) : cv::Size(new_longer, resize);
+}
+
+cv::Rect torchvision_center_crop(cv::Size size, int crop) {
+  const auto offset = [crop](int side) {
+    return static_cast<int>(std::nearbyint((side - crop) / 2.0));  // ties to even by default
+  };
+  return {offset(size.width), offset(size.height), crop, crop};
+}
+
 cv::Mat pil_resize_window(const cv::Mat& image, cv::Size size, cv::Rect window,
                           ResampleFilter filter) {
   LTFIT_CHECK(image.type() == CV_8UC3 && !image.empty(), "pil_resize_window needs CV_8UC3");

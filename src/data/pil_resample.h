@@ -18,6 +18,16 @@
 
 namespace ltfit {
 
+// The size torchvision's Resize(resize) gives an image of `size`: the shorter side `resize`, the
+// longer int(resize * long / short) (as Python computes it: the exact product, then one correctly
+// rounded division). Empty when the longer side would reach 2^24, past what Pillow's float box
+// holds exactly (a 1-pixel strip).
+cv::Size torchvision_resize_size(cv::Size size, int resize);
+
+// torchvision's CenterCrop(crop) window in an image of `size` (crop at most either side):
+// offsets int(round((side - crop) / 2.0)), rounding half to even as Python does.
+cv::Rect torchvision_center_crop(cv::Size size, int crop);
+
 // The pixels `window` of `image` (CV_8UC3, any channel order) resized to `size` with `filter`, as
 // Pillow computes them. `window` must lie inside size; `image` must not be empty.
 cv::Mat pil_resize_window(const cv::Mat& image, cv::Size size, cv::Rect window,

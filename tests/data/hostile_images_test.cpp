@@ -27,13 +27,15 @@ namespace {
 
 constexpr std::uint64_t kHeadroom = 1ULL << 30;  // the child's address-space allowance
 
-// The reason `path` is refused (or "decoded" if it is not), decoded in a capped child.
+// The reason `path` is refused (or "decoded" if it is not), decoded in a capped child by the
+// loader's square path or (eval) by predict --weights' eval transform, which decodes at full size.
 ltfit::testing::CappedRun decode_capped(const std::string& path,
-                                        const ltfit::ImageLimits& limits = {}) {
+                                        const ltfit::ImageLimits& limits = {}, bool eval = false) {
   return ltfit::testing::run_capped(
       [&] {
         std::string error;
-        const auto image = ltfit::load_square_image(path, 64, {}, &error, limits);
+        const auto image = eval ? ltfit::load_eval_image(path, {256, 224}, &error, limits)
+                                : ltfit::load_square_image(path, 64, {}, &error, limits);
         return image ? std::string("decoded") : error;
       },
       kHeadroom);
@@ -74,12 +76,14 @@ TEST_CASE("decompression bombs are refused from their header, before any decoder
   for (const Bomb& bomb : bombs()) {
     const fs::path path = dir.path() / bomb.name;
     ltfit::testing::write_file(path, bomb.bytes);
-    const auto run = decode_capped(path.string());
-    INFO(bomb.name << " (" << bomb.bytes.size() << " bytes): " << run.output << "; peak RSS growth "
-                   << run.peak_rss_growth_kb << " kB");
-    REQUIRE(run.exited);
-    CHECK_THAT(run.output, Contains(bomb.reason));
-    CHECK(run.peak_rss_growth_kb < 64 * 1024);  // nothing near the claimed size was touched
+    for (const bool eval : {false, true}) {
+      const auto run = decode_capped(path.string(), {}, eval);
+      INFO(bomb.name << (eval ? " (eval transform, " : " (") << bomb.bytes.size() << " bytes): "
+                     << run.output << "; peak RSS growth " << run.peak_rss_growth_kb << " kB");
+      REQUIRE(run.exited);
+      CHECK_THAT(run.output, Contains(bomb.reason));
+      CHECK(run.peak_rss_growth_kb < 64 * 1024);  // nothing near the claimed size was touched
+    }
   }
   // Allowing HDR leaves the pixel budget in force; lifting the budget lets a modest one through.
   ltfit::ImageLimits hdr_allowed;
