@@ -7,6 +7,9 @@ arch's published weights (file name, resize, crop, interpolation, mean, std). Ev
 arch (`ltfit models`) must be listed in ARCHS: the parity test fails for a registered arch
 without its files.
 
+For one arch per family (GRADIENT_ARCHS), also the gradients of one training step
+(write_gradients).
+
 <out>/eval/: images (PNG and JPEG, shrunk, enlarged, square, odd sizes) and, in cases.json, what
 torchvision's eval transform (Resize with an interpolation, CenterCrop) makes of each, as RGB
 bytes, from Pillow.
@@ -118,6 +121,33 @@ def write_eval_transform_cases(out: str) -> None:
     print("eval transforms:", len(cases), "cases", flush=True)
 
 
+# One arch per family: a training step's gradients are checked for these.
+GRADIENT_ARCHS = ["resnet18", "convnext_tiny", "efficientnet_b0"]
+
+
+def write_gradients(arch: str, out: str) -> None:
+    """<out>/<arch>.grads.pth: the gradient of every parameter after one training-mode forward
+    (BatchNorm on batch statistics; stochastic depth and dropout off, as they are random) and
+    cross-entropy backward, from <out>/<arch>.pth; <out>/<arch>.train.json: input, labels, loss."""
+    kwargs = {} if arch.startswith("resnet") else {"stochastic_depth_prob": 0.0}
+    model = getattr(torchvision.models, arch)(weights=None, **kwargs)
+    model.load_state_dict(torch.load(os.path.join(out, f"{arch}.pth"), weights_only=True))
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    model.train()
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 3, 64, 64, generator=generator)
+    labels = torch.tensor([1, 7, 3, 999])
+    loss = torch.nn.functional.cross_entropy(model(x), labels)
+    loss.backward()
+    torch.save({name: p.grad for name, p in model.named_parameters()},
+               os.path.join(out, f"{arch}.grads.pth"))
+    with open(os.path.join(out, f"{arch}.train.json"), "w") as f:
+        json.dump({"input_shape": list(x.shape), "input": x.flatten().tolist(),
+                   "labels": labels.tolist(), "loss": loss.item()}, f)
+
+
 def main() -> None:
     out = sys.argv[1]
     archs = sys.argv[2:] or ARCHS
@@ -136,6 +166,8 @@ def main() -> None:
             json.dump({"input_shape": list(x.shape), "input": x.flatten().tolist(),
                        "logits_shape": list(logits.shape), "logits": logits.flatten().tolist(),
                        "presets": weight_presets(arch, model, out)}, f)
+        if arch in GRADIENT_ARCHS:
+            write_gradients(arch, out)
         print(arch, "ok", flush=True)
 
 

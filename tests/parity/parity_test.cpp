@@ -2,7 +2,9 @@
 // difference <= 1e-4), for every registered arch; each arch's eval transform and normalisation
 // are those torchvision publishes with its weight file; load_eval_image gives the bytes
 // torchvision's Resize + CenterCrop give through Pillow; and `ltfit predict --weights F --arch A`
-// gives the logits of torchvision's own inference recipe (weights.transforms() on a PIL image). Needs the files written by
+// gives the logits of torchvision's own inference recipe (weights.transforms() on a PIL image);
+// and one training step (train-mode BatchNorm, cross-entropy, backward) gives torchvision's
+// gradient for every parameter, for one arch per family. Needs the files written by
 // tests/parity/make_parity.py (Python torch + torchvision, test oracles only); run through
 // scripts/run_parity.sh, which CTest reports as skipped when torchvision is not installed. Tagged
 // [parity]: not in the default test run.
@@ -17,6 +19,8 @@
 
 #include "ltfit/data/image_io.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/convnext.h"
+#include "ltfit/model/efficientnet.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/torch_weights.h"
 #include "support/test_support.h"
@@ -32,6 +36,19 @@ std::filesystem::path parity_dir() {
   const char* dir = std::getenv("LTFIT_PARITY_DIR");
   REQUIRE(dir != nullptr);  // set by scripts/run_parity.sh
   return dir;
+}
+
+// `arch` for a deterministic training step: ConvNeXt built without stochastic depth (its blocks
+// draw it themselves); EfficientNet's StochasticDepth and Dropout modules are put in eval mode
+// (the identity) by the test.
+ltfit::Classifier without_stochastic_depth(const std::string& arch) {
+  if (arch.rfind("convnext", 0) == 0) {
+    ltfit::ConvNeXtSpec spec = ltfit::convnext_spec(arch);
+    spec.stochastic_depth_prob = 0;
+    return ltfit::Classifier(
+        std::shared_ptr<ltfit::ClassifierImpl>(std::make_shared<ltfit::ConvNeXtImpl>(spec, 1000)));
+  }
+  return ltfit::make_classifier(arch, 1000);
 }
 
 }  // namespace
@@ -114,5 +131,48 @@ TEST_CASE("load_eval_image gives the bytes of torchvision's Resize and CenterCro
     const int max_diff =
         (got->to(torch::kInt) - expected.to(torch::kInt)).abs().max().item<int>();
     CHECK(max_diff == 0);
+  }
+}
+
+TEST_CASE("one training step gives torchvision's gradients, one arch per family", "[parity]") {
+  const std::filesystem::path dir = parity_dir();
+  for (const std::string arch : {"resnet18", "convnext_tiny", "efficientnet_b0"}) {
+    INFO(arch);
+    const auto expected =
+        nlohmann::json::parse(ltfit::testing::read_file(dir / (arch + ".train.json")));
+    ltfit::Classifier model = without_stochastic_depth(arch);
+    const std::string weights = (dir / (arch + ".pth")).string();
+    ltfit::load_pretrained_body(model, ltfit::read_torch_state_dict(weights), weights);
+    model->train();
+    for (const auto& m : model->modules()) {
+      if (m->as<torch::nn::DropoutImpl>() || m->as<ltfit::StochasticDepthImpl>()) m->eval();
+    }
+    const torch::Tensor x = tensor_from(expected["input"], expected["input_shape"]);
+    const torch::Tensor labels = torch::tensor(expected["labels"].get<std::vector<std::int64_t>>());
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), labels);
+    loss.backward();
+    CHECK(std::abs(loss.item<double>() - expected["loss"].get<double>()) <= 1e-5);
+    const ltfit::StateDict grads =
+        ltfit::read_torch_state_dict((dir / (arch + ".grads.pth")).string());
+    const auto params = model->named_parameters();
+    REQUIRE(grads.size() == params.size());
+    double worst = 0;
+    std::string worst_name;
+    for (const auto& [name, want] : grads) {
+      INFO(name);
+      REQUIRE(params.contains(name));
+      const torch::Tensor got = params[name].grad();
+      REQUIRE(got.defined());
+      REQUIRE(got.sizes() == want.sizes());
+      // Relative to the tensor's largest gradient: sums over a batch differ in the last bits.
+      const double scale = std::max(want.abs().max().item<double>(), 1e-6);
+      const double diff = (got - want).abs().max().item<double>() / scale;
+      if (diff > worst) {
+        worst = diff;
+        worst_name = name;
+      }
+    }
+    INFO("largest relative gradient difference " << worst << " (" << worst_name << ")");
+    CHECK(worst <= 1e-3);
   }
 }
