@@ -7,7 +7,8 @@
 #          [--seed S] [--data DIR] [--no-tta] [--no-fastai] [--no-ltfit] [--keep]
 # Defaults: resnet18, 64 px, bs 32, 1 frozen + 2 unfrozen epochs, lr 2e-3 (fastai's fine_tune
 # base_lr), 1000 train / 400 valid synthetic images (`ltfit synth`), workers = threads = nproc,
-# cpu. Full-size GPU settings: --device cuda --arch resnet34 --size 224 --bs 64.
+# cpu. Full-size GPU settings: --device cuda --arch resnet34 --size 224 --bs 64. --arch takes
+# any `ltfit models` arch (fastai gets torchvision's model of that name).
 # Exit codes: 0 the benchmark ran (a side that could not run is named under the table),
 #             1 no ltfit binary to make the images with, 2 bad usage.
 # Environment: LTFIT (build/ltfit), PYTHON (python3), LTFIT_LOCK (/tmp/ltfit-build.lock: each
@@ -70,8 +71,10 @@ for pair in "size:$size" "bs:$bs" "epochs:$epochs" "train:$n_train" "valid:$n_va
 done
 [[ "$freeze_epochs" =~ ^[0-9]+$ && "$seed" =~ ^[0-9]+$ ]] ||
   { echo "error: --freeze-epochs and --seed take integers >= 0" >&2; exit 2; }
-[[ "$arch" =~ ^resnet(18|34|50|101|152)$ ]] ||
-  { echo "error: --arch: resnet18|34|50|101|152, got '$arch'" >&2; exit 2; }
+archs="$("$LTFIT" models --json 2>/dev/null | "$PYTHON" -c \
+  'import json, sys; print(" ".join(r["arch"] for r in json.load(sys.stdin)))' 2>/dev/null || true)"
+[[ -z "$archs" || " $archs " == *" $arch "* ]] ||
+  { echo "error: --arch: one of $archs (ltfit models), got '$arch'" >&2; exit 2; }
 [[ "$device" =~ ^(cpu|cuda(:[0-9]+)?)$ ]] ||
   { echo "error: --device: cpu | cuda | cuda:N, got '$device'" >&2; exit 2; }
 "$PYTHON" -c "import sys; float(sys.argv[1]) > 0 or sys.exit(1)" "$lr" 2>/dev/null ||

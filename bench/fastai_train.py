@@ -32,7 +32,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", required=True, help="train/<class>/, valid/<class>/ folders")
     parser.add_argument("--arch", default="resnet18",
-                        choices=["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"])
+                        help="fastai's or torchvision's model function (resnet18, convnext_tiny, "
+                             "efficientnet_b0, ...)")
     parser.add_argument("--size", type=int, default=64, help="image side, pixels (64)")
     parser.add_argument("--bs", type=int, default=32, help="batch size (32)")
     parser.add_argument("--epochs", type=int, default=2, help="unfrozen epochs (2)")
@@ -65,6 +66,7 @@ def main(argv):
     try:
         import fastai
         import torch
+        import torchvision
         from fastai.vision import all as fv
     except ImportError as e:
         print(f"error: cannot import fastai ({e}); run scripts/bench_deps.sh", file=sys.stderr)
@@ -79,7 +81,10 @@ def main(argv):
         item_tfms=fv.Resize(args.size),  # train: random square crop, valid: centre crop
         batch_tfms=[*fv.aug_transforms(), fv.Normalize.from_stats(*fv.imagenet_stats)],
         bs=args.bs, num_workers=args.workers, device=device)
-    arch = getattr(fv, args.arch)
+    # fastai's own resnets where it has one, else torchvision's function of that name (fastai
+    # has no metadata for those: vision_learner cuts the body at the pooling layer and splits
+    # body | head).
+    arch = getattr(fv, args.arch, None) or getattr(torchvision.models, args.arch)
     learn = fv.vision_learner(dls, arch, pretrained=False, metrics=fv.accuracy)
     rows = []  # the Recorder's per-epoch rows, across both fits of fine_tune
 
