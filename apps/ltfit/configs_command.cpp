@@ -64,7 +64,9 @@ void add_configs_command(CLI::App& app, int* exit_code) {
       return;
     }
     if (!args->name.empty()) {
-      std::cout << read_input_file(resolve_config_path(args->name).string(), "config file")
+      std::cout << read_input_file(
+                       resolve_config_path(args->name, "config", "ltfit configs").string(),
+                       "config file")
                 << std::flush;
       *exit_code = 0;
       return;

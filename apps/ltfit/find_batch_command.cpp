@@ -18,6 +18,12 @@ namespace {
 constexpr const char* kStudyContext =
     "the 2019 study found 256 at the limit of an 11.17 GiB K80 (ResNet-34, 224 px, fp32)";
 
+// The study's figure is context only for the study's own setting (ResNet-34 at 224 px, fp32).
+bool study_comparable(const Config& config) {
+  return config.model.arch == "resnet34" && config.data.image_size == 224 &&
+         config.train.precision == Precision::kFp32;
+}
+
 struct FindBatchArgs {
   std::string config;
   std::vector<std::string> sets;
@@ -56,7 +62,9 @@ void run_find_batch(const FindBatchArgs& args) {
          r.cuda ? nlohmann::json(nullptr) : nlohmann::json(r.cpu_budget_bytes)},
         {"memory_is_estimate", !r.cuda},
         {"trials", trials_json(r)},
-        {"study_context", kStudyContext}};
+        {"classes", r.classes},
+        {"study_context",
+         study_comparable(config) ? nlohmann::json(kStudyContext) : nlohmann::json(nullptr)}};
     std::cout << dump_json(result) << std::endl;
     return;
   }
@@ -65,7 +73,7 @@ void run_find_batch(const FindBatchArgs& args) {
               config.model.arch.c_str(), config.data.image_size,
               precision_name(config.train.precision).c_str(), r.device.c_str(),
               r.search.trials.size());
-  std::printf("for context: %s\n", kStudyContext);
+  if (study_comparable(config)) std::printf("for context: %s\n", kStudyContext);
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/log.h"
 
@@ -22,6 +24,27 @@ void ensure_passive_openmp(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   ::execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+}
+
+// The command the user meant when argv's first word is no command: CLI11 would only say "A
+// subcommand is required" (or that the word was not expected). Returns the message, or "" when
+// the first word is a command or there is none (no option of ltfit's own takes a value, so the
+// first word that is not an option names the command).
+std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (!word.empty() && word[0] == '-') continue;
+    if (std::find(names.begin(), names.end(), word) != names.end()) return "";
+    const std::string suggestion = ltfit::closest(word, names);
+    return "ltfit: '" + word + "' is not a command" +
+           (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
+           "\nHINT: the commands are " + ltfit::join(names) +
+           " (ltfit --help says what each does)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -48,6 +71,10 @@ int main(int argc, char** argv) {
   ltfit::cli::add_configs_command(app, &exit_code);
   ltfit::cli::add_models_command(app, &exit_code);
   app.parse_complete_callback([&] { ltfit::setup_logging(verbose); });
+  if (const std::string unknown = unknown_command_message(app, argc, argv); !unknown.empty()) {
+    std::cerr << unknown << std::endl;
+    return static_cast<int>(ltfit::ExitCode::kUsage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -122,8 +123,9 @@ std::vector<fs::path> config_search_dirs() {
   return dirs;
 }
 
-fs::path resolve_config_path(const std::string& name, const std::string& kind) {
-  const std::string option = kind == "plan" ? "--plan" : "--config";
+fs::path resolve_config_path(const std::string& name, const std::string& kind,
+                             const std::string& asked_as) {
+  const std::string option = !asked_as.empty() ? asked_as : kind == "plan" ? "--plan" : "--config";
   if (name.empty()) throw ConfigError(option + ": expected a " + kind + " file or name, got ''");
   const fs::path given(name);
   std::error_code error;
@@ -139,9 +141,13 @@ fs::path resolve_config_path(const std::string& name, const std::string& kind) {
   std::string searched;
   for (const fs::path& dir : config_search_dirs())
     searched += (searched.empty() ? "" : ", ") + kind_dir(dir, kind).string() + "/";
+  std::vector<std::string> names;
+  for (const ConfigEntry& entry : list_configs(kind)) names.push_back(entry.name);
+  const std::string suggestion = closest(given.stem().string(), names);
   throw ConfigError(option + " " + name + ": no such file, and no " + kind + " of that name in " +
                         searched + " (shipped " + kind + "s: " + known_names(kind) + ")",
-                    "pass a YAML file's path, or a name that `ltfit configs` lists");
+                    (suggestion.empty() ? "" : "did you mean '" + suggestion + "'? ") +
+                        "pass a YAML file's path, or a name that `ltfit configs` lists");
 }
 
 std::vector<ConfigEntry> list_configs(const std::string& kind) {

@@ -3,6 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
+#include "ltfit/data/dataset_index.h"
 #include "ltfit/util/device.h"
 
 namespace ltfit {
@@ -10,6 +13,18 @@ namespace ltfit {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+
+// The classes the trials' head gets: the dataset's when data.root is there (the head's memory is
+// negligible, but the log should name the model that will train), else 2.
+std::int64_t dataset_class_count(const Config& config) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(config.data.root, error)) {
+    spdlog::info("data.root {} not found: the trials use a 2-class head (its memory is negligible)",
+                 config.data.root);
+    return 2;
+  }
+  return static_cast<std::int64_t>(index_dataset(config.data, config.run.seed).classes.size());
+}
 
 }  // namespace
 
@@ -21,6 +36,8 @@ FindBatchReport run_find_batch_job(const Config& config, const FindBatchJobOptio
   report.max = job.max > 0 ? job.max : (device.is_cuda() ? 1024 : 256);
   BatchFitOptions options;
   options.cpu_budget_bytes = static_cast<std::int64_t>(job.budget_mib * kMiB);
+  options.num_classes = dataset_class_count(config);
+  report.classes = options.num_classes;
   report.cpu_budget_bytes = cpu_budget_bytes(options);
   spdlog::info("find-batch: {} ({} head) at {} px, {}{}, on {}; batches {}..{}", config.model.arch,
                head_kind_name(config.model.head), config.data.image_size,

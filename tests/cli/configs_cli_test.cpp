@@ -106,11 +106,16 @@ TEST_CASE("a config or plan name that matches nothing exits 2 listing the names"
     INFO(cmd);
     const auto r = run_ltfit_in(dir.path(), cmd);
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Contains("--config gamma: no such file, and no config of that name in "
-                                  "configs/"));
+    // `configs gamma` names what the user typed, not a --config flag they never gave.
+    const std::string asked = std::string(cmd) == "configs gamma" ? "ltfit configs" : "--config";
+    CHECK_THAT(r.output, Contains(asked + " gamma: no such file, and no config of that name in "
+                                          "configs/"));
     CHECK_THAT(r.output, Contains("(shipped configs: alpha, beta, cats_dogs, quickstart)"));
     CHECK_THAT(r.output, Contains("ltfit configs"));
   }
+  const auto typo = run_ltfit_in(dir.path(), "configs alpah");  // a did-you-mean for a typo
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.output, Contains("did you mean 'alpha'?"));
   const auto plan = run_ltfit_in(dir.path(), "experiment --plan nope");
   CHECK(plan.exit_code == 2);
   CHECK_THAT(plan.output, Contains("(shipped plans: kaggle_vs_colab, plan_one)"));

@@ -32,9 +32,11 @@ std::vector<std::filesystem::path> config_search_dirs();
 
 // The file `--config name` means (see the header); with `kind` "plan", `--plan name` (the same
 // search in the folders' experiments/ subfolders). ConfigError (exit 2) when nothing matches,
-// listing the names that `ltfit configs` lists.
+// listing the names that `ltfit configs` lists; the message names the name as `asked_as` (e.g.
+// "ltfit configs"), by default as the flag `kind` is given with (--config, --plan).
 std::filesystem::path resolve_config_path(const std::string& name,
-                                          const std::string& kind = "config");
+                                          const std::string& kind = "config",
+                                          const std::string& asked_as = "");
 
 // A config file of a search folder, as `ltfit configs` lists it.
 struct ConfigEntry {

@@ -26,9 +26,11 @@ struct FindBatchReport {
   bool cuda = false;                  // memory measured on a GPU, not estimated
   int max = 0;                        // the largest batch tried (0 resolved)
   std::int64_t cpu_budget_bytes = 0;  // the CPU budget in force (unused on a GPU)
+  std::int64_t classes = 2;           // the trials' head outputs: the dataset's classes, else 2
 };
 
-// Runs the search for `config` on its train.device.
+// Runs the search for `config` on its train.device, with the dataset's class count when
+// data.root exists (DataError, exit 3, when it exists but cannot be indexed).
 FindBatchReport run_find_batch_job(const Config& config, const FindBatchJobOptions& options);
 
 }  // namespace ltfit
