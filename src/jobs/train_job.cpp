@@ -9,6 +9,7 @@
 #include <torch/utils.h>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/config/config_summary.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
@@ -197,27 +198,14 @@ std::optional<std::string> run_dir_of_checkpoint(const std::string& checkpoint) 
   return parent.parent_path().string();
 }
 
-RunSummary run_train_job(const Config& given_config, const TrainJobOptions& given_options) {
-  const auto start = std::chrono::steady_clock::now();
-  Config config = given_config;
-  TrainJobOptions options = given_options;
-  DistSession dist = start_dist_session(config);
-  if (dist.active()) share_root_choices(dist, config, options);
-  const bool owner = dist.is_root();  // rank 0 alone writes the run directory
-  std::optional<OpenRunDir> opened;   // locked until the run ends
-  if (owner) opened = open_run_dir(config, options);
-  const fs::path run_dir = owner ? opened->path : fs::path();
-  std::optional<ScopedLogFile> log_file;
-  if (owner) {
-    write_text_atomic((run_dir / "config.yaml").string(),
-                      config_file_header(config) + to_yaml(config));
-    write_envinfo_json((run_dir / "env.json").string(),
-                       collect_envinfo(config.data.root, run_dir.string()));
-    log_file.emplace((run_dir / "train.log").string());
-    spdlog::info("run directory: {}", run_dir.string());
-    spdlog::info("resolved config:\n{}", to_yaml(config));
-  }
+namespace {
 
+// The run in its opened directory (run_dir empty on the ranks other than 0): set-up, training,
+// TTA, summary.
+RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options, DistSession& dist,
+                            const fs::path& run_dir,
+                            std::chrono::steady_clock::time_point start) {
+  const bool owner = dist.is_root();
   torch::manual_seed(config.run.seed);
   const torch::Device device = dist.device;
   spdlog::info("device: {}", describe_device(device));
@@ -376,6 +364,48 @@ RunSummary run_train_job(const Config& given_config, const TrainJobOptions& give
                summary.tta_accuracy ? fmt::format(", TTA {:.4f}", *summary.tta_accuracy) : "",
                run_dir.string());
   return summary;
+}
+
+// Why the run ended, into train.log (the console gets it from the program's top level once the
+// file is closed); a new run that failed before its first step also leaves failed.txt, and the
+// next run of its name takes the folder (run_dir.h).
+void record_failure(ScopedLogFile& log_file, const fs::path& run_dir, bool fresh_run) {
+  const ErrorReport report = describe_exception(std::current_exception());
+  const std::string text =
+      report.message + (report.hint.empty() ? "" : "\nHINT: " + report.hint);
+  log_file.write_only_here(text, /*error=*/report.code != ExitCode::kInterrupted);
+  if (fresh_run && report.code != ExitCode::kInterrupted && !run_has_progress(run_dir)) {
+    mark_run_failed(run_dir, text);
+  }
+}
+
+}  // namespace
+
+RunSummary run_train_job(const Config& given_config, const TrainJobOptions& given_options) {
+  const auto start = std::chrono::steady_clock::now();
+  Config config = given_config;
+  TrainJobOptions options = given_options;
+  DistSession dist = start_dist_session(config);
+  if (dist.active()) share_root_choices(dist, config, options);
+  const bool owner = dist.is_root();  // rank 0 alone writes the run directory
+  if (!owner) return train_in_run_dir(config, options, dist, fs::path(), start);
+  const OpenRunDir opened = open_run_dir(config, options);  // locked until the run ends
+  const fs::path& run_dir = opened.path;
+  write_text_atomic((run_dir / "config.yaml").string(),
+                    config_file_header(config) + to_yaml(config));
+  write_envinfo_json((run_dir / "env.json").string(),
+                     collect_envinfo(config.data.root, run_dir.string()));
+  ScopedLogFile log_file((run_dir / "train.log").string());
+  spdlog::info("run directory: {}", run_dir.string());
+  log_file.write_only_here("resolved config:\n" + to_yaml(config));
+  for (const std::string& line : summarize_config(config)) spdlog::info("config: {}", line);
+  spdlog::info("config: every key in {}", (run_dir / "config.yaml").string());
+  try {
+    return train_in_run_dir(config, options, dist, run_dir, start);
+  } catch (...) {
+    record_failure(log_file, run_dir, !options.resume && !options.reuse_run_dir);
+    throw;
+  }
 }
 
 }  // namespace ltfit

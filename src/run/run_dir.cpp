@@ -12,6 +12,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -122,7 +125,43 @@ RunDirLock RunDirLock::acquire(const fs::path& dir) {
 
 bool holds_run(const fs::path& dir) {
   std::error_code ec;  // an unreadable path holds no run; creating it reports the error
+  if (fs::exists(dir / kFailedRunFile, ec) && !run_has_progress(dir)) return false;
   return fs::exists(dir / "config.yaml", ec) || fs::exists(dir / "checkpoints", ec);
+}
+
+bool run_has_progress(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator checkpoints(dir / "checkpoints", ec);
+  if (!ec && checkpoints != fs::directory_iterator()) return true;
+  std::ifstream steps(dir / "steps.csv");
+  std::string line;
+  int lines = 0;
+  while (lines < 2 && std::getline(steps, line)) ++lines;
+  return lines >= 2;  // the header and a step
+}
+
+void mark_run_failed(const fs::path& dir, const std::string& reason) {
+  try {
+    write_text_atomic((dir / kFailedRunFile).string(),
+                      "this run failed before its first training step; the next run named like "
+                      "it takes this folder\n" +
+                          reason + "\n");
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot record why the run failed in {}: {}", dir.string(), e.what());
+  }
+}
+
+void clear_failed_run(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / kFailedRunFile, ec) || run_has_progress(dir)) return;
+  for (const char* name : {"config.yaml", "env.json", "train.log", "epochs.csv", "steps.csv",
+                           "timing.json", "summary.json", kFailedRunFile}) {
+    fs::remove(dir / name, ec);
+  }
+  fs::remove_all(dir / "tb", ec);
+  fs::remove(dir / "checkpoints", ec);  // empty: run_has_progress found no checkpoint
+  spdlog::info("{}: taking the folder of a run that failed before its first step",
+               dir.string());
 }
 
 OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>& explicit_dir) {
@@ -136,6 +175,7 @@ OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>
     make_dirs(dir);
     RunDirLock lock = RunDirLock::acquire(dir);
     if (holds_run(dir)) throw refuse();  // a run started and ended there meanwhile
+    clear_failed_run(dir);
     make_dirs(dir / "checkpoints");
     return {dir, std::move(lock)};
   }
@@ -151,6 +191,7 @@ OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>
       continue;
     }
     if (holds_run(dir)) continue;  // a run started and ended there meanwhile
+    clear_failed_run(dir);
     make_dirs(dir / "checkpoints");
     return {dir, std::move(*lock)};
   }
@@ -162,6 +203,7 @@ OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>
 OpenRunDir open_run_dir_to_continue(const fs::path& dir) {
   make_dirs(dir);
   RunDirLock lock = RunDirLock::acquire(dir);
+  clear_failed_run(dir);
   make_dirs(dir / "checkpoints");
   return {dir, std::move(lock)};
 }

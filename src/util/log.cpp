@@ -38,4 +38,11 @@ ScopedLogFile::~ScopedLogFile() {
   sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
 }
 
+void ScopedLogFile::write_only_here(const std::string& text, bool error) {
+  const spdlog::details::log_msg message("ltfit", error ? spdlog::level::err : spdlog::level::info,
+                                         text);
+  sink_->log(message);
+  sink_->flush();
+}
+
 }  // namespace ltfit

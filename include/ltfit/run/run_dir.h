@@ -59,7 +59,24 @@ OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>
 // checkpoints/ folder if needed and locks it (ConfigError naming the holder if locked).
 OpenRunDir open_run_dir_to_continue(const std::filesystem::path& dir);
 
-// True if `dir` already holds a run (a config.yaml or a checkpoints/ folder).
+// True if `dir` already holds a run (a config.yaml or a checkpoints/ folder), unless that run
+// failed before its first step (mark_run_failed): such a folder is taken by the next run of its
+// name, which first removes what the failed one wrote (clear_failed_run).
 bool holds_run(const std::filesystem::path& dir);
+
+// The file that says why a run failed before its first step: the error and its hint.
+inline constexpr const char* kFailedRunFile = "failed.txt";
+
+// True once a run in `dir` has made progress worth keeping: a checkpoint, or a step in steps.csv.
+bool run_has_progress(const std::filesystem::path& dir);
+
+// Records in `dir`/failed.txt (atomically) that its run failed before its first step, and why.
+// Best effort: a failure to write is logged, not thrown (the caller is already failing).
+void mark_run_failed(const std::filesystem::path& dir, const std::string& reason);
+
+// When `dir` holds a run that failed before its first step: removes the files that run wrote
+// (config.yaml, env.json, train.log, failed.txt, the CSVs, timing and summary, tb/ and the empty
+// checkpoints/), so the run taking the folder starts clean. Nothing else is touched.
+void clear_failed_run(const std::filesystem::path& dir);
 
 }  // namespace ltfit

@@ -25,6 +25,11 @@ class ScopedLogFile {
   ScopedLogFile(const ScopedLogFile&) = delete;
   ScopedLogFile& operator=(const ScopedLogFile&) = delete;
 
+  // Writes `text` into this file alone, not to the console, flushed: what the console shows in
+  // short (a run's resolved config), or an error that the program's top level prints on the
+  // console itself once the file is closed. `error` picks the level the line is marked with.
+  void write_only_here(const std::string& text, bool error = false);
+
  private:
   std::shared_ptr<spdlog::sinks::sink> sink_;
 };
