@@ -53,7 +53,8 @@ void draw_axes(cv::Mat& img, const ChartLayout& l, const std::string& title,
     const int w = text_width(t.label, kTickScale);
     put_text(img, t.label, {t.pixel - w / 2, l.plot.y1 + 20}, kTickScale, kBlack);
   }
-  put_text(img, title, {l.plot.x0, 25}, 0.6, kBlack);
+  const int title_x = std::max(l.plot.x0, 5 + text_width(y_label, 0.5) + 15);  // clear of it
+  put_text(img, title, {title_x, 25}, 0.6, kBlack);
   const int x_label_w = text_width(x_label, 0.5);
   put_text(img, x_label, {(l.plot.x0 + l.plot.x1 - x_label_w) / 2, img.rows - 14}, 0.5, kBlack);
   put_text(img, y_label, {5, kMarginTop - 10}, 0.5, kBlack);

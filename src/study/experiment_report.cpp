@@ -108,10 +108,10 @@ std::string machine_table(const nlohmann::json& env) {
                {"LibTorch", fmt::format("{} (built with CUDA {}, cuDNN {})", t("libtorch_version"),
                                         t("libtorch_cuda"), t("libtorch_cudnn"))},
                {"OpenCV", t("opencv_version")},
-               {"OS", fmt::format("{} ({})", t("os"), t("kernel"))},
+               {"OS", fmt::format("{}, {}", t("os"), t("kernel"))},
                {"container", t("container")},
                {"ltfit", fmt::format("{} ({})", t("ltfit_version"), t("compiler"))}});
-  std::string out = "| | |\n|---|---|\n";
+  std::string out = "| item | value |\n|---|---|\n";
   for (const auto& [item, value] : rows) out += "| " + item + " | " + cell(value) + " |\n";
   return out;
 }
