@@ -5,25 +5,25 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 namespace ltfit {
 namespace {
 
 // "2.50e-04" -> "2.5e-4"; "1.000" -> "1"; "-0" -> "0".
-std::string trim_number(std::string text) {
-  const std::size_t e = text.find('e');
-  std::string mantissa = text.substr(0, e), exponent = e == std::string::npos ? "" : text.substr(e);
+std::string trim_number(const char* text) {
+  const char* e = std::strchr(text, 'e');
+  std::string mantissa(text, e ? static_cast<std::size_t>(e - text) : std::strlen(text));
   if (mantissa.find('.') != std::string::npos) {
     mantissa.erase(mantissa.find_last_not_of('0') + 1);
     if (mantissa.back() == '.') mantissa.pop_back();
   }
   if (mantissa == "-0") mantissa = "0";
-  if (!exponent.empty()) {
-    const int power = std::atoi(exponent.c_str() + 1);
-    exponent = "e" + std::to_string(power);
-  }
-  return mantissa + exponent;
+  if (!e) return mantissa;
+  char exponent[16];  // "e-04" -> "e-4", "e+05" -> "e5"
+  std::snprintf(exponent, sizeof exponent, "e%d", std::atoi(e + 1));
+  return mantissa.append(exponent);
 }
 
 std::string format_number(double v, int digits, bool exponent_form) {
@@ -43,7 +43,11 @@ double nice_step(double raw) {
 
 // 5 x 10^-3 -> "0.005"; 1 x 10^-7 -> "1e-7"; 2 x 10^1 -> "20".
 std::string decade_label(int mantissa, int power) {
-  if (power < -3 || power > 4) return std::to_string(mantissa) + "e" + std::to_string(power);
+  if (power < -3 || power > 4) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%de%d", mantissa, power);
+    return text;
+  }
   return format_number(mantissa * std::pow(10.0, power), std::max(0, -power), false);
 }
 

@@ -226,9 +226,10 @@ void draw_bar_legend(cv::Mat& img, const ChartLayout& l, const std::vector<BarSe
 void draw_bar_notes(cv::Mat& img, const ChartLayout& l, const std::vector<BarSeries>& series) {
   for (std::size_t g = 0; g < l.group_x.size(); ++g) {
     for (std::size_t s = 0; s < series.size(); ++s) {
-      const auto v = g < series[s].values.size() ? series[s].values[g] : std::nullopt;
+      const auto& values = series[s].values;
+      const bool has_bar = g < values.size() && values[g].has_value() && std::isfinite(*values[g]);
       const std::string note = g < series[s].notes.size() ? series[s].notes[g] : "";
-      if ((v && std::isfinite(*v)) || note.empty()) continue;
+      if (has_bar || note.empty()) continue;
       const int x = l.group_x[g] + l.bar_width * static_cast<int>(s);
       put_boxed_text(img, note, {x, l.plot.y1 - 6 - 14 * static_cast<int>(s)}, kValueScale,
                      scalar(color_of(s)));
