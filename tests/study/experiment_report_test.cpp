@@ -236,3 +236,19 @@ TEST_CASE("the scaling section compares 2 and all GPUs with 1 GPU beside the pub
   ltfit::write_experiment_report(dir.str(), plan, fabricate_runs(dir.path(), 1.0), {});
   CHECK_THAT(read_file(dir.path() / "report.md"), !Contains("Multi-GPU scaling"));
 }
+
+TEST_CASE("the machine table has a row per GPU with its memory in MiB and GiB", "[experiment]") {
+  ltfit::testing::TempDir dir;
+  auto outcomes = fabricate_runs(dir.path(), 1.0);
+  write_file(dir.path() / "runs" / "ok_run" / "env.json",
+             "{\"gpus\": [{\"index\": 0, \"name\": \"Tesla T4\", \"memory_mib\": 15360.0, "
+             "\"memory_gib\": 15.0, \"compute_capability\": \"7.5\"}, {\"index\": 1, \"name\": "
+             "\"Tesla T4\", \"memory_mib\": 15360.0, \"memory_gib\": 15.0}], "
+             "\"driver_version\": \"550.54.15\", \"cuda_runtime\": \"12.4\"}");
+  ltfit::write_experiment_report(dir.str(), study_plan(), outcomes, {});
+  const std::string md = read_file(dir.path() / "report.md");
+  CHECK_THAT(md, Contains("| GPU 0 | Tesla T4, 15360 MiB = 15.0 GiB, compute capability 7.5 |") &&
+                     Contains("| GPU 1 | Tesla T4, 15360 MiB = 15.0 GiB, compute capability — |") &&
+                     Contains("| driver | 550.54.15 |") && Contains("| CUDA runtime | 12.4 |") &&
+                     Contains("| CPU | — |"));
+}
