@@ -1,54 +1,23 @@
-// Line and bar charts drawn with OpenCV (plot.h).
+// Line and bar charts drawn with OpenCV from their layouts (plot.h, plot_layout.cpp).
 #include "ltfit/data/plot.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "data/plot_internal.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 
+using namespace plot_internal;
+
 namespace {
 
-constexpr int kMarginLeft = 80, kMarginRight = 20, kMarginTop = 40, kMarginBottom = 60;
-const cv::Scalar kColors[] = {{180, 119, 31},  {14, 127, 255}, {44, 160, 44},   {40, 39, 214},
-                              {189, 103, 148}, {75, 86, 140},  {194, 119, 227}, {34, 189, 188}};
-constexpr int kColorCount = 8;
-const cv::Scalar kBlack{0, 0, 0}, kGrey{200, 200, 200};
-const auto kFont = cv::FONT_HERSHEY_SIMPLEX;
-
-struct Range {
-  double lo = INFINITY, hi = -INFINITY;
-  void add(double v) {
-    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  }
-  double span() const { return hi > lo ? hi - lo : 1.0; }
-};
-
-std::string number_text(double v, const char* format) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
-// Hershey fonts draw ASCII only: each other UTF-8 character ("—", "×") becomes '-'.
-std::string ascii(const std::string& text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      out += text[i];
-    } else if ((c & 0xC0) == 0xC0) {
-      out += '-';
-    }  // continuation bytes are dropped
-  }
-  return out;
-}
+const cv::Scalar kBlack{0, 0, 0}, kGrey{225, 225, 225}, kWhite{255, 255, 255};
 
 void put_text(cv::Mat& img, const std::string& text, cv::Point at, double scale,
               const cv::Scalar& color) {
@@ -60,8 +29,8 @@ void put_boxed_text(cv::Mat& img, const std::string& text, cv::Point at, double 
                     const cv::Scalar& color) {
   int baseline = 0;
   const cv::Size size = cv::getTextSize(ascii(text), kFont, scale, 1, &baseline);
-  cv::rectangle(img, {at.x - 1, at.y - size.height - 2}, {at.x + size.width + 1, at.y + 2},
-                {255, 255, 255}, cv::FILLED);
+  cv::rectangle(img, {at.x - 1, at.y - size.height - 2}, {at.x + size.width + 1, at.y + 2}, kWhite,
+                cv::FILLED);
   put_text(img, text, at, scale, color);
 }
 
@@ -71,51 +40,129 @@ void write_png(const std::string& path, const cv::Mat& img) {
   write_file_atomic(path, {reinterpret_cast<const char*>(png.data()), png.size()});
 }
 
-void draw_titles(cv::Mat& img, const std::string& title, const std::string& x_label,
-                 const std::string& y_label, int x_label_x) {
-  put_text(img, title, {kMarginLeft, 25}, 0.6, kBlack);
-  put_text(img, x_label, {x_label_x, img.rows - 12}, 0.5, kBlack);
-  put_text(img, y_label, {5, kMarginTop - 8}, 0.5, kBlack);
+// The frame, grid lines at the y ticks, the tick labels, the title and the axis labels.
+void draw_axes(cv::Mat& img, const ChartLayout& l, const std::string& title,
+               const std::string& x_label, const std::string& y_label) {
+  for (const auto& t : l.y_ticks) {
+    cv::line(img, {l.plot.x0, t.pixel}, {l.plot.x1, t.pixel}, kGrey, 1);
+    const int w = text_width(t.label, kTickScale);
+    put_text(img, t.label, {l.plot.x0 - 8 - w, t.pixel + 4}, kTickScale, kBlack);
+  }
+  for (const auto& t : l.x_ticks) {
+    cv::line(img, {t.pixel, l.plot.y1}, {t.pixel, l.plot.y1 + 5}, kBlack, 1);
+    const int w = text_width(t.label, kTickScale);
+    put_text(img, t.label, {t.pixel - w / 2, l.plot.y1 + 20}, kTickScale, kBlack);
+  }
+  const int title_x = std::max(l.plot.x0, 5 + text_width(y_label, 0.5) + 15);  // clear of it
+  put_text(img, title, {title_x, 25}, 0.6, kBlack);
+  const int x_label_w = text_width(x_label, 0.5);
+  put_text(img, x_label, {(l.plot.x0 + l.plot.x1 - x_label_w) / 2, img.rows - 14}, 0.5, kBlack);
+  put_text(img, y_label, {5, kMarginTop - 10}, 0.5, kBlack);
+}
+
+// The parts of the polyline `points` whose arc length falls in dash slot `slot` of `slots`
+// (every part when slots == 1), `thickness` pixels wide.
+void draw_slots(cv::Mat& img, const std::vector<cv::Point>& points, const cv::Scalar& color,
+                int thickness, std::size_t slot, std::size_t slots) {
+  double arc = 0.0;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const cv::Point2d a = points[i - 1], b = points[i];
+    const double length = cv::norm(b - a);
+    for (double pos = 0.0; pos < length;) {
+      const double at = arc + pos;
+      const double next = std::min(length, (std::floor(at / kDashPixels) + 1) * kDashPixels - arc);
+      if (static_cast<std::size_t>(at / kDashPixels) % slots == slot) {
+        const cv::Point2d p = a + (b - a) * (pos / length), q = a + (b - a) * (next / length);
+        cv::line(img, p, q, color, thickness, cv::LINE_AA);
+      }
+      pos = std::max(next, pos + 1e-6);
+    }
+    arc += length;
+  }
+}
+
+// A series' pixels, split at gaps (non-finite values).
+std::vector<std::vector<cv::Point>> polylines(const ChartLayout& l, const std::vector<double>& x,
+                                              const std::vector<double>& y) {
+  std::vector<std::vector<cv::Point>> parts(1);
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    if (!std::isfinite(y[i]) || !std::isfinite(x[i])) {
+      if (!parts.back().empty()) parts.emplace_back();
+      continue;
+    }
+    parts.back().push_back({l.x_pixel(x[i]), l.y_pixel(y[i])});
+  }
+  return parts;
+}
+
+// Where the first series is at column `px` (linear between its points), if it is there.
+std::optional<int> series_row_at(const std::vector<cv::Point>& points, int px) {
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const cv::Point a = points[i - 1], b = points[i];
+    if (px < std::min(a.x, b.x) || px > std::max(a.x, b.x)) continue;
+    if (a.x == b.x) return a.y;
+    return a.y + (b.y - a.y) * (px - a.x) / (b.x - a.x);
+  }
+  return std::nullopt;
+}
+
+void draw_marker_shape(cv::Mat& img, cv::Point at, std::size_t m, const cv::Scalar& color) {
+  if (m % 2 == 0) {
+    cv::circle(img, at, 5, color, cv::FILLED, cv::LINE_AA);
+  } else {
+    cv::rectangle(img, {at.x - 4, at.y - 4}, {at.x + 4, at.y + 4}, color, cv::FILLED);
+  }
+}
+
+// A marker's vertical line: solid for even markers, dashed for odd ones.
+void draw_marker_line(cv::Mat& img, int x, int y0, int y1, std::size_t m,
+                      const cv::Scalar& color) {
+  if (m % 2 == 0) {
+    cv::line(img, {x, y0}, {x, y1}, color, 2);
+    return;
+  }
+  for (int y = y0; y < y1; y += 12) cv::line(img, {x, y}, {x, std::min(y1, y + 7)}, color, 2);
+}
+
+void draw_legend_box(cv::Mat& img, const PixelBox& box) {
+  cv::rectangle(img, {box.x0, box.y0}, {box.x1 - 1, box.y1 - 1}, {170, 170, 170}, 1);
 }
 
 cv::Mat draw_line_chart(const std::vector<double>& x, const std::vector<LineSeries>& series,
                         const ChartOptions& o) {
-  cv::Mat img(o.height, o.width, CV_8UC3, cv::Scalar(255, 255, 255));
-  auto fx = [&](double v) { return o.log_x ? std::log10(std::max(v, 1e-300)) : v; };
-  Range rx, ry;
-  for (double v : x) rx.add(fx(v));
-  for (const auto& s : series)
-    for (double v : s.y) ry.add(v);
-  const int pw = o.width - kMarginLeft - kMarginRight, ph = o.height - kMarginTop - kMarginBottom;
-  auto px = [&](double v) {
-    return kMarginLeft + static_cast<int>((fx(v) - rx.lo) / rx.span() * pw);
-  };
-  auto py = [&](double v) {
-    return kMarginTop + ph - static_cast<int>((v - ry.lo) / ry.span() * ph);
-  };
-  cv::rectangle(img, {kMarginLeft, kMarginTop}, {kMarginLeft + pw, kMarginTop + ph}, kBlack);
-  for (int t = 0; t <= 4; ++t) {  // ticks: 5 on each axis
-    const double xv = rx.lo + rx.span() * t / 4, yv = ry.lo + ry.span() * t / 4;
-    const int xt = kMarginLeft + pw * t / 4, yt = kMarginTop + ph - ph * t / 4;
-    cv::putText(img, number_text(xv, o.log_x ? "1e%.0f" : "%.3g"), {xt - 15, kMarginTop + ph + 18},
-                kFont, 0.4, kBlack);
-    cv::putText(img, number_text(yv, "%.3g"), {5, yt + 4}, kFont, 0.4, kBlack);
+  const ChartLayout l = line_chart_layout(x, series, o);
+  cv::Mat img(l.height, l.width, CV_8UC3, kWhite);
+  draw_axes(img, l, o.title, o.x_label, o.y_label);
+  std::vector<std::vector<std::vector<cv::Point>>> lines;
+  for (const auto& s : series) lines.push_back(polylines(l, x, s.y));
+  for (std::size_t s = 0; s < series.size(); ++s)  // thin and whole first, then the dashes
+    for (const auto& part : lines[s]) cv::polylines(img, part, false, scalar(color_of(s)), 1, cv::LINE_AA);
+  for (std::size_t s = 0; s < series.size(); ++s)
+    for (const auto& part : lines[s]) draw_slots(img, part, scalar(color_of(s)), 3, s, series.size());
+  for (const auto& mark : l.marks) {
+    if (mark.kind != ChartMark::Kind::kMarker) continue;
+    const int px = (mark.extent.x0 + mark.extent.x1) / 2;
+    draw_marker_line(img, px, mark.extent.y0, mark.extent.y1, mark.index, scalar(mark.color));
+    if (lines.empty()) continue;
+    for (const auto& part : lines[0])
+      if (const auto row = series_row_at(part, px))
+        draw_marker_shape(img, {px, *row}, mark.index, scalar(mark.color));
   }
-  for (std::size_t s = 0; s < series.size(); ++s) {
-    const cv::Scalar color = kColors[s % kColorCount];
-    for (std::size_t i = 1; i < std::min(x.size(), series[s].y.size()); ++i) {
-      if (!std::isfinite(series[s].y[i]) || !std::isfinite(series[s].y[i - 1])) continue;
-      cv::line(img, {px(x[i - 1]), py(series[s].y[i - 1])}, {px(x[i]), py(series[s].y[i])}, color,
-               2, cv::LINE_AA);
-    }
-    put_text(img, series[s].label, {kMarginLeft + 10, kMarginTop + 18 + 18 * static_cast<int>(s)},
-             0.5, color);
+  cv::rectangle(img, {l.plot.x0, l.plot.y0}, {l.plot.x1, l.plot.y1}, kBlack, 1);
+  if (l.legend.empty()) return img;
+  draw_legend_box(img, l.legend);
+  int y = l.legend.y0 + 4 + kLegendRow / 2;
+  const int x0 = l.legend.x0 + 6;
+  for (std::size_t s = 0; s < series.size(); ++s, y += kLegendRow) {
+    cv::line(img, {x0, y}, {x0 + 22, y}, scalar(color_of(s)), 3, cv::LINE_AA);
+    put_text(img, series[s].label, {x0 + kLegendSwatch - 6, y + 5}, kLegendScale, kBlack);
   }
-  if (o.marker_x) {
-    cv::line(img, {px(*o.marker_x), kMarginTop}, {px(*o.marker_x), kMarginTop + ph}, {0, 0, 200},
-             1);
+  for (std::size_t m = 0; m < o.markers.size(); ++m, y += kLegendRow) {
+    const cv::Scalar color = scalar(color_of(series.size() + m));
+    cv::line(img, {x0, y}, {x0 + 22, y}, color, 2);
+    draw_marker_shape(img, {x0 + 11, y}, m, color);
+    put_text(img, o.markers[m].label, {x0 + kLegendSwatch - 6, y + 5}, kLegendScale, kBlack);
   }
-  draw_titles(img, o.title, o.x_label, o.y_label, kMarginLeft + pw / 2 - 40);
   return img;
 }
 
@@ -125,9 +172,8 @@ cv::Scalar lighter(const cv::Scalar& color) {
   return {(color[0] + 255) / 2, (color[1] + 255) / 2, (color[2] + 255) / 2};
 }
 
-// A bar from (x0, y0) to (x1, base); hatched: lighter fill with diagonal lines of `color`.
+// A bar; hatched: lighter fill with diagonal lines of `color`.
 void draw_bar(cv::Mat& img, cv::Rect bar, const cv::Scalar& color, bool hatched) {
-  if (bar.height <= 0) bar.height = 1;
   if (!hatched) {
     cv::rectangle(img, bar, color, cv::FILLED);
     return;
@@ -160,32 +206,35 @@ std::vector<std::string> wrap_label(const std::string& label, int max_chars) {
   return lines;
 }
 
-void draw_bar_legend(cv::Mat& img, const std::vector<BarSeries>& series, const std::string& hatched,
-                     bool any_hatched) {
-  int y = kMarginTop + 8;
-  const int x = img.cols - kMarginRight - 190;
+void draw_bar_legend(cv::Mat& img, const ChartLayout& l, const std::vector<BarSeries>& series,
+                     const std::string& hatched) {
+  draw_legend_box(img, l.legend);
+  int y = l.legend.y0 + 8;
+  const int x = l.legend.x0 + 6;
   auto entry = [&](const std::string& text, const cv::Scalar& color, bool hatch) {
     draw_bar(img, {x, y, 14, 12}, color, hatch);
-    put_text(img, text, {x + 20, y + 11}, 0.45, kBlack);
-    y += 18;
+    put_text(img, text, {x + kLegendSwatch - 6, y + 11}, kLegendScale, kBlack);
+    y += kLegendRow;
   };
-  for (std::size_t s = 0; s < series.size(); ++s)
-    entry(series[s].label, kColors[s % kColorCount], false);
-  if (any_hatched) entry(hatched, kColors[0], true);
+  for (std::size_t s = 0; s < series.size(); ++s) entry(series[s].label, scalar(color_of(s)), false);
+  const bool any_hatched = std::any_of(l.marks.begin(), l.marks.end(),
+                                       [](const ChartMark& m) { return m.hatched; });
+  if (any_hatched) entry(hatched, scalar(color_of(0)), true);
 }
 
-// The y axis top: a round number above the largest value.
-double axis_top(const std::vector<BarSeries>& series) {
-  double top = 0;
-  for (const auto& s : series)
-    for (const auto& v : s.values)
-      if (v && std::isfinite(*v)) top = std::max(top, *v);
-  return top > 0 ? top * 1.15 : 1.0;
-}
-
-template <typename T>
-T at_or(const std::vector<T>& values, std::size_t i, T fallback) {
-  return i < values.size() ? values[i] : fallback;
+// Notes where a bar is missing ("n/a", "crashed"), each in its series' colour.
+void draw_bar_notes(cv::Mat& img, const ChartLayout& l, const std::vector<BarSeries>& series) {
+  for (std::size_t g = 0; g < l.group_x.size(); ++g) {
+    for (std::size_t s = 0; s < series.size(); ++s) {
+      const auto& values = series[s].values;
+      const bool has_bar = g < values.size() && values[g].has_value() && std::isfinite(*values[g]);
+      const std::string note = g < series[s].notes.size() ? series[s].notes[g] : "";
+      if (has_bar || note.empty()) continue;
+      const int x = l.group_x[g] + l.bar_width * static_cast<int>(s);
+      put_boxed_text(img, note, {x, l.plot.y1 - 6 - 14 * static_cast<int>(s)}, kValueScale,
+                     scalar(color_of(s)));
+    }
+  }
 }
 
 }  // namespace
@@ -204,7 +253,7 @@ void write_line_charts(const std::string& path, const std::vector<LineChart>& ch
     width = std::max(width, panels.back().cols);
   }
   for (auto& p : panels) {
-    cv::copyMakeBorder(p, p, 0, 0, 0, width - p.cols, cv::BORDER_CONSTANT, {255, 255, 255});
+    cv::copyMakeBorder(p, p, 0, 0, 0, width - p.cols, cv::BORDER_CONSTANT, kWhite);
   }
   cv::Mat img;
   cv::vconcat(panels, img);
@@ -214,54 +263,28 @@ void write_line_charts(const std::string& path, const std::vector<LineChart>& ch
 void write_bar_chart(const std::string& path, const std::vector<std::string>& groups,
                      const std::vector<BarSeries>& series, const BarChartOptions& o) {
   if (groups.empty() || series.empty()) throw RuntimeError("chart '" + path + "': no bars");
-  const int bottom = kMarginBottom + 30;  // room for wrapped group labels
-  cv::Mat img(o.height, o.width, CV_8UC3, cv::Scalar(255, 255, 255));
-  const int pw = o.width - kMarginLeft - kMarginRight - 200;  // legend on the right
-  const int ph = o.height - kMarginTop - bottom, base = kMarginTop + ph;
-  const double top = axis_top(series);
-  for (int t = 0; t <= 4; ++t) {  // grid and y ticks
-    const int yt = base - ph * t / 4;
-    cv::line(img, {kMarginLeft, yt}, {kMarginLeft + pw, yt}, kGrey, 1);
-    cv::putText(img, number_text(top * t / 4, "%.3g"), {5, yt + 4}, kFont, 0.4, kBlack);
+  const ChartLayout l = bar_chart_layout(groups, series, o);
+  cv::Mat img(l.height, l.width, CV_8UC3, kWhite);
+  draw_axes(img, l, o.title, o.x_label, o.y_label);
+  for (const auto& bar : l.marks) {
+    const PixelBox& b = bar.extent;
+    draw_bar(img, {b.x0, b.y0, b.width(), b.height()}, scalar(bar.color), bar.hatched);
+    const int w = text_width(bar.value_label, kValueScale);
+    cv::putText(img, bar.value_label, {(b.x0 + b.x1 - w) / 2, b.y0 - 4}, kFont, kValueScale,
+                kBlack, 1, cv::LINE_AA);
   }
-  cv::line(img, {kMarginLeft, kMarginTop}, {kMarginLeft, base}, kBlack, 1);
-  const int group_w = pw / static_cast<int>(groups.size());
-  const int bar_w = std::max(2, group_w * 3 / 4 / static_cast<int>(series.size()));
-  bool any_hatched = false;
-  struct Note {
-    std::string text;
-    cv::Point at;
-    std::size_t series;
-  };
-  std::vector<Note> notes;  // drawn last, over the bars
+  const int group_w = l.plot.width() / static_cast<int>(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const int x0 = kMarginLeft + group_w * static_cast<int>(g) + group_w / 8;
-    for (std::size_t s = 0; s < series.size(); ++s) {
-      const int x = x0 + bar_w * static_cast<int>(s);
-      const auto value = at_or(series[s].values, g, std::optional<double>());
-      if (!value || !std::isfinite(*value)) {
-        const std::string note = at_or(series[s].notes, g, std::string());
-        if (!note.empty()) notes.push_back({note, {x, base - 6 - 14 * static_cast<int>(s)}, s});
-        continue;
-      }
-      const int h = static_cast<int>(std::lround(std::max(0.0, *value) / top * ph));
-      const bool hatched = at_or(series[s].hatched, g, false);
-      any_hatched = any_hatched || hatched;
-      draw_bar(img, {x, base - h, bar_w - 2, h}, kColors[s % kColorCount], hatched);
-      const std::string text =
-          number_text(*value, ("%." + std::to_string(o.decimals) + "f").c_str());
-      cv::putText(img, text, {x, base - h - 4}, kFont, 0.35, kBlack, 1, cv::LINE_AA);
-    }
     const auto lines = wrap_label(groups[g], std::max(6, group_w / 8));
-    for (std::size_t l = 0; l < lines.size(); ++l) {
-      put_text(img, lines[l], {x0, base + 16 + 15 * static_cast<int>(l)}, 0.4, kBlack);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      put_text(img, lines[i], {l.group_x[g], l.plot.y1 + 16 + 15 * static_cast<int>(i)},
+               kTickScale, kBlack);
     }
   }
-  for (const auto& n : notes)
-    put_boxed_text(img, n.text, n.at, 0.35, kColors[n.series % kColorCount]);
-  cv::line(img, {kMarginLeft, base}, {kMarginLeft + pw, base}, kBlack, 1);
-  draw_bar_legend(img, series, o.hatched_label, any_hatched);
-  draw_titles(img, o.title, o.x_label, o.y_label, kMarginLeft + pw / 2 - 40);
+  draw_bar_notes(img, l, series);
+  cv::line(img, {l.plot.x0, l.plot.y0}, {l.plot.x0, l.plot.y1}, kBlack, 1);
+  cv::line(img, {l.plot.x0, l.plot.y1}, {l.plot.x1, l.plot.y1}, kBlack, 1);
+  draw_bar_legend(img, l, series, o.hatched_label);
   write_png(path, img);
 }
 

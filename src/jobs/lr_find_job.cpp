@@ -1,6 +1,7 @@
 // `ltfit lr-find`'s work: see lr_find_job.h.
 #include "ltfit/jobs/lr_find_job.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -29,25 +30,35 @@ void write_outputs(const std::filesystem::path& dir, const LrFindResult& r) {
     csv << i << ',' << r.lrs[i] << ',' << r.losses[i] << ',' << r.smoothed[i] << '\n';
   }
   write_text_atomic((dir / "lr_find.csv").string(), csv.str());
-  ChartOptions chart;
-  chart.title = "lr_find: smoothed training loss";
-  chart.x_label = "learning rate (log)";
-  chart.y_label = "loss";
-  chart.log_x = true;
-  chart.marker_x = r.valley;
-  // As fastai's Recorder.plot: leave out the first 10 and last 5 points (warm-up noise and the
-  // divergence spike that would flatten the rest of the curve).
-  const std::size_t skip_start = 10, skip_end = 5;
-  if (r.lrs.size() > skip_start + skip_end + 2) {
-    const std::vector<double> lrs(r.lrs.begin() + skip_start, r.lrs.end() - skip_end);
-    const std::vector<double> smooth(r.smoothed.begin() + skip_start, r.smoothed.end() - skip_end);
-    write_line_chart((dir / "lr_find.png").string(), lrs, {{"smoothed loss", smooth}}, chart);
-  } else {
-    write_line_chart((dir / "lr_find.png").string(), r.lrs, {{"smoothed loss", r.smoothed}}, chart);
-  }
+  const LineChart chart = lr_find_chart(r);
+  write_line_chart((dir / "lr_find.png").string(), chart.x, chart.series, chart.options);
 }
 
 }  // namespace
+
+LineChart lr_find_chart(const LrFindResult& r) {
+  LineChart chart;
+  chart.options.title = "lr_find: smoothed training loss";
+  chart.options.x_label = "learning rate (log)";
+  chart.options.y_label = "loss";
+  chart.options.log_x = true;
+  chart.options.width = 900;
+  if (r.valley) {
+    chart.options.markers.push_back({fmt::format("valley: {:.3g}", *r.valley), *r.valley});
+  }
+  if (r.steepest) {
+    chart.options.markers.push_back({fmt::format("steepest: {:.3g}", *r.steepest), *r.steepest});
+  }
+  // As fastai's Recorder.plot: leave out the first 10 and last 5 points (warm-up noise and the
+  // divergence spike that would flatten the rest of the curve).
+  const std::size_t skip_start = 10, skip_end = 5;
+  const bool skip = r.lrs.size() > skip_start + skip_end + 2;
+  const auto begin = static_cast<std::ptrdiff_t>(skip ? skip_start : 0);
+  const auto end = static_cast<std::ptrdiff_t>(r.lrs.size() - (skip ? skip_end : 0));
+  chart.x.assign(r.lrs.begin() + begin, r.lrs.begin() + end);
+  chart.series = {{"smoothed loss", {r.smoothed.begin() + begin, r.smoothed.begin() + end}}};
+  return chart;
+}
 
 LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
   std::filesystem::path dir;

@@ -1,13 +1,16 @@
-// The experiment's charts (experiment_report.h): total_time.png, grouped bars per study run
-// (this machine, measured or estimated, beside each platform of the study, in minutes), and
-// curves.png, training loss and LR per step of every run that wrote steps.csv.
+// The experiment's charts (experiment_charts.h, experiment_report.h): total_time.png, grouped
+// bars per run (this machine, measured or estimated, beside each platform of the study, in
+// minutes), and curves.png, training loss and LR per step of every run that wrote steps.csv.
+#include "ltfit/study/experiment_charts.h"
+
+#include <spdlog/fmt/fmt.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "ltfit/data/plot.h"
-#include "ltfit/study/experiment_report.h"
+#include "ltfit/util/format.h"
 
 namespace ltfit {
 namespace {
@@ -20,31 +23,35 @@ std::string short_note(const std::string& text) {
   return word.empty() ? text.substr(0, 8) : word;
 }
 
-// Rows to chart: those reproducing a study run; all rows when none does.
-std::vector<const ExperimentRow*> bar_rows(const std::vector<ExperimentRow>& rows) {
-  std::vector<const ExperimentRow*> picked;
-  for (const auto& r : rows)
-    if (!r.outcome.study_run.empty()) picked.push_back(&r);
-  if (picked.empty())
-    for (const auto& r : rows) picked.push_back(&r);
-  return picked;
+// This machine's bar of a row: measured, or the full-size estimate in a rehearsal; a missing
+// one says why (a run that finished without a time: "no time").
+void add_our_bar(const ExperimentRow& r, BarSeries& ours) {
+  const auto seconds = r.subset < 1.0 ? r.estimated_total_seconds() : r.total_seconds;
+  ours.values.push_back(seconds ? std::optional<double>(*seconds / 60.0) : std::nullopt);
+  ours.hatched.push_back(r.subset < 1.0);
+  ours.notes.push_back(r.outcome.status == RunStatus::kOk ? "no time"
+                                                          : run_status_name(r.outcome.status));
 }
 
-void write_total_time_chart(const std::string& path, const ExperimentPlan& plan,
-                            const std::vector<ExperimentRow>& rows) {
-  const auto picked = bar_rows(rows);
-  std::vector<std::string> groups;
+}  // namespace
+
+std::string minutes_label(double minutes) {
+  const double seconds = minutes * 60.0;
+  if (seconds >= 59.5) return format_mm_ss(seconds);
+  if (seconds >= 0.95) return fmt::format("{:.1f} s", seconds);
+  return fmt::format("{:.2g} s", seconds);
+}
+
+// Every row, in the plan's order: the study's runs and those beyond it (bf16, channels_last).
+BarChart total_time_chart(const ExperimentPlan& plan, const std::vector<ExperimentRow>& rows) {
+  BarChart chart;
   BarSeries ours{"this machine", {}, {}, {}};
   std::vector<BarSeries> platforms;
   for (const auto& p : plan.study.platforms) platforms.push_back(BarSeries{p.name, {}, {}, {}});
-  for (const ExperimentRow* r : picked) {
-    groups.push_back(r->outcome.label);
-    const auto estimate = r->estimated_total_seconds();
-    const auto seconds = r->subset < 1.0 ? estimate : r->total_seconds;
-    ours.values.push_back(seconds ? std::optional<double>(*seconds / 60.0) : std::nullopt);
-    ours.hatched.push_back(r->subset < 1.0);
-    ours.notes.push_back(run_status_name(r->outcome.status));
-    const StudyRun* study = plan.study.find(r->outcome.study_run);
+  for (const ExperimentRow& r : rows) {
+    chart.groups.push_back(r.outcome.label);
+    add_our_bar(r, ours);
+    const StudyRun* study = plan.study.find(r.outcome.study_run);
     for (std::size_t p = 0; p < platforms.size(); ++p) {
       const StudyTime t = study ? study->times[p] : StudyTime{};
       platforms[p].values.push_back(t.seconds ? std::optional<double>(*t.seconds / 60.0)
@@ -52,14 +59,16 @@ void write_total_time_chart(const std::string& path, const ExperimentPlan& plan,
       platforms[p].notes.push_back(short_note(t.text));
     }
   }
-  std::vector<BarSeries> series = {ours};
-  series.insert(series.end(), platforms.begin(), platforms.end());
-  BarChartOptions options;
-  options.title = "Train + TTA wall time: this machine vs the study";
-  options.y_label = "minutes";
-  options.hatched_label = "this machine, estimate";
-  write_bar_chart(path, groups, series, options);
+  chart.series = {ours};
+  chart.series.insert(chart.series.end(), platforms.begin(), platforms.end());
+  chart.options.title = "Train + TTA wall time: this machine vs the study";
+  chart.options.y_label = "minutes";
+  chart.options.hatched_label = "this machine, estimate";
+  chart.options.value_text = minutes_label;
+  return chart;
 }
+
+namespace {
 
 // steps.csv's loss and last LR column (the head's group), one value per step.
 struct StepCurves {
@@ -94,7 +103,9 @@ StepCurves read_steps(const fs::path& path) {
   return curves;
 }
 
-void write_curves_chart(const std::string& path, const std::vector<ExperimentRow>& rows) {
+}  // namespace
+
+std::vector<LineChart> curves_charts(const std::vector<ExperimentRow>& rows) {
   LineChart loss, lr;
   std::size_t steps = 0;
   for (const auto& r : rows) {
@@ -105,29 +116,31 @@ void write_curves_chart(const std::string& path, const std::vector<ExperimentRow
     lr.series.push_back({r.outcome.label, c.lr});
     steps = std::max(steps, c.loss.size());
   }
-  if (steps == 0) return;  // no run trained: nothing to plot
+  if (steps == 0) return {};  // no run trained: nothing to plot
   for (std::size_t i = 0; i < steps; ++i) loss.x.push_back(static_cast<double>(i));
   lr.x = loss.x;
   for (auto* chart : {&loss, &lr}) {  // shorter runs end early: pad with gaps
     for (auto& s : chart->series) s.y.resize(steps, NAN);
     chart->options.x_label = "optimizer step";
-    chart->options.width = 900;
+    chart->options.integer_x = true;
+    chart->options.width = 1200;
     chart->options.height = 420;
   }
   loss.options.title = "Training loss per step";
   loss.options.y_label = "loss";
   lr.options.title = "Learning rate per step (head group)";
   lr.options.y_label = "LR";
-  write_line_charts(path, {loss, lr});
+  return {loss, lr};
 }
-
-}  // namespace
 
 void write_experiment_charts(const std::string& out_dir, const ExperimentPlan& plan,
                              const std::vector<ExperimentRow>& rows) {
   if (rows.empty()) return;
-  write_total_time_chart((fs::path(out_dir) / "total_time.png").string(), plan, rows);
-  write_curves_chart((fs::path(out_dir) / "curves.png").string(), rows);
+  const BarChart bars = total_time_chart(plan, rows);
+  write_bar_chart((fs::path(out_dir) / "total_time.png").string(), bars.groups, bars.series,
+                  bars.options);
+  const auto curves = curves_charts(rows);
+  if (!curves.empty()) write_line_charts((fs::path(out_dir) / "curves.png").string(), curves);
 }
 
 }  // namespace ltfit

@@ -56,21 +56,64 @@ const ExperimentRow* first_run(const std::vector<ExperimentRow>& rows) {
   return nullptr;
 }
 
-void flatten(const nlohmann::json& j, const std::string& key, std::string& out) {
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) flatten(v, key.empty() ? k : key + "." + k, out);
-  } else if (j.is_array() &&
-             std::none_of(j.begin(), j.end(), [](const auto& v) { return v.is_structured(); })) {
-    std::string items;
-    for (const auto& v : j)
-      items += (items.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
-    out += "- " + key + ": " + items + "\n";
-  } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i)
-      flatten(j[i], key + "[" + std::to_string(i) + "]", out);
-  } else {
-    out += "- " + key + ": " + (j.is_string() ? j.get<std::string>() : j.dump()) + "\n";
+// env.json's value at `path` ("cpu.model") as text: "—" when missing or "none".
+std::string env_text(const nlohmann::json& env, const std::string& path) {
+  const nlohmann::json* j = &env;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t dot = std::min(path.find('.', start), path.size());
+    const std::string key = path.substr(start, dot - start);
+    if (!j->is_object() || !j->contains(key)) return kNone;
+    j = &(*j)[key];
+    start = dot + 1;
   }
+  if (j->is_string()) return j->get<std::string>() == "none" ? kNone : j->get<std::string>();
+  if (j->is_number_float()) return fmt::format("{:.1f}", j->get<double>());
+  return j->is_null() ? kNone : j->dump();
+}
+
+// One line per GPU: "NVIDIA H200, 143771 MiB = 140.4 GiB, compute capability 9.0".
+std::vector<std::pair<std::string, std::string>> gpu_rows(const nlohmann::json& env) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  const auto gpus = env.contains("gpus") ? env["gpus"] : nlohmann::json::array();
+  for (std::size_t i = 0; gpus.is_array() && i < gpus.size(); ++i) {
+    const auto& g = gpus[i];
+    const bool has_mib = g.is_object() && g.contains("memory_mib") && g["memory_mib"].is_number();
+    const std::string mib = has_mib ? fmt::format("{:.0f}", g["memory_mib"].get<double>()) : kNone;
+    rows.emplace_back(gpus.size() == 1 ? "GPU" : fmt::format("GPU {}", i),
+                      fmt::format("{}, {} MiB = {} GiB, compute capability {}", env_text(g, "name"),
+                                  mib, env_text(g, "memory_gib"),
+                                  env_text(g, "compute_capability")));
+  }
+  if (rows.empty()) rows.emplace_back("GPU", "none");
+  return rows;
+}
+
+// The machine's profile as a short table (`ltfit envinfo` prints all of it).
+std::string machine_table(const nlohmann::json& env) {
+  const auto t = [&](const char* path) { return env_text(env, path); };
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"CPU", t("cpu.model")},
+      {"cores", fmt::format("{} physical, {} threads, {} available to ltfit",
+                            t("cpu.physical_cores"), t("cpu.logical_threads"),
+                            t("cpu.available_cores"))},
+      {"memory", fmt::format("{} GiB ({} GiB available)", t("memory.total_gib"),
+                             t("memory.available_gib"))},
+      {"/dev/shm", fmt::format("{} GiB ({} GiB free)", t("shm.total_gib"), t("shm.free_gib"))}};
+  const auto gpus = gpu_rows(env);
+  rows.insert(rows.end(), gpus.begin(), gpus.end());
+  rows.insert(rows.end(),
+              {{"driver", t("driver_version")},
+               {"CUDA runtime", t("cuda_runtime")},
+               {"cuDNN", t("cudnn_version")},
+               {"LibTorch", fmt::format("{} (built with CUDA {}, cuDNN {})", t("libtorch_version"),
+                                        t("libtorch_cuda"), t("libtorch_cudnn"))},
+               {"OpenCV", t("opencv_version")},
+               {"OS", fmt::format("{}, {}", t("os"), t("kernel"))},
+               {"container", t("container")},
+               {"ltfit", fmt::format("{} ({})", t("ltfit_version"), t("compiler"))}});
+  std::string out = "| item | value |\n|---|---|\n";
+  for (const auto& [item, value] : rows) out += "| " + item + " | " + cell(value) + " |\n";
+  return out;
 }
 
 std::string environment_section(const std::vector<ExperimentRow>& rows) {
@@ -84,9 +127,8 @@ std::string environment_section(const std::vector<ExperimentRow>& rows) {
     return out + "env.json missing" + (first ? " (" + path.string() + ")" : " (no run ran)") +
            "; `ltfit envinfo` prints the machine's profile.\n\n";
   }
-  out += "From `" + path.string() + "`:\n\n";
-  flatten(env, "", out);
-  return out + "\n";
+  out += "From `" + path.string() + "` (all of it: `ltfit envinfo`):\n\n";
+  return out + machine_table(env) + "\n";
 }
 
 // Config keys of the study's setup that `config` does not match.

@@ -3,6 +3,7 @@
 // and the charts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ltfit/config/config_loader.h"
@@ -164,11 +165,27 @@ TEST_CASE("a full-size report compares measured times and shows the machine", "[
   // Over an hour: h:mm:ss; speed-up from the measured total.
   outcomes[0] = fabricate_ok_run(dir.path() / "runs" / "ok_run", 1.0, 3695.0);
   write_file(dir.path() / "runs" / "ok_run" / "env.json",
-             "{\"cpu\": {\"model\": \"Test CPU\", \"cores\": 2}, \"gpus\": []}");
+             "{\"cpu\": {\"model\": \"Test CPU\", \"physical_cores\": 2, \"logical_threads\": 4,"
+             " \"available_cores\": 2}, \"memory\": {\"total_gib\": 23.54, \"available_gib\": 22.71,"
+             " \"total_bytes\": 25276063744}, \"gpus\": [], \"driver_version\": \"none\","
+             " \"libtorch_version\": \"2.15.0\", \"libtorch_cuda\": \"13.2\","
+             " \"libtorch_cudnn\": \"9.26.0\", \"opencv_version\": \"4.6.0\","
+             " \"shm\": {\"total_gib\": 23.54, \"free_gib\": 23.54, \"path\": \"/dev/shm\"}}");
   ltfit::write_experiment_report(dir.str(), study_plan(), outcomes, {});
   const std::string md = read_file(dir.path() / "report.md");
   CHECK_THAT(md, !Contains("REHEARSAL") && !Contains("estimate"));
-  CHECK_THAT(md, Contains("- cpu.model: Test CPU") && Contains("- cpu.cores: 2"));
+  // "This machine": a short table of what matters for the timings, not every key of env.json.
+  CHECK_THAT(md, Contains("| CPU | Test CPU |") &&
+                     Contains("| cores | 2 physical, 4 threads, 2 available to ltfit |") &&
+                     Contains("| memory | 23.5 GiB (22.7 GiB available) |") &&
+                     Contains("| /dev/shm | 23.5 GiB (23.5 GiB free) |") && Contains("| GPU | none |") &&
+                     Contains("| driver | — |") &&
+                     Contains("| LibTorch | 2.15.0 (built with CUDA 13.2, cuDNN 9.26.0) |") &&
+                     Contains("| OpenCV | 4.6.0 |"));
+  CHECK_THAT(md, !Contains("total_bytes") && !Contains("- cpu."));
+  const auto machine = md.substr(md.find("## This machine"), md.find("## Settings") -
+                                                                  md.find("## This machine"));
+  CHECK(std::count(machine.begin(), machine.end(), '\n') < 25);
   const std::string ok = line_with(md, "| 3 epochs, bs 16, fp32 |");
   CHECK_THAT(ok, Contains("| 1:01:35 | 00:30 | 1:02:05 |"));
   CHECK_THAT(ok, Contains("| 10:00 | 0.16× |"));  // 600 / 3725
@@ -218,4 +235,20 @@ TEST_CASE("the scaling section compares 2 and all GPUs with 1 GPU beside the pub
   // A plan without gpus: rows has no scaling section.
   ltfit::write_experiment_report(dir.str(), plan, fabricate_runs(dir.path(), 1.0), {});
   CHECK_THAT(read_file(dir.path() / "report.md"), !Contains("Multi-GPU scaling"));
+}
+
+TEST_CASE("the machine table has a row per GPU with its memory in MiB and GiB", "[experiment]") {
+  ltfit::testing::TempDir dir;
+  auto outcomes = fabricate_runs(dir.path(), 1.0);
+  write_file(dir.path() / "runs" / "ok_run" / "env.json",
+             "{\"gpus\": [{\"index\": 0, \"name\": \"Tesla T4\", \"memory_mib\": 15360.0, "
+             "\"memory_gib\": 15.0, \"compute_capability\": \"7.5\"}, {\"index\": 1, \"name\": "
+             "\"Tesla T4\", \"memory_mib\": 15360.0, \"memory_gib\": 15.0}], "
+             "\"driver_version\": \"550.54.15\", \"cuda_runtime\": \"12.4\"}");
+  ltfit::write_experiment_report(dir.str(), study_plan(), outcomes, {});
+  const std::string md = read_file(dir.path() / "report.md");
+  CHECK_THAT(md, Contains("| GPU 0 | Tesla T4, 15360 MiB = 15.0 GiB, compute capability 7.5 |") &&
+                     Contains("| GPU 1 | Tesla T4, 15360 MiB = 15.0 GiB, compute capability — |") &&
+                     Contains("| driver | 550.54.15 |") && Contains("| CUDA runtime | 12.4 |") &&
+                     Contains("| CPU | — |"));
 }

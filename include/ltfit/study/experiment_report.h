@@ -62,8 +62,8 @@ std::string experiment_report_markdown(const ExperimentPlan& plan,
                                        const std::vector<ExperimentRow>& rows,
                                        const ReportContext& context);
 
-// total_time.png (grouped bars per study run: this machine vs each platform, minutes) and
-// curves.png (loss and LR per step of each run) into `out_dir`.
+// total_time.png (grouped bars per run: this machine vs each platform, minutes) and
+// curves.png (loss and LR per step of each run) into `out_dir` (experiment_charts.h).
 void write_experiment_charts(const std::string& out_dir, const ExperimentPlan& plan,
                              const std::vector<ExperimentRow>& rows);
 
