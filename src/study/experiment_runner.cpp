@@ -4,8 +4,11 @@
 // /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log; a
 // multi-GPU run's child is torchrun with that command line, whose ranks share those files (rank 0
 // alone prints the summary). The parent polls for the child's end so that a stop request
-// (SIGINT/SIGTERM to the parent alone) can be passed on as SIGINT: the child then checkpoints and
-// exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
+// (SIGINT/SIGTERM/SIGHUP to the parent alone) can be passed on as SIGINT: the child then
+// checkpoints and exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
+// A Ctrl-C at the terminal reaches the child too (one process group); the SIGINT passed on comes
+// within the poll interval, well inside the 2 s in which the child takes a repeated signal for
+// the same request (util/signals.h), so it never turns into a "stop now".
 #include "ltfit/study/experiment.h"
 
 #include <fcntl.h>
@@ -29,6 +32,7 @@
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/precision.h"
+#include "ltfit/util/signals.h"
 
 extern char** environ;
 
@@ -56,6 +60,11 @@ class ChildFiles {
   posix_spawn_file_actions_t actions_;
 };
 
+// How often wait_child looks at the child and at the stop flag: a stop passed on this late is
+// still the child's first request repeated, not a second one.
+constexpr int kChildPollMs = 100;
+static_assert(kChildPollMs * 5 < StopSignals::kRepeatWindowMs, "see the file comment");
+
 // Waits for `pid`; passes a stop request on as one SIGINT. Returns the exit code, or 128 +
 // the signal that killed it.
 int wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
@@ -69,7 +78,7 @@ int wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
       ::kill(pid, SIGINT);
       forwarded = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kChildPollMs));
   }
 }
 
