@@ -257,15 +257,16 @@ TEST_CASE("evaluate, predict and lr-find stopped by a signal exit 130 without te
     std::string args;
     std::string started;  // a log line printed once the work is under way
   };
-  const Case c = GENERATE_COPY(values<Case>(
-      {{"evaluate --tta --checkpoint " + ckpt + " --data " + dir.str() + "/many --out " +
-            dir.str() + "/eval",
-        "evaluating"},
-       {"predict --tta --batch-size 1 --checkpoint " + ckpt + " --out " + dir.str() +
-            "/pred/p.csv " + dir.str() + "/many/valid",
-        "predicting"},
-       {"lr-find --config " + dir.str() + "/c.yaml --steps 400 --out " + dir.str() + "/lr",
-        "lr-find: 400 steps"}}));
+  const std::vector<Case> cases = {
+      {"evaluate --tta --checkpoint " + ckpt + " --data " + dir.str() + "/many --out " +
+           dir.str() + "/eval",
+       "evaluating"},
+      {"predict --tta --batch-size 1 --checkpoint " + ckpt + " --out " + dir.str() +
+           "/pred/p.csv " + dir.str() + "/many/valid",
+       "predicting"},
+      {"lr-find --config " + dir.str() + "/c.yaml --steps 400 --out " + dir.str() + "/lr",
+       "lr-find: 400 steps"}};
+  const Case& c = cases[static_cast<std::size_t>(GENERATE(0, 1, 2))];
   INFO(c.args);
   const std::string status = run_bash(
       dir.path(), std::string(LTFIT_BINARY) + " " + c.args + " >" + dir.str() + "/log 2>&1 &\n" +
