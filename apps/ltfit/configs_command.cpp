@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <iostream>
 
 #include "commands.h"
 #include "ltfit/config/config_reference.h"
 #include "ltfit/jobs/command_config.h"
 #include "ltfit/util/input_file.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -23,15 +23,16 @@ struct ConfigsArgs {
   bool reference = false;
 };
 
-void print_table(const std::string& title, const std::vector<ConfigEntry>& entries) {
-  std::cout << title << "\n";
+std::string table_text(const std::string& title, const std::vector<ConfigEntry>& entries) {
+  std::string out = title + "\n";
   std::size_t width = 0;
   for (const auto& e : entries) width = std::max(width, e.name.size());
   for (const auto& e : entries) {
-    std::cout << "  " << e.name << std::string(width - e.name.size() + 2, ' ') << e.description
-              << "\n    " << e.path.string() << "\n";
+    out += "  " + e.name + std::string(width - e.name.size() + 2, ' ') + e.description +
+           "\n    " + e.path.string() + "\n";
   }
-  if (entries.empty()) std::cout << "  (none found)\n";
+  if (entries.empty()) out += "  (none found)\n";
+  return out;
 }
 
 nlohmann::json entries_json(const std::vector<ConfigEntry>& entries) {
@@ -59,15 +60,13 @@ void add_configs_command(CLI::App& app, int* exit_code) {
                 "as Markdown, as docs/config.md holds it");
   cmd->callback([args, exit_code] {
     if (args->reference) {
-      std::cout << config_reference_markdown() << std::flush;
+      write_stdout(config_reference_markdown());
       *exit_code = 0;
       return;
     }
     if (!args->name.empty()) {
-      std::cout << read_input_file(
-                       resolve_config_path(args->name, "config", "ltfit configs").string(),
-                       "config file")
-                << std::flush;
+      write_stdout(read_input_file(
+          resolve_config_path(args->name, "config", "ltfit configs").string(), "config file"));
       *exit_code = 0;
       return;
     }
@@ -75,11 +74,10 @@ void add_configs_command(CLI::App& app, int* exit_code) {
     const auto plans = list_configs("plan");
     if (args->json) {
       nlohmann::json out{{"configs", entries_json(configs)}, {"plans", entries_json(plans)}};
-      std::cout << out.dump(2) << "\n" << std::flush;
+      write_stdout(out.dump(2) + "\n");
     } else {
-      print_table("configs (ltfit train --config NAME):", configs);
-      print_table("plans (ltfit experiment --plan NAME):", plans);
-      std::cout << std::flush;
+      write_stdout(table_text("configs (ltfit train --config NAME):", configs) +
+                   table_text("plans (ltfit experiment --plan NAME):", plans));
     }
     *exit_code = 0;
   });

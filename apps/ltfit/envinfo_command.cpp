@@ -2,10 +2,9 @@
 // and GiB, driver, CUDA, cuDNN, library versions, container), as a table or JSON.
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "commands.h"
 #include "ltfit/run/envinfo.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -30,7 +29,7 @@ void add_envinfo_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--run-dir", args->run_dir, "also report the disk holding this run directory");
   cmd->callback([args, exit_code] {
     const EnvInfo info = collect_envinfo(args->data_dir, args->run_dir);
-    std::cout << (args->json ? envinfo_json(info) : envinfo_table(info)) << std::flush;
+    write_stdout(args->json ? envinfo_json(info) : envinfo_table(info));
     *exit_code = 0;
   });
 }

@@ -2,11 +2,11 @@
 // precision/recall/F1 and, with --tta, the test-time-augmented figures; writes predictions.csv.
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "commands.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/evaluate_job.h"
+#include "ltfit/util/signals.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -21,9 +21,9 @@ void run_evaluate(const EvaluateArgs& args) {
   const EvaluateJobResult result = run_evaluate_job(args.job);
   if (args.json) {
     // Names escaped (util/json.h).
-    std::cout << evaluation_json(result.evaluation, result.predictions_csv) << std::endl;
+    write_stdout(evaluation_json(result.evaluation, result.predictions_csv) + "\n");
   } else {
-    std::cout << evaluation_table(result.evaluation) << std::flush;
+    write_stdout(evaluation_table(result.evaluation));
   }
 }
 
@@ -63,6 +63,7 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "current directory)");
   cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
   cmd->callback([args, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_evaluate(*args);
     *exit_code = 0;
   });

@@ -2,11 +2,10 @@
 // the report (results.csv, report.md, charts) beside the study's figures (study/experiment_job.h).
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "commands.h"
 #include "ltfit/study/experiment_job.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -28,7 +27,7 @@ void add_experiment_command(CLI::App& app, int* exit_code) {
                   "repeatable");
   cmd->callback([args, exit_code] {
     const ExperimentJobResult result = run_experiment_job(*args);
-    std::cout << result.report_dir << "/report.md\n" << std::flush;
+    write_stdout(result.report_dir + "/report.md\n");
     *exit_code = result.interrupted ? static_cast<int>(ExitCode::kInterrupted) : 0;
   });
 }

@@ -2,14 +2,13 @@
 // then bisection, each trial two real training steps (jobs/find_batch_job.h).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <iostream>
+#include <spdlog/fmt/fmt.h>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/find_batch_job.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -65,15 +64,15 @@ void run_find_batch(const FindBatchArgs& args) {
         {"classes", r.classes},
         {"study_context",
          study_comparable(config) ? nlohmann::json(kStudyContext) : nlohmann::json(nullptr)}};
-    std::cout << dump_json(result) << std::endl;
+    write_stdout(dump_json(result) + "\n");
     return;
   }
-  std::printf("largest batch that trains: %d%s (%s at %d px, %s, %s; %zu trials)\n",
-              r.search.largest, r.search.largest == r.max ? " (the --max limit)" : "",
-              config.model.arch.c_str(), config.data.image_size,
-              precision_name(config.train.precision).c_str(), r.device.c_str(),
-              r.search.trials.size());
-  if (study_comparable(config)) std::printf("for context: %s\n", kStudyContext);
+  write_stdout(fmt::format("largest batch that trains: {}{} ({} at {} px, {}, {}; {} trials)\n",
+                           r.search.largest, r.search.largest == r.max ? " (the --max limit)" : "",
+                           config.model.arch, config.data.image_size,
+                           precision_name(config.train.precision), r.device,
+                           r.search.trials.size()));
+  if (study_comparable(config)) write_stdout(fmt::format("for context: {}\n", kStudyContext));
 }
 
 }  // namespace

@@ -2,14 +2,13 @@
 // augmented training images with their labels): jobs/loader_jobs.h.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <iostream>
+#include <spdlog/fmt/fmt.h>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/loader_jobs.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -44,10 +43,11 @@ void run_bench_loader(const LoaderArgs& args) {
                                    {"batch_size", config.data.batch_size},
                                    {"image_size", config.data.image_size},
                                    {"skipped_images", r.skipped_images}};
-    std::cout << dump_json(result) << std::endl;
+    write_stdout(dump_json(result) + "\n");
   } else {
-    std::printf("%lld images in %.2f s: %.1f images/s, %.1f per worker (%d workers)\n",
-                static_cast<long long>(r.images), r.seconds, rate, rate / r.workers, r.workers);
+    write_stdout(fmt::format("{} images in {:.2f} s: {:.1f} images/s, {:.1f} per worker ({} "
+                             "workers)\n",
+                             r.images, r.seconds, rate, rate / r.workers, r.workers));
   }
 }
 

@@ -3,13 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <iostream>
 #include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/lr_find_job.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/signals.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -30,12 +31,12 @@ void run_lr_find(const LrFindArgs& args) {
   const LrFindJobResult result = run_lr_find_job(load_cli_config(args.config, args.sets), args.job);
   if (args.json) {
     const LrFindResult& r = result.sweep;
-    std::cout << dump_json(nlohmann::json{{"steps", r.lrs.size()},
+    write_stdout(dump_json(nlohmann::json{{"steps", r.lrs.size()},
                                           {"diverged", r.diverged},
                                           {"valley", optional_json(r.valley)},
                                           {"steepest", optional_json(r.steepest)},
-                                          {"dir", result.dir}})
-              << std::endl;
+                                          {"dir", result.dir}}) +
+                 "\n");
   }
 }
 
@@ -55,6 +56,7 @@ void add_lr_find_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON document on stdout");
   cmd->callback([args, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_lr_find(*args);
     *exit_code = 0;
   });

@@ -2,9 +2,12 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -13,6 +16,7 @@
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/log.h"
+#include "ltfit/util/standard_output.h"
 
 namespace {
 
@@ -47,9 +51,38 @@ std::string unknown_command_message(const CLI::App& app, int argc, char** argv) 
   return "";
 }
 
+// A closed stdin, stdout or stderr (`2>&-`) would hand its number to the next file opened (the
+// run's .lock, epochs.csv), and logs or JSON would then be written into it: each closed one of
+// 0-2 gets /dev/null first, before anything else opens a file.
+void reserve_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);  // the lowest free: fd
+    if (opened > 2) ::close(opened);
+  }
+}
+
+// A file-size limit (ulimit -f) signals SIGXFSZ, whose default action kills the process with
+// nothing said and a temporary file left; ignored, the write fails with EFBIG instead and is
+// handled as a full disk (exit 5, the previous checkpoint kept).
+void ignore_file_size_signal() { std::signal(SIGXFSZ, SIG_IGN); }
+
+// Whatever stdout still buffers, written now: a failure is exit 5, not a silent 0.
+int with_stdout_flushed(int exit_code) {
+  try {
+    ltfit::flush_stdout();
+  } catch (...) {
+    const int code = ltfit::cli::report_current_exception();
+    return exit_code == 0 ? code : exit_code;
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  reserve_standard_descriptors();
+  ignore_file_size_signal();
   ensure_passive_openmp(argv);
   CLI::App app{"ltfit: fine-tune pretrained CNNs (ResNet, ConvNeXt, EfficientNet) on image folders the fastai way, in C++ (LibTorch)"};
   app.set_version_flag("--version", std::string("ltfit ") + LTFIT_VERSION);
@@ -79,9 +112,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ltfit::ExitCode::kUsage);
+    return with_stdout_flushed(code == 0 ? 0 : static_cast<int>(ltfit::ExitCode::kUsage));
   } catch (...) {
     return ltfit::cli::report_current_exception();  // a documented code, never 1
   }
-  return exit_code;
+  return with_stdout_flushed(exit_code);
 }

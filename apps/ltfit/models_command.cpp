@@ -4,10 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <iostream>
-
 #include "commands.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -43,11 +42,7 @@ void add_models_command(CLI::App& app, int* exit_code) {
       "ImageNet acc@1 and weight file, eval transform, fastai layer groups");
   cmd->add_flag("--json", *json, "print them as one JSON array");
   cmd->callback([json, exit_code] {
-    if (*json) {
-      std::cout << registry_json().dump(2) << "\n" << std::flush;
-    } else {
-      std::cout << arch_table() << std::flush;
-    }
+    write_stdout(*json ? registry_json().dump(2) + "\n" : arch_table());
     *exit_code = 0;
   });
 }

@@ -4,13 +4,13 @@
 // probabilities are test-time augmented (jobs/predict_job.h). --json prints JSON Lines.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <iostream>
+#include <spdlog/fmt/fmt.h>
 
 #include "commands.h"
 #include "ltfit/jobs/predict_job.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/signals.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -40,18 +40,19 @@ nlohmann::json prediction_json(const ImagePrediction& p) {
   return out;
 }
 
-void print_text(const ImagePrediction& p) {
-  std::cout << p.image << (p.tta_mode.empty() ? "" : " (TTA " + p.tta_mode + ")") << "\n";
-  for (const auto& t : p.top) std::printf("  %-30s %8.4f\n", t.name.c_str(), t.probability);
-  if (p.logits) std::cout << "  logits: " << dump_json(nlohmann::json(*p.logits), -1) << "\n";
+std::string prediction_text(const ImagePrediction& p) {
+  std::string out = p.image + (p.tta_mode.empty() ? "" : " (TTA " + p.tta_mode + ")") + "\n";
+  for (const auto& t : p.top) out += fmt::format("  {:<30} {:8.4f}\n", t.name, t.probability);
+  if (p.logits) out += "  logits: " + dump_json(nlohmann::json(*p.logits), -1) + "\n";
+  return out;
 }
 
 void run_predict(const PredictArgs& args) {
   run_predict_job(args.request, [&](const ImagePrediction& p) {
     if (args.json) {
-      std::cout << dump_json(prediction_json(p), -1) << std::endl;  // one line per image, now
+      write_stdout(dump_json(prediction_json(p), -1) + "\n");  // one line per image, now
     } else if (!p.error) {
-      print_text(p);
+      write_stdout(prediction_text(p));
     }
   });
 }
@@ -90,6 +91,7 @@ void add_predict_command(CLI::App& app, int* exit_code) {
                   "*.webp, *.tif, *.tiff) and glob patterns (quoted: 'photos/*.jpg')")
       ->required();
   cmd->callback([args, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_predict(*args);
     *exit_code = 0;
   });

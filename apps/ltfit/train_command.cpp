@@ -1,13 +1,12 @@
 // `ltfit train`: train per a config file and write the run directory; `--resume` continues one.
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/resume.h"
 #include "ltfit/jobs/train_job.h"
 #include "ltfit/util/signals.h"
+#include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
 
@@ -44,7 +43,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
     const RunSummary summary = naming_batch_size_on_oom(resolved.config.data.batch_size, [&] {
       return run_train_job(resolved.config, resolved.options);
     });
-    if (args->json && summary.owner) std::cout << summary_json(summary) << std::flush;
+    if (args->json && summary.owner) write_stdout(summary_json(summary));
     *exit_code = 0;
   });
 }

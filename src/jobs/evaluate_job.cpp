@@ -12,6 +12,7 @@
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/output_dir.h"
+#include "ltfit/util/temp_files.h"
 
 namespace ltfit {
 
@@ -49,6 +50,7 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
   check_output_file(csv, request.out.empty() ? "predictions file" : "predictions file (--out)");
   EvaluateJobResult result{evaluate_naming_batch_size(request.eval), csv.string()};
   create_output_dir(out, "output folder (--out)");
+  remove_stale_temp_files(out.string(), "predictions.csv");  // a killed evaluate's (temp_files.h)
   write_text_atomic(result.predictions_csv, predictions_csv(result.evaluation));
   spdlog::info("wrote {}", result.predictions_csv);
   return result;

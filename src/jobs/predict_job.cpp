@@ -24,6 +24,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/output_dir.h"
 #include "ltfit/util/precision_name.h"
+#include "ltfit/util/temp_files.h"
 
 namespace ltfit {
 
@@ -102,6 +103,8 @@ class PredictionsCsv {
     if (path.empty()) return;
     const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
     create_output_dir(parent, "folder of the predictions file (--out)");
+    // Temporaries of this file that a killed predict left (temp_files.h: never a live writer's).
+    remove_stale_temp_files(parent.string(), std::filesystem::path(path).filename().string());
     file_ = std::make_unique<AtomicFile>(path);
     std::string header = "path,predicted";
     for (const auto& c : classes) header += "," + csv_field("prob_" + c);

@@ -13,6 +13,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/weights_size.h"
 #include "ltfit/util/download.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
@@ -131,6 +132,7 @@ std::string fetch_cached_weights(const std::string& file_name, const std::string
   const std::string prefix = torchvision_weights_hash_prefix(file_name);
   spdlog::info("downloading pretrained weights {} to {}", url, dest.string());
   DownloadOptions options;
+  options.max_bytes = torchvision_weights_max_bytes(file_name);
   options.verify = [&](const std::string& partial) {
     const std::string sha = sha256_file(partial);
     if (prefix.empty() || !starts_with(sha, prefix)) {

@@ -16,6 +16,7 @@
 
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/temp_files.h"
 
 namespace ltfit {
 
@@ -205,6 +206,14 @@ OpenRunDir open_run_dir_to_continue(const fs::path& dir) {
   RunDirLock lock = RunDirLock::acquire(dir);
   clear_failed_run(dir);
   make_dirs(dir / "checkpoints");
+  // Temporaries a killed session left (a checkpoint cut short by kill -9): the lock is ours, so
+  // no live writer owns any of them.
+  for (const fs::path& folder : {dir, dir / "checkpoints"}) {
+    for (const auto& path : remove_stale_temp_files(folder.string(), "", /*min_age_seconds=*/0)) {
+      spdlog::info("removed {}, left by an earlier session that was stopped while writing it",
+                   path);
+    }
+  }
   return {dir, std::move(lock)};
 }
 

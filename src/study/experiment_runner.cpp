@@ -4,8 +4,11 @@
 // /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log; a
 // multi-GPU run's child is torchrun with that command line, whose ranks share those files (rank 0
 // alone prints the summary). The parent polls for the child's end so that a stop request
-// (SIGINT/SIGTERM to the parent alone) can be passed on as SIGINT: the child then checkpoints and
-// exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
+// (SIGINT/SIGTERM/SIGHUP to the parent alone) can be passed on as SIGINT: the child then
+// checkpoints and exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
+// A Ctrl-C at the terminal reaches the child too (one process group); the SIGINT passed on comes
+// within the poll interval, well inside the 2 s in which the child takes a repeated signal for
+// the same request (util/signals.h), so it never turns into a "stop now".
 #include "ltfit/study/experiment.h"
 
 #include <fcntl.h>
@@ -29,6 +32,7 @@
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/precision.h"
+#include "ltfit/util/signals.h"
 
 extern char** environ;
 
@@ -56,25 +60,40 @@ class ChildFiles {
   posix_spawn_file_actions_t actions_;
 };
 
-// Waits for `pid`; passes a stop request on as one SIGINT. Returns the exit code, or 128 +
-// the signal that killed it.
-int wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
+// How often wait_child looks at the child and at the stop flag: a stop passed on this late is
+// still the child's first request repeated, not a second one.
+constexpr int kChildPollMs = 100;
+static_assert(kChildPollMs * 5 < StopSignals::kRepeatWindowMs, "see the file comment");
+
+// How a child ended: its exit code, or the signal that killed it. (An exit 130, ltfit's
+// "interrupted after a checkpoint", is not a death by SIGINT.)
+struct ChildEnd {
+  int code = -1;   // the exit code; -1 when unknown
+  int signal = 0;  // the signal that killed it, 0 if it exited
+  // The shell's figure: the exit code, or 128 + the signal.
+  int status() const { return signal != 0 ? 128 + signal : code; }
+};
+
+// Waits for `pid`; passes a stop request on as one SIGINT.
+ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
   bool forwarded = false;
   while (true) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (done < 0 && errno != EINTR) return -1;
+    if (done == pid) {
+      return WIFEXITED(status) ? ChildEnd{WEXITSTATUS(status), 0} : ChildEnd{-1, WTERMSIG(status)};
+    }
+    if (done < 0 && errno != EINTR) return {};
     if (!forwarded && stop_signal && stop_signal()) {
       ::kill(pid, SIGINT);
       forwarded = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kChildPollMs));
   }
 }
 
-// Spawns `args` with stdout/stderr to the given files and waits; the child's exit code.
-int spawn_and_wait(const std::vector<std::string>& args, const std::string& out_path,
+// Spawns `args` with stdout/stderr to the given files and waits for its end.
+ChildEnd spawn_and_wait(const std::vector<std::string>& args, const std::string& out_path,
                    const std::string& err_path, const std::function<bool()>& stop_signal) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -89,11 +108,11 @@ int spawn_and_wait(const std::vector<std::string>& args, const std::string& out_
   return wait_child(pid, stop_signal);
 }
 
-std::string exit_reason(int code, const std::string& log_path) {
+std::string exit_reason(const ChildEnd& end, const std::string& log_path) {
   const std::string line = last_error_line(log_path);
-  std::string what = code > 128 ? "killed by signal " + std::to_string(code - 128)
-                                : "exit " + std::to_string(code);
-  if (code == 128 + SIGKILL) what += " (out of host memory?)";
+  std::string what = end.signal != 0 ? "killed by signal " + std::to_string(end.signal)
+                                     : "exit " + std::to_string(end.code);
+  if (end.signal == SIGKILL) what += " (out of host memory?)";
   return line.empty() ? what + " (see " + log_path + ")" : what + ": " + line;
 }
 
@@ -128,9 +147,11 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
                        std::max(1, outcome.gpus.resolve(outcome.machine_gpus)),
                        launcher_python(options)};
   if (command.processes >= 2) command.executable = real_executable(command.executable);
+  ChildEnd end;
   try {
-    outcome.exit_code = spawn_and_wait(child_argv(command), outcome.run_dir + ".json", log_path,
-                                       options.stop_signal);
+    end = spawn_and_wait(child_argv(command), outcome.run_dir + ".json", log_path,
+                         options.stop_signal);
+    outcome.exit_code = end.status();
   } catch (const RuntimeError& e) {
     if (command.processes < 2) throw;  // no ltfit binary to run: nothing else can run either
     outcome.status = RunStatus::kFailed;
@@ -144,7 +165,7 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
   }
   outcome.status = RunStatus::kFailed;
   outcome.reason = outcome.exit_code == 0 ? "exit 0 but no summary.json was written"
-                                          : exit_reason(outcome.exit_code, log_path);
+                                          : exit_reason(end, log_path);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "ltfit/util/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+
+#include "ltfit/util/temp_files.h"
 
 namespace ltfit {
 
@@ -72,11 +75,14 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temp_tem
                      "check that the folder exists and is writable");
   }
   ::fchmod(fd_, 0644 & ~process_umask());  // as open(..., 0644) would: mkostemps makes 0600
+  ::flock(fd_, LOCK_EX | LOCK_NB);  // held until closed: the file is not stale (temp_files.h)
+  live_slot_ = register_live_temp_file(tmp_);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(tmp_.c_str());
+  unregister_live_temp_file(live_slot_);
 }
 
 void AtomicFile::fail(const std::string& what, int error_number) {
@@ -116,6 +122,8 @@ void AtomicFile::commit() {
     throw WriteError("cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(e), e);
   }
   committed_ = true;
+  unregister_live_temp_file(live_slot_);
+  live_slot_ = -1;
   fsync_directory(parent_of(path_));
 }
 

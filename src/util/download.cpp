@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/signals.h"
+#include "ltfit/util/temp_files.h"
 
 namespace ltfit {
 namespace {
@@ -101,15 +103,24 @@ struct Transfer {
   std::FILE* file = nullptr;
   bool write_failed = false;
   DownloadProgress* progress = nullptr;
+  std::int64_t max_bytes = 0;  // DownloadOptions::max_bytes
   curl_off_t total = 0;
   curl_off_t done = 0;
-  bool stopped = false;  // a stop signal aborted the transfer
+  std::int64_t received = 0;  // body bytes written so far
+  bool stopped = false;       // a stop signal aborted the transfer
+  bool too_large = false;     // the body passed max_bytes
 };
 
 size_t write_body(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<Transfer*>(user);
+  const std::int64_t bytes = static_cast<std::int64_t>(size * count);
+  if (transfer->max_bytes > 0 && transfer->received + bytes > transfer->max_bytes) {
+    transfer->too_large = true;
+    return 0;  // aborts the transfer before a byte past the bound reaches the disk
+  }
   const size_t written = std::fwrite(data, size, count, transfer->file);
   if (written != count) transfer->write_failed = true;
+  transfer->received += static_cast<std::int64_t>(written * size);
   return written * size;
 }
 
@@ -136,7 +147,7 @@ Outcome perform(const std::string& url, std::FILE* file, const DownloadOptions& 
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) return {"curl_easy_init failed"};
   char error_buffer[CURL_ERROR_SIZE] = {};
-  Transfer transfer{file, false, &progress};
+  Transfer transfer{file, false, &progress, options.max_bytes};
   CURL* h = curl.get();
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
@@ -153,12 +164,20 @@ Outcome perform(const std::string& url, std::FILE* file, const DownloadOptions& 
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  if (options.max_bytes > 0) {  // a Content-Length above it is refused before the body
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
+  }
   const CURLcode code = curl_easy_perform(h);
   if (code == CURLE_OK) {
     progress.update(transfer.total, transfer.done, /*final=*/true);
     return {};
   }
   if (transfer.stopped) return {"stopped by a signal", true};
+  if (transfer.too_large || code == CURLE_FILESIZE_EXCEEDED) {
+    return {"the server sent more than " + std::to_string(options.max_bytes) +
+            " bytes, the most this file may have (a different file?); the transfer was stopped "
+            "there"};
+  }
   if (code == CURLE_HTTP_RETURNED_ERROR) {
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -206,11 +225,14 @@ class PartialFile {
       error = errno;
       if (fd < 0 && error == EEXIST) continue;
       if (fd < 0) break;
+      ::flock(fd, LOCK_EX | LOCK_NB);  // held while we write it: not stale (temp_files.h)
+      live_slot_ = register_live_temp_file(path_.string());
       file_ = ::fdopen(fd, "wb");
       if (file_ == nullptr) {
         error = errno;
         ::close(fd);
         remove();
+        unregister_live_temp_file(live_slot_);
         break;
       }
     }
@@ -223,6 +245,7 @@ class PartialFile {
   ~PartialFile() {
     if (file_ != nullptr) std::fclose(file_);
     if (!committed_) remove();
+    unregister_live_temp_file(live_slot_);
   }
   PartialFile(const PartialFile&) = delete;
   PartialFile& operator=(const PartialFile&) = delete;
@@ -256,6 +279,7 @@ class PartialFile {
 
   fs::path path_;
   std::FILE* file_ = nullptr;
+  int live_slot_ = -1;  // register_live_temp_file's slot for path_
   bool committed_ = false;
 };
 
@@ -265,7 +289,7 @@ void download_file(const std::string& url, const std::string& dest_path,
                    const DownloadOptions& requested) {
   init_curl_once();
   const DownloadOptions options = with_env_overrides(requested);
-  StopSignals stop_signals;  // SIGINT/SIGTERM stop the transfer (nests in the command's own)
+  StopSignals stop_signals;  // SIGINT/SIGTERM/SIGHUP stop the transfer (nests in the command's own)
   const fs::path dest(dest_path);
   std::error_code ec;
   if (dest.has_parent_path()) fs::create_directories(dest.parent_path(), ec);

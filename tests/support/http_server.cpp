@@ -18,9 +18,10 @@ namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(20);
 
-// http.server's file handler plus two misbehaving routes (HttpServer::slow_url, hang_url):
+// http.server's file handler plus misbehaving routes (HttpServer::slow_url, hang_url, flood_url):
 //   /slow/<bytes per second>/<file>  the file, one byte at a time at that rate
 //   /hang/<file>                     headers promising 1 MB, then nothing
+//   /flood/<bytes>/<file>            that many zero bytes, no Content-Length (ends at close)
 constexpr const char* kServerScript = R"PY(
 import functools, http.server, os, sys, time
 
@@ -40,6 +41,18 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 self.wfile.write(data[i:i + 1])
                 self.wfile.flush()
                 time.sleep(1.0 / float(parts[2]))
+            return
+        if len(parts) >= 3 and parts[1] == 'flood':
+            total, sent, chunk = int(parts[2]), 0, bytes(65536)
+            self.send_response(200)
+            self.end_headers()
+            try:
+                while sent < total:
+                    n = min(len(chunk), total - sent)
+                    self.wfile.write(chunk[:n])
+                    sent += n
+            except (BrokenPipeError, ConnectionResetError):
+                pass
             return
         if len(parts) >= 3 and parts[1] == 'hang':
             self.send_response(200)
@@ -131,6 +144,10 @@ std::string HttpServer::slow_url(const std::string& file, int bytes_per_second) 
 }
 
 std::string HttpServer::hang_url(const std::string& file) const { return url() + "/hang/" + file; }
+
+std::string HttpServer::flood_url(long long bytes, const std::string& file) const {
+  return url() + "/flood/" + std::to_string(bytes) + "/" + file;
+}
 
 void HttpServer::stop() {
   if (pid_ <= 0) return;

@@ -24,6 +24,9 @@ class HttpServer {
   std::string url() const;
   // `file` (relative to the directory) sent one byte at a time, `bytes_per_second` of them.
   std::string slow_url(const std::string& file, int bytes_per_second) const;
+  // `bytes` zero bytes under any `file` name, without a Content-Length (a mirror streaming the
+  // wrong thing); base_url for `file`: flood_url(bytes, "").
+  std::string flood_url(long long bytes, const std::string& file) const;
   // Headers promising 1 MB for `file`, then silence for an hour (a stalled server).
   std::string hang_url(const std::string& file) const;
   // Kills and reaps the server now (idempotent); later requests fail to connect.

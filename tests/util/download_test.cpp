@@ -208,3 +208,39 @@ TEST_CASE("SIGTERM stops a download within a second and removes the partial file
   CHECK(partial_files(out.path()).empty());
   ltfit::StopSignals::reset();
 }
+
+TEST_CASE("max_bytes: a download stops as soon as the server sends more than the file's size",
+          "[download]") {
+  REQUIRE(ltfit::testing::python3_available());
+  TempDir served, out;
+  ltfit::testing::write_file(served.path() / "blob.bin", random_bytes(200000, 3));
+  HttpServer server(served.path());
+  const fs::path dest = out.path() / "blob.bin";
+  auto bounded = [](std::int64_t max_bytes) {
+    ltfit::DownloadOptions options = quiet();
+    options.max_bytes = max_bytes;
+    return options;
+  };
+  SECTION("streamed without a Content-Length: cut off at the bound") {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      ltfit::download_file(server.flood_url(400000000, "blob.bin"), dest.string(),
+                           bounded(100000));
+      FAIL("a 400 MB stream was accepted for a file of at most 100000 bytes");
+    } catch (const ltfit::RuntimeError& e) {
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("more than 100000 bytes"));
+    }
+    CHECK(seconds_since(start) < 3.0);  // not the whole 400 MB
+  }
+  SECTION("a Content-Length above the bound is refused before the body") {
+    CHECK_THROWS_WITH(
+        ltfit::download_file(server.url() + "/blob.bin", dest.string(), bounded(199999)),
+        Catch::Matchers::Contains("more than 199999 bytes"));
+  }
+  SECTION("a file of exactly the bound is downloaded") {
+    ltfit::download_file(server.url() + "/blob.bin", dest.string(), bounded(200000));
+    CHECK(fs::file_size(dest) == 200000);
+  }
+  if (!fs::exists(dest)) CHECK(fs::is_empty(out.path()));
+  CHECK(partial_files(out.path()).empty());
+}

@@ -6,13 +6,16 @@
 // symlink planted there is never opened, let alone written through) and is renamed to `dest`
 // only when complete and verified; on any failure it is removed.
 //
+// Size: with `max_bytes`, the transfer stops as soon as the server sends more than that (or a
+// Content-Length above it), so a wrong file is never written to disk in full.
+//
 // Deadlines: connecting gives up after `connect_timeout_s`; a transfer slower than
 // `low_speed_bytes_per_s` for `low_speed_time_s` seconds is abandoned (a server that sends 2
 // bytes a second never keeps ltfit waiting for ever). The environment overrides these
 // (LTFIT_DOWNLOAD_CONNECT_TIMEOUT, LTFIT_DOWNLOAD_LOW_SPEED_LIMIT,
 // LTFIT_DOWNLOAD_LOW_SPEED_TIME; whole numbers of seconds and bytes per second).
 //
-// SIGINT/SIGTERM stop a download (util/signals.h; the handlers are installed for the download if
+// SIGINT/SIGTERM/SIGHUP stop a download (util/signals.h; the handlers are installed for the download if
 // the command has not): the partial file is removed and InterruptedError (exit 130) thrown.
 //
 // The progress bar is drawn on stderr with '\r' when stderr is a terminal; otherwise a log
@@ -20,6 +23,7 @@
 // uses its own curl handle.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -30,6 +34,9 @@ struct DownloadOptions {
   long low_speed_bytes_per_s = 1024;  // abandon a transfer slower than this ...
   long low_speed_time_s = 60;         // ... for this many seconds in a row
   bool show_progress = true;          // draw a progress bar / log progress lines
+  // The most bytes the file may have (0: no bound). A response announcing more is refused at
+  // once; one streaming more is cut off at this many bytes (RuntimeError, nothing left behind).
+  std::int64_t max_bytes = 0;
   // Called with the path of the complete partial file before it is renamed to `dest_path`;
   // if it throws, the partial file is deleted and the exception propagates. May be empty.
   std::function<void(const std::string& partial_path)> verify;
