@@ -475,7 +475,7 @@ TEST_CASE("a checkpoint with a tensor of another dtype, or one the model lacks, 
   }
 }
 
-TEST_CASE("checkpoints carry the phase totals; weights-only ones say so and refuse a resume",
+TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refuse a resume",
           "[train][checkpoint]") {
   TempDir dir;
   ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);

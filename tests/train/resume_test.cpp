@@ -210,7 +210,7 @@ TEST_CASE("a time limit stops the run in time with a checkpoint", "[train][resum
   CHECK(meta.epochs_done < 51);
 }
 
-TEST_CASE("best.ckpt is a weights-only file of its own; last.ckpt keeps the optimizer state",
+TEST_CASE("best.ckpt is a weights-only file of its own, last.ckpt keeps the optimizer state",
           "[train][resume]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
