@@ -35,9 +35,19 @@ void add_train_command(CLI::App& app, int* exit_code) {
                   "continue from a checkpoint (CKPT), or 'auto': the newest checkpoint of the run "
                   "directory (--run-dir, or the config's run.out_dir/run.name), starting the run "
                   "there if it has none");
+  cmd->add_option("--init-from", r.init_from,
+                  "train more: a new run whose model starts from this checkpoint's weights (its "
+                  "classes and model), with a fresh optimizer and schedule from --config (else "
+                  "the checkpoint's config) and --set");
   cmd->add_flag("--json", args->json, "print summary.json on stdout at the end");
   cmd->callback([args, exit_code] {
     ResolvedTrain resolved = resolve_resume(args->request);
+    if (resolved.completed_summary) {  // nothing to train, nothing rewritten
+      const std::string summary = report_completed_run(*resolved.completed_summary);
+      if (args->json) std::cout << summary << std::flush;
+      *exit_code = 0;
+      return;
+    }
     StopSignals signals;  // SIGINT/SIGTERM: finish the step, checkpoint, exit 130
     resolved.options.stop_signal = [] { return StopSignals::requested(); };
     const RunSummary summary = naming_batch_size_on_oom(resolved.config.data.batch_size, [&] {

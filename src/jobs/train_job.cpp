@@ -105,6 +105,28 @@ CheckpointMeta resume_from(const std::string& path, Classifier& model,
   return meta;
 }
 
+std::string class_list(const std::vector<std::string>& classes) {
+  std::string text;
+  for (const std::string& c : classes) text += (text.empty() ? "" : ", ") + c;
+  return "[" + text + "]";
+}
+
+// --init-from: the checkpoint's weights, head included, into the freshly built model (the
+// optimizer and the schedule start afresh).
+void init_weights_from(const std::string& path, Classifier& model,
+                       const std::vector<std::string>& classes) {
+  const CheckpointMeta meta = read_checkpoint_meta(path);
+  if (meta.classes != classes) {
+    throw CheckpointError("--init-from " + path + ": the checkpoint was trained on classes " +
+                              class_list(meta.classes) + ", data.root has " + class_list(classes),
+                          "train more on data with the checkpoint's classes, or start a new run "
+                          "without --init-from");
+  }
+  load_checkpoint(path, model, nullptr);
+  spdlog::info("weights from {} ({} epoch(s), {} step(s) there); fresh optimizer and schedule",
+               path, meta.epochs_done, meta.global_step);
+}
+
 // TTA on the validation set under the training precision; fills the summary's TTA fields.
 // Returns the plain pass's confusion matrix.
 torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& valid_loader,
@@ -225,6 +247,7 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
     resumed = resume_from(*options.resume, model, *optimizer, index.classes);
     start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler};
   }
+  if (options.init_from) init_weights_from(*options.init_from, model, index.classes);
   std::optional<MetricsWriter::ResumeAt> metrics_resume;
   if (options.resume) metrics_resume = {{resumed.global_step, resumed.epochs_done}};
   std::optional<MetricsWriter> metrics;
@@ -255,6 +278,7 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   CheckpointWriter checkpoints(owner ? (run_dir / "checkpoints").string() : std::string(), model,
                                *optimizer, run_meta, checkpoint_options);
   Profiler profiler(device, config.train.profile);
+  profiler.add_earlier(resumed.phase_seconds);  // timing.json covers every session
   EpochLog epoch_log;
   OneCycleHook schedule;
   AccumulateHook accumulate(config.train.accumulate);

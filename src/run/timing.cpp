@@ -102,6 +102,10 @@ void Profiler::charge(Phase phase, Clock::time_point t) {
   epoch_phases_[static_cast<int>(phase)] += seconds;
 }
 
+void Profiler::add_earlier(const PhaseSeconds& earlier) {
+  for (int i = 0; i < kPhaseCount; ++i) totals_[i] += earlier[i];
+}
+
 void Profiler::begin(Phase phase) {
   LTFIT_CHECK(depth_ < kMaxDepth, "Profiler: phases nested too deeply");
   const Clock::time_point t = now();

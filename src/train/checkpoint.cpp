@@ -61,6 +61,11 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
   real("valid_loss", meta.valid_loss);
   real("best_accuracy", meta.best_accuracy);
   real("train_seconds", meta.train_seconds);
+  w.string("phase_seconds");  // {phase name: seconds}
+  w.empty_dict();
+  w.mark();
+  for (int i = 0; i < kPhaseCount; ++i) real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
+  w.set_items();
   const TrainPosition& p = meta.position;
   w.string("position");
   w.empty_dict();
@@ -143,6 +148,20 @@ void check_format(const CheckpointFields& f, const Value& root) {
   }
 }
 
+// `phase_seconds`, optional (files written before ltfit kept it have none): unknown phase names
+// are ignored, missing ones stay 0.
+void read_phase_seconds(const CheckpointFields& f, const Value& root, PhaseSeconds& out) {
+  const Value* phases = pickle::find_entry(root, "phase_seconds");
+  if (phases == nullptr) return;
+  f.of_kind(*phases, Kind::kDict, "phase_seconds");
+  for (int i = 0; i < kPhaseCount; ++i) {
+    const char* name = phase_name(static_cast<Phase>(i));
+    if (pickle::find_entry(*phases, name) == nullptr) continue;
+    out[i] = f.real(*phases, name, "phase_seconds");
+    if (!(out[i] >= 0.0)) f.fail(std::string("phase_seconds.") + name, "is not a duration");
+  }
+}
+
 CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   check_format(f, root);
   CheckpointMeta meta;
@@ -157,6 +176,10 @@ CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   meta.valid_loss = f.real(root, "valid_loss", "");
   meta.best_accuracy = f.real(root, "best_accuracy", "");
   meta.train_seconds = f.real(root, "train_seconds", "");
+  read_phase_seconds(f, root, meta.phase_seconds);
+  const Value* optimizer_type = pickle::find_entry(root, "optimizer_type");
+  meta.weights_only = optimizer_type != nullptr && optimizer_type->kind == Kind::kString &&
+                      optimizer_type->text == "none";
   const Value& p = f.at(root, "position", "");
   meta.position.stage = f.small_int(p, "stage", "position");
   meta.position.epoch_in_stage = f.small_int(p, "epoch_in_stage", "position");
@@ -278,6 +301,7 @@ CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, C
     std::function<void()> set_optimizer, set_rng;
     if (optimizer) {
       const std::string saved_type = f.text(root, "optimizer_type", "");
+      if (meta.weights_only) throw weights_only_error(path);
       if (saved_type != detail::optimizer_type(*optimizer)) {
         throw CheckpointError("checkpoint '" + path + "' holds the state of a " + saved_type +
                                   " optimizer, this run uses " + detail::optimizer_type(*optimizer),
@@ -299,6 +323,14 @@ CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, C
 }
 
 }  // namespace
+
+CheckpointError weights_only_error(const std::string& path) {
+  return CheckpointError(
+      "checkpoint '" + path + "' holds weights only (no optimizer state): a run cannot continue "
+      "from it",
+      "continue the run from its checkpoints/last.ckpt, or start a new run from these weights: "
+      "ltfit train --init-from " + path + " [--config FILE] [--set key=value]...");
+}
 
 RngStates capture_rng_states() {
   RngStates states;

@@ -47,6 +47,32 @@ void point_at(const fs::path& target, const fs::path& link) {
   }
 }
 
+// The step number of `step-<N>.ckpt`, else nullopt.
+std::optional<std::int64_t> step_of(const fs::path& path) {
+  const std::string name = path.filename().string();
+  const std::string prefix = kNumberedPrefix;
+  if (name.rfind(prefix, 0) != 0 || path.extension() != ".ckpt") return std::nullopt;
+  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
+}
+
+// The numbered checkpoints in `dir`, oldest first (by step; none if `dir` is not a folder).
+std::vector<fs::path> numbered_checkpoints(const std::string& dir) {
+  std::vector<fs::path> numbered;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (step_of(entry.path())) numbered.push_back(entry.path());
+  }
+  std::sort(numbered.begin(), numbered.end(), [](const fs::path& a, const fs::path& b) {
+    return *step_of(a) < *step_of(b);
+  });
+  return numbered;
+}
+
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(std::string dir, Classifier model,
@@ -89,7 +115,8 @@ bool CheckpointWriter::checkpoint_due() const {
   return every > 0 && seconds_between(last_save_, Clock::now()) >= every;
 }
 
-void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, const char* reason) {
+void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, const char* reason,
+                            const Profiler* profiler) {
   const auto start = Clock::now();
   if (epoch != nullptr) {
     last_accuracy_ = epoch->accuracy;
@@ -106,6 +133,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   meta.best_accuracy = best_accuracy_;
   meta.scaler = state.scaler;
   meta.train_seconds = options_.prior_train_seconds + seconds_between(options_.train_start, start);
+  if (profiler != nullptr) meta.phase_seconds = profiler->totals();
   if (!options_.write) {  // a data-parallel rank other than 0: rank 0 writes
     last_save_ = Clock::now();
     return;
@@ -114,8 +142,10 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
       fs::path(dir_) / fmt::format("{}{:09d}.ckpt", kNumberedPrefix, state.global_step);
   save_checkpoint(numbered.string(), model_, &optimizer_, meta);
   point_at(numbered, fs::path(dir_) / "last.ckpt");
-  if (new_best) point_at(numbered, fs::path(dir_) / "best.ckpt");
-  prune();
+  // Its own file, weights only (a third of a ResNet's full checkpoint): evaluation, predict,
+  // export and --init-from read it; resuming needs last.ckpt's optimizer state.
+  if (new_best) save_checkpoint((fs::path(dir_) / "best.ckpt").string(), model_, nullptr, meta);
+  prune(state.global_step);
   const double took = seconds_between(start, Clock::now());
   slowest_save_ = std::max(slowest_save_, took);
   last_save_ = Clock::now();
@@ -135,7 +165,7 @@ void CheckpointWriter::after_step(TrainContext& ctx) {
   if (!stop && !ctx.vote_save) return;
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
-    save(ctx.state, nullptr, stop ? "stop" : "periodic");
+    save(ctx.state, nullptr, stop ? "stop" : "periodic", &ctx.profiler);
   }
   if (stop) {
     ctx.interrupt = "training stopped at step " + std::to_string(ctx.state.global_step) +
@@ -154,7 +184,7 @@ void CheckpointWriter::validation_end(TrainContext& /*ctx*/) {
 void CheckpointWriter::epoch_end(TrainContext& ctx) {
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
-    save(ctx.state, ctx.epoch, "epoch");
+    save(ctx.state, ctx.epoch, "epoch", &ctx.profiler);
   }
   if (ctx.agree(stop_requested())) {
     ctx.interrupt = "training stopped after epoch " + std::to_string(ctx.epoch->epoch) +
@@ -162,25 +192,36 @@ void CheckpointWriter::epoch_end(TrainContext& ctx) {
   }
 }
 
-void CheckpointWriter::prune() {
+void CheckpointWriter::prune(std::int64_t current_step) {
+  // Only the files this save superseded: a numbered checkpoint past the current step (left by
+  // another session of the run) is not this run's to delete.
   std::vector<fs::path> numbered;
-  for (const auto& entry : fs::directory_iterator(dir_)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(kNumberedPrefix, 0) == 0 && entry.path().extension() == ".ckpt") {
-      numbered.push_back(entry.path());
-    }
+  for (const fs::path& path : numbered_checkpoints(dir_)) {
+    const auto step = step_of(path);
+    if (step && *step <= current_step) numbered.push_back(path);
   }
-  std::sort(numbered.begin(), numbered.end());  // zero-padded step numbers sort by age
   const auto keep = static_cast<std::size_t>(std::max(1, options_.cadence.keep));
   for (std::size_t i = 0; i + keep < numbered.size(); ++i) {
     std::error_code ec;
-    fs::remove(numbered[i], ec);  // last.ckpt and best.ckpt are separate links: they stay
+    fs::remove(numbered[i], ec);  // last.ckpt is a separate link and best.ckpt a file: they stay
   }
 }
 
 std::optional<std::string> find_resume_checkpoint(const std::string& run_dir) {
-  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.ckpt";
-  if (fs::is_regular_file(last)) return last.string();
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  std::vector<fs::path> candidates{dir / "last.ckpt"};
+  std::vector<fs::path> numbered = numbered_checkpoints(dir.string());
+  candidates.insert(candidates.end(), numbered.rbegin(), numbered.rend());  // newest first
+  for (const fs::path& path : candidates) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    try {
+      if (read_checkpoint_meta(path.string()).weights_only) continue;
+      return path.string();
+    } catch (const Error& e) {
+      spdlog::warn("--resume auto: skipping {}: {}", path.string(), e.what());
+    }
+  }
   return std::nullopt;
 }
 

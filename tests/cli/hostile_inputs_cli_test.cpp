@@ -242,6 +242,8 @@ TEST_CASE("train --resume writes only into the checkpoint's own run directory", 
   CHECK_THAT(loose.output, Contains("loose.ckpt") && Contains("--run-dir"));
   CHECK_FALSE(fs::exists(dir.path() / "victim"));
 
+  // Without its summary.json the run is not complete: the resume finishes it, writing there.
+  fs::remove(dir.path() / "moved/summary.json");
   const auto owned = run_ltfit("train --resume " + dir.str() + "/moved/checkpoints/last.ckpt");
   INFO(owned.output);
   CHECK(owned.exit_code == 0);

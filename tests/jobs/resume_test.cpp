@@ -4,6 +4,8 @@
 // comes first when several inputs are wrong).
 #include <catch2/catch.hpp>
 
+#include <torch/torch.h>
+
 #include <filesystem>
 
 #include "ltfit/jobs/resume.h"
@@ -17,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Contains;
+using ltfit::CheckpointError;
 using ltfit::ConfigError;
 using ltfit::resolve_resume;
 using ltfit::TrainRequest;
@@ -31,15 +34,20 @@ std::string config_yaml(const std::string& name, const fs::path& out, int batch_
          "model: {arch: resnet18, pretrained: none}\ntrain: {epochs: 1, device: cpu}\n";
 }
 
-// A checkpoint at `path` whose embedded config is run `name` in `out`, batch size 24.
-void write_checkpoint(const fs::path& path, const std::string& name, const fs::path& out) {
+// A checkpoint at `path` whose embedded config is run `name` in `out`, batch size 24, with an
+// optimizer's state (a run can continue from it) unless `weights_only`; `epochs_done` of the
+// config's one epoch.
+void write_checkpoint(const fs::path& path, const std::string& name, const fs::path& out,
+                      bool weights_only = false, int epochs_done = 0) {
   ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
+  torch::optim::AdamW optimizer(model->parameters());
   ltfit::CheckpointMeta meta;
   meta.config_yaml = config_yaml(name, out, 24);
   meta.classes = {"cat", "dog"};
   meta.global_step = 3;
+  meta.epochs_done = epochs_done;
   fs::create_directories(path.parent_path());
-  ltfit::save_checkpoint(path.string(), model, nullptr, meta);
+  ltfit::save_checkpoint(path.string(), model, weights_only ? nullptr : &optimizer, meta);
 }
 
 // The ConfigError `request` ends in (fails the test if it resolves).
@@ -86,11 +94,11 @@ TEST_CASE("resolve_resume --resume CKPT: the checkpoint's config, never --config
   TrainRequest request;
   request.resume = ckpt.string();
   request.config = (dir.path() / "c.yaml").string();
-  request.sets = {"train.epochs=3"};
+  request.sets = {"data.workers=3"};
   auto resolved = resolve_resume(request);
   CHECK(resolved.config.run.name == "from_ckpt");
   CHECK(resolved.config.data.batch_size == 24);
-  CHECK(resolved.config.train.epochs == 3);  // --set on top of the checkpoint's config
+  CHECK(resolved.config.data.workers == 3);  // --set on top of the checkpoint's config
   CHECK(resolved.options.resume == ckpt.string());
   CHECK_FALSE(resolved.options.run_dir);  // run_train_job: the checkpoint's own run directory
   CHECK_FALSE(resolved.options.reuse_run_dir);
@@ -138,13 +146,13 @@ TEST_CASE("resolve_resume --resume auto with a checkpoint continues it", "[jobs]
     TrainRequest request;
     request.resume = "auto";
     request.run_dir = run.string();
-    request.sets = {"train.epochs=2"};
+    request.sets = {"train.checkpoint.keep=5"};
     const auto resolved = resolve_resume(request);
     CHECK(resolved.options.resume == (run / "checkpoints/last.ckpt").string());
     CHECK(resolved.options.run_dir == run.string());
     CHECK_FALSE(resolved.options.reuse_run_dir);
     CHECK(resolved.config.run.name == "from_ckpt");
-    CHECK(resolved.config.train.epochs == 2);
+    CHECK(resolved.config.train.checkpoint.keep == 5);
   }
   SECTION("the run directory from --config's run.out_dir/run.name") {
     TrainRequest request;
@@ -223,4 +231,125 @@ TEST_CASE("resolve_resume reads the checkpoint before the --set overrides", "[jo
   write_checkpoint(dir.path() / "run/checkpoints/last.ckpt", "x", dir.path());
   request.resume = (dir.path() / "run/checkpoints/last.ckpt").string();
   CHECK_THROWS_AS(resolve_resume(request), ConfigError);
+}
+
+TEST_CASE("resolve_resume --resume refuses a --set that changes the schedule, naming every key",
+          "[jobs][resume]") {
+  TempDir dir;
+  const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
+  write_checkpoint(ckpt, "r", dir.path());
+  TrainRequest request;
+  request.resume = ckpt.string();
+  request.sets = {"train.epochs=5", "data.workers=2", "data.batch_size=12"};
+  const ConfigError e = config_error_of(request);
+  CHECK(e.exit_code() == ltfit::ExitCode::kUsage);
+  CHECK_THAT(e.what(), Contains("--resume " + ckpt.string()) &&
+                           Contains("train.epochs 1 -> 5") && Contains("data.batch_size 24 -> 12"));
+  CHECK_THAT(e.what(), !Contains("data.workers"));
+  CHECK_THAT(e.hint(), Contains("ltfit train --init-from " + ckpt.string()) &&
+                           Contains("--set train.epochs=5"));
+  // The same through --resume auto; a value equal to the checkpoint's is no change.
+  request.resume = "auto";
+  request.run_dir = (dir.path() / "run").string();
+  request.sets = {"train.lr=2.0e-3"};
+  CHECK_THAT(config_error_of(request).what(), Contains("train.lr [0.001] -> [0.002]"));
+  request.sets = {"train.epochs=1", "data.batch_size=24", "train.time_limit=5h"};
+  CHECK_NOTHROW(resolve_resume(request));
+}
+
+TEST_CASE("resolve_resume --resume from a weights-only checkpoint: exit 4 naming --init-from",
+          "[jobs][resume]") {
+  TempDir dir;
+  const fs::path best = dir.path() / "run/checkpoints/best.ckpt";
+  write_checkpoint(best, "r", dir.path(), /*weights_only=*/true);
+  TrainRequest request;
+  request.resume = best.string();
+  try {
+    resolve_resume(request);
+    FAIL("resumed from a weights-only checkpoint");
+  } catch (const CheckpointError& e) {
+    CHECK(e.exit_code() == ltfit::ExitCode::kCheckpoint);
+    CHECK_THAT(e.what(), Contains(best.string()) && Contains("weights only"));
+    CHECK_THAT(e.hint(), Contains("last.ckpt") && Contains("--init-from " + best.string()));
+  }
+  // --resume auto never picks it: with no other checkpoint the run starts afresh.
+  request.resume = "auto";
+  request.run_dir = (dir.path() / "run").string();
+  write_file(dir.path() / "run/config.yaml", config_yaml("r", dir.path(), 24));
+  CHECK_FALSE(resolve_resume(request).options.resume);
+}
+
+TEST_CASE("resolve_resume --resume auto takes the newest readable checkpoint", "[jobs][resume]") {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  write_checkpoint(run / "checkpoints/step-000000002.ckpt", "r", dir.path());
+  write_checkpoint(run / "checkpoints/step-000000004.ckpt", "r", dir.path());
+  TrainRequest request;
+  request.resume = "auto";
+  request.run_dir = run.string();
+  // last.ckpt gone: the newest numbered one, not a fresh start.
+  CHECK(resolve_resume(request).options.resume == (run / "checkpoints/step-000000004.ckpt").string());
+  // A torn last.ckpt and a torn newest numbered one: skipped.
+  write_file(run / "checkpoints/last.ckpt", "PK torn");
+  write_file(run / "checkpoints/step-000000004.ckpt", "torn");
+  CHECK(resolve_resume(request).options.resume == (run / "checkpoints/step-000000002.ckpt").string());
+}
+
+TEST_CASE("resolve_resume --resume of a complete run names its summary.json", "[jobs][resume]") {
+  TempDir dir;
+  const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
+  // fine_tune, freeze_epochs 1 + epochs 1: two epochs in all
+  write_checkpoint(ckpt, "r", dir.path(), /*weights_only=*/false, /*epochs_done=*/2);
+  TrainRequest request;
+  request.resume = ckpt.string();
+  CHECK_FALSE(resolve_resume(request).completed_summary);  // no summary.json yet: finish it
+  write_file(dir.path() / "run/summary.json", "{\"accuracy\": 0.5}\n");
+  const auto resolved = resolve_resume(request);
+  REQUIRE(resolved.completed_summary);
+  CHECK(*resolved.completed_summary == (dir.path() / "run/summary.json").string());
+  CHECK(ltfit::report_completed_run(*resolved.completed_summary) == "{\"accuracy\": 0.5}\n");
+  // Not complete: a checkpoint before the last epoch.
+  write_checkpoint(ckpt, "r", dir.path(), /*weights_only=*/false, /*epochs_done=*/1);
+  CHECK_FALSE(resolve_resume(request).completed_summary);
+}
+
+TEST_CASE("resolve_resume --init-from: a new run from --config or the checkpoint's config",
+          "[jobs][resume]") {
+  TempDir dir;
+  const fs::path best = dir.path() / "old/checkpoints/best.ckpt";
+  write_checkpoint(best, "old", dir.path() / "runs", /*weights_only=*/true);
+  TrainRequest request;
+  request.init_from = best.string();
+  request.sets = {"train.epochs=4", "model.pretrained=imagenet"};
+  auto resolved = resolve_resume(request);
+  CHECK(resolved.options.init_from == best.string());
+  CHECK_FALSE(resolved.options.resume);
+  CHECK_FALSE(resolved.options.run_dir);  // a new <out_dir>/<name>[-N]
+  CHECK(resolved.config.run.name == "old");
+  CHECK(resolved.config.train.epochs == 4);
+  CHECK(resolved.config.model.pretrained == "none");  // the weights come from the checkpoint
+
+  write_file(dir.path() / "c.yaml", config_yaml("more", dir.path() / "runs", 16));
+  request.config = (dir.path() / "c.yaml").string();
+  request.sets = {};
+  resolved = resolve_resume(request);
+  CHECK(resolved.config.run.name == "more");
+  CHECK(resolved.config.data.batch_size == 16);
+
+  request.sets = {"model.arch=resnet34"};
+  const ConfigError other = config_error_of(request);
+  CHECK_THAT(other.what(), Contains("resnet18") && Contains("model.arch resnet34"));
+  request.sets = {};
+  request.resume = "auto";
+  CHECK_THAT(config_error_of(request).what(), Contains("--resume and --init-from"));
+}
+
+TEST_CASE("resolve_resume makes a relative data.root absolute", "[jobs]") {
+  TempDir dir;
+  write_file(dir.path() / "c.yaml",
+             "run: {name: rel, out_dir: \"" + dir.str() + "\"}\ndata: {root: flat/../data}\n");
+  TrainRequest request;
+  request.config = (dir.path() / "c.yaml").string();
+  const auto resolved = resolve_resume(request);
+  CHECK(resolved.config.data.root == (fs::current_path() / "data").string());
 }

@@ -474,3 +474,58 @@ TEST_CASE("a checkpoint with a tensor of another dtype, or one the model lacks, 
                       Contains("does not have: smuggled"));
   }
 }
+
+TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refuse a resume",
+          "[train][checkpoint]") {
+  TempDir dir;
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
+  auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
+  ltfit::CheckpointMeta meta = sample_meta();
+  for (int i = 0; i < ltfit::kPhaseCount; ++i) meta.phase_seconds[i] = 0.5 + i;
+  const std::string full = (dir.path() / "full.ckpt").string();
+  ltfit::save_checkpoint(full, model, optimizer.get(), meta);
+  const ltfit::CheckpointMeta read = ltfit::read_checkpoint_meta(full);
+  CHECK(read.phase_seconds == meta.phase_seconds);
+  CHECK_FALSE(read.weights_only);
+
+  const std::string weights = (dir.path() / "weights.ckpt").string();
+  ltfit::save_checkpoint(weights, model, nullptr, meta);
+  CHECK(ltfit::read_checkpoint_meta(weights).weights_only);
+  CHECK(fs::file_size(weights) < fs::file_size(full));
+  CHECK(ltfit::load_checkpoint(weights, model, nullptr).phase_seconds == meta.phase_seconds);
+  try {
+    ltfit::load_checkpoint(weights, model, optimizer.get(), /*restore_rng=*/true);
+    FAIL("a weights-only checkpoint loaded an optimizer");
+  } catch (const ltfit::CheckpointError& e) {
+    CHECK_THAT(e.what(), Contains("weights only"));
+    CHECK_THAT(e.hint(), Contains("last.ckpt") && Contains("--init-from " + weights));
+  }
+}
+
+TEST_CASE("a checkpoint written before phase_seconds existed loads with zeros",
+          "[parity][checkpoint]") {
+  if (!python_torch()) {
+    WARN("SKIPPED: Python torch is not installed (the oracle of this test)");
+    return;
+  }
+  TempDir dir;
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
+  auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
+  train_steps(model, *optimizer, 1, 3);
+  ltfit::CheckpointMeta meta = sample_meta();
+  meta.phase_seconds.fill(2.0);
+  const std::string path = (dir.path() / "new.ckpt").string();
+  ltfit::save_checkpoint(path, model, optimizer.get(), meta);
+  const std::string old = (dir.path() / "old.ckpt").string();
+  const auto [status, output] = ltfit::testing::run_command(
+      "python3 " + oracle() + " strip " + path + " " + old + " phase_seconds");
+  INFO(output);
+  REQUIRE(status == 0);
+  ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
+  auto loaded_optimizer = ltfit::make_optimizer({}, loaded->layer_group_parameters());
+  const ltfit::CheckpointMeta got =
+      ltfit::load_checkpoint(old, loaded, loaded_optimizer.get(), /*restore_rng=*/true);
+  check_same_meta(got, sample_meta());
+  CHECK(got.phase_seconds == ltfit::PhaseSeconds{});
+  check_same_parameters(model, loaded);
+}

@@ -9,6 +9,9 @@
       Writes a TorchScript archive (torch.jit.save) of a module whose __setstate__ creates the
       file <marker> (torch.from_file(shared=True) writes "AAAAAAAA" into it): whoever loads the
       archive with torch.jit.load runs that code.
+  checkpoint_oracle.py strip <in> <out> <key>
+      Writes <in> again (torch.load(weights_only=True), then torch.save) without its top-level
+      entry <key>: a checkpoint as an ltfit from before that entry wrote it.
 """
 import json
 import sys
@@ -74,10 +77,19 @@ def torchscript(out, marker):
     print("OK")
 
 
+def strip(path, out, key):
+    checkpoint = torch.load(path, weights_only=True)
+    del checkpoint[key]
+    torch.save(checkpoint, out)
+    print("OK")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "load":
         load(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "torchscript":
         torchscript(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "strip":
+        strip(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.exit(__doc__)

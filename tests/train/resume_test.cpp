@@ -13,7 +13,10 @@
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/jobs/resume.h"
 #include "ltfit/jobs/train_job.h"
+#include "ltfit/model/arch_registry.h"
+#include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
@@ -205,4 +208,114 @@ TEST_CASE("a time limit stops the run in time with a checkpoint", "[train][resum
       ltfit::read_checkpoint_meta((dir.path() / "run/checkpoints/last.ckpt").string());
   CHECK(meta.global_step > 0);
   CHECK(meta.epochs_done < 51);
+}
+
+TEST_CASE("best.ckpt is a weights-only file of its own, last.ckpt keeps the optimizer state",
+          "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  const ltfit::Config config = resume_config(dir.path() / "data");
+  ltfit::TrainJobOptions options;
+  options.run_dir = (dir.path() / "run").string();
+  ltfit::run_train_job(config, options);
+  const fs::path checkpoints = dir.path() / "run" / "checkpoints";
+  const auto best = ltfit::read_checkpoint_meta((checkpoints / "best.ckpt").string());
+  const auto last = ltfit::read_checkpoint_meta((checkpoints / "last.ckpt").string());
+  CHECK(best.weights_only);
+  CHECK_FALSE(last.weights_only);
+  CHECK(best.accuracy == best.best_accuracy);
+  for (const auto& entry : fs::directory_iterator(checkpoints)) {
+    if (entry.path().filename() == "best.ckpt") continue;
+    CHECK_FALSE(fs::equivalent(entry.path(), checkpoints / "best.ckpt"));  // not a link
+  }
+  // The optimizer's state (AdamW: two moments per parameter) is most of a checkpoint.
+  CHECK(fs::file_size(checkpoints / "best.ckpt") * 2 < fs::file_size(checkpoints / "last.ckpt"));
+  // Evaluation reads it.
+  ltfit::Classifier model = ltfit::build_model(config.model, 2);
+  CHECK(ltfit::load_checkpoint((checkpoints / "best.ckpt").string(), model, nullptr).epochs_done ==
+        best.epochs_done);
+}
+
+TEST_CASE("a save prunes only the numbered checkpoints it superseded", "[train][resume]") {
+  TempDir dir;
+  const fs::path checkpoints = dir.path() / "checkpoints";
+  ltfit::testing::write_file(checkpoints / "step-000000099.ckpt", "another session's");
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 2);
+  auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
+  ltfit::CheckpointWriterOptions options;
+  options.cadence.keep = 2;
+  ltfit::CheckpointWriter writer(checkpoints.string(), model, *optimizer, {}, options);
+  for (std::int64_t step = 1; step <= 4; ++step) {
+    ltfit::TrainState state;
+    state.global_step = step;
+    writer.save(state, nullptr, "periodic");
+  }
+  CHECK_FALSE(fs::exists(checkpoints / "step-000000001.ckpt"));
+  CHECK_FALSE(fs::exists(checkpoints / "step-000000002.ckpt"));
+  CHECK(fs::exists(checkpoints / "step-000000003.ckpt"));
+  CHECK(fs::exists(checkpoints / "step-000000004.ckpt"));
+  CHECK(fs::exists(checkpoints / "step-000000099.ckpt"));
+  CHECK(ltfit::read_checkpoint_meta((checkpoints / "last.ckpt").string()).global_step == 4);
+}
+
+TEST_CASE("--resume auto without last.ckpt continues from the newest numbered checkpoint",
+          "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  ltfit::Config config = resume_config(dir.path() / "data");
+  config.train.checkpoint.every_minutes = 1e-6;  // a checkpoint after every step
+  ltfit::TrainJobOptions whole;
+  whole.run_dir = (dir.path() / "whole").string();
+  const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);
+  const fs::path run = dir.path() / "cut";
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= 8; };  // mid-epoch 1
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  const auto stopped = ltfit::read_checkpoint_meta((run / "checkpoints/last.ckpt").string());
+  fs::remove(run / "checkpoints/last.ckpt");
+  ltfit::TrainRequest request;
+  request.resume = "auto";
+  request.run_dir = run.string();
+  const ltfit::ResolvedTrain resolved = ltfit::resolve_resume(request);
+  REQUIRE(resolved.options.resume);
+  CHECK(ltfit::read_checkpoint_meta(*resolved.options.resume).global_step == stopped.global_step);
+  const ltfit::RunSummary resumed = ltfit::run_train_job(resolved.config, resolved.options);
+  CHECK(resumed.accuracy == expected.accuracy);
+  CHECK(resumed.valid_loss == expected.valid_loss);
+  CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
+}
+
+TEST_CASE("timing.json of a resumed run sums every session's phases", "[train][resume]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  const ltfit::Config config = resume_config(dir.path() / "data");
+  const fs::path run = dir.path() / "run";
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= 8; };  // mid-epoch 1, after two epoch-end saves
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  const auto meta = ltfit::read_checkpoint_meta((run / "checkpoints/last.ckpt").string());
+  const auto forward = static_cast<int>(ltfit::Phase::kForward);
+  REQUIRE(meta.phase_seconds[forward] > 0);
+  ltfit::TrainJobOptions resume;
+  resume.resume = (run / "checkpoints/last.ckpt").string();
+  ltfit::run_train_job(config, resume);
+  const auto timing = nlohmann::json::parse(ltfit::testing::read_file(run / "timing.json"));
+  double this_session = 0;  // the epochs this session ran
+  for (const auto& epoch : timing["epochs"]) {
+    this_session += epoch["phases"]["forward"].get<double>();
+  }
+  const double run_total = timing["phases"]["forward"].get<double>();
+  CHECK(run_total >= meta.phase_seconds[forward] + this_session * 0.999);
+  for (int i = 0; i < ltfit::kPhaseCount; ++i) {
+    const char* name = ltfit::phase_name(static_cast<ltfit::Phase>(i));
+    INFO(name);
+    CHECK(timing["phases"][name].get<double>() >= meta.phase_seconds[i]);
+  }
+  double phases = 0;
+  for (const auto& [name, seconds] : timing["phases"].items()) phases += seconds.get<double>();
+  CHECK(phases <= timing["total_seconds"].get<double>());
 }

@@ -22,6 +22,9 @@ struct TrainJobOptions {
   std::optional<std::string> run_dir;
   bool reuse_run_dir = false;         // run_dir may already hold a run (--resume auto, fresh)
   std::optional<std::string> resume;  // checkpoint to continue from
+  // --init-from: a new run whose model starts from this checkpoint's weights (its classes must
+  // be the data's); optimizer and schedule start afresh
+  std::optional<std::string> init_from;
   std::function<bool()> stop_signal;  // true once SIGINT/SIGTERM asked to stop
 };
 

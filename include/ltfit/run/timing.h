@@ -69,8 +69,12 @@ class Profiler {
   // Closes the epoch's record and returns it. No phase may be open.
   const EpochTiming& end_epoch(std::int64_t train_images);
 
+  // Adds earlier sessions' totals of a resumed run (from its checkpoint) to totals().
+  void add_earlier(const PhaseSeconds& earlier);
+
   double seconds(Phase phase) const { return totals_[static_cast<int>(phase)]; }
-  const PhaseSeconds& totals() const { return totals_; }  // since construction
+  // Since construction, plus add_earlier's
+  const PhaseSeconds& totals() const { return totals_; }
   const std::vector<EpochTiming>& epochs() const { return epochs_; }
   const torch::Device& device() const { return device_; }
   bool sync() const { return sync_; }
@@ -122,8 +126,9 @@ std::optional<std::int64_t> cuda_peak_memory_bytes(const torch::Device& device);
 // Resets that peak counter; does nothing without a usable GPU.
 void reset_cuda_peak_memory(const torch::Device& device);
 
-// Writes timing.json atomically: phase totals, epochs, train_seconds, tta_seconds (null when not
-// run), total_seconds (train + TTA, as the study counts it), sync flag, device, memory peaks.
+// Writes timing.json atomically: phase totals (earlier sessions' included, add_earlier), this
+// session's epochs, train_seconds, tta_seconds (null when not run), total_seconds (train + TTA,
+// as the study counts it), sync flag, device, memory peaks.
 void write_timing_json(const std::string& path, const Profiler& profiler, double train_seconds,
                        std::optional<double> tta_seconds);
 // The same document as a string.

@@ -4,7 +4,8 @@
 // (format, config text, classes, counters, position, loss scaler), the model's parameters and
 // buffers as an OrderedDict of tensors, the optimizer state in the shape of PyTorch's
 // `Optimizer.state_dict()` ({"state": {index: {...}}, "param_groups": [...]}) and the random
-// generators' states as uint8 tensors. Python reads one with `torch.load(path,
+// generators' states as uint8 tensors. Entries added since (`phase_seconds`) are optional: a file
+// without them loads with their defaults. Python reads one with `torch.load(path,
 // weights_only=True)`; ltfit reads it with its restricted reader (torch_archive.h), which runs
 // nothing in the file. A TorchScript archive (what ltfit wrote before format 3) is refused from
 // its record names, before anything in it is read, with a hint to `ltfit convert-checkpoint`.
@@ -23,7 +24,9 @@
 
 #include "ltfit/model/read_limits.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
+#include "ltfit/util/error.h"
 
 namespace ltfit {
 
@@ -49,6 +52,12 @@ struct CheckpointMeta {
   double best_accuracy = -1.0;       // best validation accuracy so far (-1: none yet)
   GradScalerState scaler;            // fp16 loss scaler
   double train_seconds = 0.0;        // training wall time so far, over every session
+  // The profiler's exclusive seconds per phase so far, over every session (timing.json of a
+  // resumed run sums them); zeros in a file written before ltfit kept them.
+  PhaseSeconds phase_seconds{};
+  // Read only: the file holds no optimizer state (best.ckpt, or save_checkpoint without an
+  // optimizer). It loads for evaluation, predict, export and `train --init-from`, not --resume.
+  bool weights_only = false;
 };
 
 // States of the global random generators (torch's Generator::get_state(): 1-D uint8 tensors).
@@ -66,6 +75,10 @@ void save_checkpoint(const std::string& path, Classifier& model, torch::optim::O
                      const CheckpointMeta& meta);
 void save_checkpoint(const std::string& path, Classifier& model, torch::optim::Optimizer* optimizer,
                      const CheckpointMeta& meta, const RngStates& rng);
+
+// The error (exit 4) for continuing a run from a weights-only checkpoint: it points to last.ckpt
+// and to `ltfit train --init-from`.
+CheckpointError weights_only_error(const std::string& path);
 
 // Reads only the metadata (to rebuild the model from its config).
 CheckpointMeta read_checkpoint_meta(const std::string& path);

@@ -1,9 +1,11 @@
 // Where a training run's checkpoints go and when it stops early: the Trainer's checkpoint hook.
 //
-// Every save writes `checkpoints/step-<global step>.ckpt` (atomically, checkpoint.h), points
-// `last.ckpt` at it and, at an epoch end with a new best validation accuracy, `best.ckpt`; only
-// the `keep` newest numbered files stay. Links are hard links where the file system allows (no
-// extra disk), copies otherwise; each is put in place by rename, so a kill at any moment leaves
+// Every save writes `checkpoints/step-<global step>.ckpt` (atomically, checkpoint.h) and points
+// `last.ckpt` at it; at an epoch end with a new best validation accuracy it also writes
+// `best.ckpt`, weights only (no optimizer state: about a third of the size). Only the `keep`
+// newest numbered files up to the current step stay (one with a later step, from another
+// session, is left alone). last.ckpt is a hard link where the file system allows (no extra
+// disk), a copy otherwise; each file is put in place by rename, so a kill at any moment leaves
 // the previous checkpoint loadable. Saves happen at every epoch end, every `every_minutes`
 // mid-epoch, and before stopping on a signal or before `time_limit` would be passed. The time
 // limit counts the whole session from `session_start` (set-up included); its margin covers the
@@ -57,8 +59,10 @@ class CheckpointWriter : public Hook {
   void epoch_end(TrainContext& ctx) override;
 
   // Saves the full training state; `epoch` holds the stats when called at an epoch's end.
-  // `reason` says why ("epoch", "periodic", "stop") for the log.
-  void save(const TrainState& state, const EpochStats* epoch, const char* reason);
+  // `reason` says why ("epoch", "periodic", "stop") for the log; `profiler`, when given, supplies
+  // the phase totals the checkpoint carries (timing.json of a resumed run sums them).
+  void save(const TrainState& state, const EpochStats* epoch, const char* reason,
+            const Profiler* profiler = nullptr);
 
   double best_accuracy() const { return best_accuracy_; }
   std::string last_path() const { return dir_ + "/last.ckpt"; }
@@ -68,7 +72,7 @@ class CheckpointWriter : public Hook {
   // Stop now (a signal, or the time limit would be passed before the next step ends)?
   bool stop_requested();
   bool checkpoint_due() const;
-  void prune();
+  void prune(std::int64_t current_step);
 
   std::string dir_;
   Classifier model_;
@@ -88,7 +92,9 @@ class CheckpointWriter : public Hook {
   bool stop_logged_ = false;
 };
 
-// The newest checkpoint of a run directory (`<run_dir>/checkpoints/last.ckpt`), or nullopt.
+// The newest readable checkpoint of a run directory that a run can continue from: its
+// `checkpoints/last.ckpt`, else its numbered checkpoints newest first (an unreadable one is
+// skipped with a warning, a weights-only one silently); nullopt when there is none.
 std::optional<std::string> find_resume_checkpoint(const std::string& run_dir);
 
 }  // namespace ltfit

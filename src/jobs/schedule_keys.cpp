@@ -1,0 +1,66 @@
+// Which schedule keys two configs set differently: see schedule_keys.h.
+#include "ltfit/jobs/schedule_keys.h"
+
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace ltfit {
+
+namespace {
+
+struct ScheduleKey {
+  const char* key;
+  std::function<std::string(const Config&)> value;
+};
+
+std::string number(double v) { return fmt::format("{}", v); }
+
+std::string numbers(const std::vector<double>& v) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + number(v[i]);
+  return text + "]";
+}
+
+const std::vector<ScheduleKey>& schedule_keys() {
+  static const std::vector<ScheduleKey> keys = {
+      {"train.recipe", [](const Config& c) { return recipe_name(c.train.recipe); }},
+      {"train.epochs", [](const Config& c) { return std::to_string(c.train.epochs); }},
+      {"train.freeze_epochs", [](const Config& c) { return std::to_string(c.train.freeze_epochs); }},
+      {"train.frozen", [](const Config& c) { return std::string(c.train.frozen ? "true" : "false"); }},
+      {"train.lr", [](const Config& c) { return numbers(c.train.lr); }},
+      {"train.one_cycle.pct_start", [](const Config& c) { return number(c.train.one_cycle.pct_start); }},
+      {"train.one_cycle.div", [](const Config& c) { return number(c.train.one_cycle.div); }},
+      {"train.one_cycle.div_final", [](const Config& c) { return number(c.train.one_cycle.div_final); }},
+      {"train.one_cycle.moms", [](const Config& c) { return numbers(c.train.one_cycle.moms); }},
+      {"train.accumulate", [](const Config& c) { return std::to_string(c.train.accumulate); }},
+      {"data.batch_size", [](const Config& c) { return std::to_string(c.data.batch_size); }},
+      {"data.subset", [](const Config& c) { return number(c.data.subset); }},
+      {"data.layout", [](const Config& c) { return data_layout_name(c.data.layout); }},
+      {"data.valid_count", [](const Config& c) { return std::to_string(c.data.valid_count); }},
+      {"run.seed", [](const Config& c) { return std::to_string(c.run.seed); }},
+  };
+  return keys;
+}
+
+}  // namespace
+
+std::vector<KeyChange> schedule_key_changes(const Config& before, const Config& after) {
+  std::vector<KeyChange> changes;
+  for (const ScheduleKey& k : schedule_keys()) {
+    std::string a = k.value(before);
+    std::string b = k.value(after);
+    if (a != b) changes.push_back({k.key, std::move(a), std::move(b)});
+  }
+  return changes;
+}
+
+std::string describe_changes(const std::vector<KeyChange>& changes) {
+  std::string text;
+  for (const KeyChange& c : changes) {
+    text += (text.empty() ? "" : ", ") + c.key + " " + c.before + " -> " + c.after;
+  }
+  return text;
+}
+
+}  // namespace ltfit
