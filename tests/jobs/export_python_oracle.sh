@@ -4,7 +4,7 @@
 # (resnet18 with fastai's head, efficientnet_b0 with torchvision's linear classifier; 32 px,
 # 1 epoch, CPU) are exported; load_export.py rebuilds each model from FILE.json and loads
 # FILE.pth with strict=True; its logits on 32 px PNGs (which both sides use as they are) equal
-# `ltfit predict --weights FILE.pth --logits` to 1e-4, with the same class names
+# `ltfit predict --weights FILE.pth --logits` to 1e-4 (relative to the largest logit), with the same class names
 # (export_python_oracle.py); and the script run as a command prints ltfit's top class per image.
 # Exits 77 (CTest: skipped) when python3 cannot import torch, torchvision, PIL and numpy.
 #
