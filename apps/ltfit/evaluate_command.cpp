@@ -1,5 +1,6 @@
 // `ltfit evaluate`: reload a checkpoint and report loss, accuracy, confusion matrix, per-class
-// precision/recall/F1 and, with --tta, the test-time-augmented figures; writes predictions.csv.
+// precision/recall/F1 and, with --tta, the test-time-augmented figures; writes predictions.csv
+// and confusion_matrix.png.
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -35,8 +36,9 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "evaluate",
       "evaluate a saved checkpoint on a dataset. Writes <out>/predictions.csv: "
-      "path,label,predicted,prob_<class>... (with --tta: prob_* are the TTA-blended "
-      "probabilities, followed by plain_prob_<class>... the plain ones)");
+      "path,label,predicted,loss,prob_<class>... (loss: the image's cross-entropy; with --tta: "
+      "prob_* are the TTA-blended probabilities, followed by plain_prob_<class>... the plain "
+      "ones) and <out>/confusion_matrix.png");
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)")->required();
   cmd->add_option("--data", r.data,
                   "a folder of <class>/ subfolders, or a dataset root: train/ valid/ (test/) "
@@ -59,8 +61,8 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "weight of the plain predictions in the TTA blend (default: eval.tta_beta, or "
                   "the mode's fastai default 0.4 | 0.25 when --tta-mode changes the mode)");
   cmd->add_option("--out", args->job.out,
-                  "folder for predictions.csv (default: the checkpoint's run directory, else the "
-                  "current directory)");
+                  "folder for predictions.csv and confusion_matrix.png (default: the checkpoint's "
+                  "run directory, else the current directory)");
   cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
   cmd->callback([args, exit_code] {
     StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed

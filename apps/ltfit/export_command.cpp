@@ -1,5 +1,5 @@
-// `ltfit export`: a checkpoint's weights as a torch.save state dict that Python's torch.load and
-// torchvision's model (for a linear head) read (jobs/export_job.h).
+// `ltfit export`: a checkpoint's weights as a torch.save state dict for Python, with FILE.json
+// beside it saying what it holds (jobs/export_job.h).
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -11,7 +11,9 @@ void add_export_command(CLI::App& app, int* exit_code) {
   auto checkpoint = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "write a checkpoint's weights as a state dict for Python's torch.load");
+      "export",
+      "write a checkpoint's weights as a state dict for Python's torch.load, and FILE.json "
+      "beside FILE.pth: arch, head, classes, normalization, eval transform (docs/export.md)");
   cmd->add_option("--checkpoint", *checkpoint, "checkpoint file (.ckpt)")->required();
   cmd->add_option("--out", *out, "state dict to write (.pth)")->required();
   cmd->callback([checkpoint, out, exit_code] {

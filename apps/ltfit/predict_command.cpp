@@ -1,6 +1,6 @@
 // `ltfit predict`: class probabilities per image of the files, folders and glob patterns given,
-// from a checkpoint or from torchvision ImageNet weights (`--weights FILE.pth --arch A`,
-// top-k with ImageNet class names), batched on the device. With --tta (checkpoints only) the
+// from a checkpoint or from a weight file (`--weights FILE.pth --arch A`: a torchvision file or
+// an `ltfit export`, with its own classifier and class names), batched on the device. With --tta (checkpoints only) the
 // probabilities are test-time augmented (jobs/predict_job.h). --json prints JSON Lines.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -67,9 +67,13 @@ void add_predict_command(CLI::App& app, int* exit_code) {
       "class and probabilities per image of the files, folders and glob patterns given, batched "
       "on the device; unreadable images are skipped and named, images/s logged at the end");
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)");
-  cmd->add_option("--weights", r.weights, "a torchvision ImageNet .pth instead of a checkpoint");
+  cmd->add_option("--weights", r.weights,
+                  "instead of --checkpoint: a .pth (torchvision's ImageNet file, or `ltfit "
+                  "export`'s, whose FILE.json beside it gives the classes), used with its own "
+                  "classifier");
   cmd->add_option("--arch", r.arch,
-                  "with --weights: the file's architecture (one of `ltfit models`)");
+                  "with --weights: the file's architecture (one of `ltfit models`; default: "
+                  "the one FILE.json names)");
   cmd->add_option("--top", r.top, "classes shown per image")->capture_default_str();
   cmd->add_flag("--logits", r.logits, "also print the raw logits");
   cmd->add_flag("--json", args->json,

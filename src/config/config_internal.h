@@ -30,6 +30,13 @@ inline std::string format_number(double value) {
   return std::string(buffer, result.ptr);
 }
 
+// `data.augment: none`: every augmentation off (no flip, rotation, zoom, lighting or warp); the
+// loader reads it back and the writer writes such a config as `none`.
+inline AugmentConfig augment_none() {
+  return {/*flip=*/false,   /*max_rotate=*/0.0, /*max_zoom=*/1.0, /*max_lighting=*/0.0,
+          /*max_warp=*/0.0, /*p_affine=*/0.0,   /*p_lighting=*/0.0};
+}
+
 // ---- rules -------------------------------------------------------------------------------
 
 // A broken rule: the key, what was expected, the value found (as formatted from the struct).

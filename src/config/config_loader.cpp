@@ -48,6 +48,12 @@ void convert_run(const Walk& walk, const Located& at, RunConfig& run) {
 }
 
 void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
+  if (walk.describe == nullptr && at.node.IsDefined() && at.node.IsScalar()) {
+    if (!is_plain_scalar(at.node) || at.node.Scalar() != "none")
+      fail_type(walk, at, "none, or a map of the keys below (flip, max_rotate, ...)");
+    augment = augment_none();
+    return;
+  }
   read_fields(
       walk, at,
       {field("flip", augment.flip, "random horizontal flip, p 0.5"),
@@ -80,7 +86,10 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "loader threads (decode, augment, batch); auto: one per core"),
        section("augment", convert_augment, data.augment,
                "training augmentation, fastai's `get_transforms()` parameters; validation images "
-               "are only resized and centre-cropped"),
+               "are only resized and centre-cropped. `augment: none` turns all of it off in one "
+               "key (flip false, max_rotate 0, max_zoom 1, max_lighting 0, max_warp 0, p_affine "
+               "0, p_lighting 0; the training crop of the shorter side's square keeps its random "
+               "position) and is written back as `none`"),
        field("subset", data.subset,
              "fraction of each split's images used, per class, chosen by `run.seed` (quick "
              "rehearsals: `ltfit experiment --subset`)"),

@@ -93,6 +93,11 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   }
   out << YAML::Key << "formats" << YAML::Value << YAML::Flow << data.formats;
   const AugmentConfig& a = data.augment;
+  if (a == config_internal::augment_none()) {
+    put_plain(out, "augment", "none");  // loads back as the same values
+    out << YAML::EndMap;
+    return;
+  }
   begin_section(out, "augment");
   put_bool(out, "flip", a.flip);
   put_plain(out, "max_rotate", format_number(a.max_rotate));

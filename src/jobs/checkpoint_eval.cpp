@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/data/class_counts.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/device.h"
@@ -108,6 +109,8 @@ CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   spdlog::info("evaluating {} on {}{}: {} images of {} classes ({}, {}, {})", request.checkpoint,
                out.data_folder, out.split.empty() ? "" : " (split " + out.split + ")",
                loader.size(), out.classes.size(), out.arch, out.precision, out.device);
+  spdlog::info("{}: {}", out.split.empty() ? "images" : out.split,
+               describe_class_counts(out.samples, out.classes));
   if (request.tta) {
     const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
     out.tta = run_tta(loaded.model, loader, loader_options, eval, options);

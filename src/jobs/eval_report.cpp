@@ -4,6 +4,10 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
+#include "ltfit/data/confusion_plot.h"
 #include "ltfit/eval/metrics.h"
 #include "ltfit/util/json.h"
 #include "ltfit/util/utf8.h"
@@ -55,6 +59,11 @@ std::string per_class_table(const std::string& title, const EvalResult& r,
                        metrics[k].support, metrics[k].precision, metrics[k].recall, metrics[k].f1);
   }
   return out;
+}
+
+// -ln p[label] of one row of probabilities (p clamped to >= 1e-12, as the evaluator's nll_sum).
+double sample_loss(const torch::Tensor& row, std::int64_t label) {
+  return -std::log(std::max(static_cast<double>(row[label].item<float>()), 1e-12));
 }
 
 std::string probability_cells(const torch::Tensor& row) {
@@ -126,7 +135,7 @@ std::string evaluation_table(const CheckpointEvaluation& e) {
 }
 
 std::string predictions_csv(const CheckpointEvaluation& e) {
-  std::string out = "path,label,predicted";
+  std::string out = "path,label,predicted,loss";
   for (const auto& c : e.classes) out += "," + csv_field("prob_" + c);
   if (e.tta) {
     for (const auto& c : e.classes) out += "," + csv_field("plain_prob_" + c);
@@ -138,11 +147,20 @@ std::string predictions_csv(const CheckpointEvaluation& e) {
     const Sample& s = e.samples[static_cast<std::size_t>(reported.indices[i].item<std::int64_t>())];
     out += csv_field(s.path) + "," + csv_field(e.classes[static_cast<std::size_t>(s.label)]) + "," +
            csv_field(e.classes[static_cast<std::size_t>(predicted[i].item<std::int64_t>())]);
+    out += fmt::format(",{:.6g}", sample_loss(reported.probabilities[i], s.label));
     out += probability_cells(reported.probabilities[i]);
     if (e.tta) out += probability_cells(e.plain.probabilities[i]);
     out += "\n";
   }
   return out;
+}
+
+EncodedPng confusion_png(const CheckpointEvaluation& e) {
+  const EvalResult& reported = e.tta ? e.tta->tta : e.plain;
+  const std::string title = (e.tta ? "TTA " + e.tta->mode : std::string("plain")) + ", " +
+                            std::to_string(reported.count) + " images, accuracy " +
+                            fmt::format("{:.4f}", reported.accuracy);
+  return encode_confusion_matrix(confusion_rows(reported.confusion), e.classes, title);
 }
 
 std::filesystem::path default_eval_out_dir(const std::string& checkpoint) {

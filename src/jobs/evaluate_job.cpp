@@ -48,11 +48,13 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
   // Before the checkpoint and the data are read: an output that cannot be written fails now,
   // not after the whole evaluation.
   check_output_file(csv, request.out.empty() ? "predictions file" : "predictions file (--out)");
-  EvaluateJobResult result{evaluate_naming_batch_size(request.eval), csv.string()};
+  EvaluateJobResult result{evaluate_naming_batch_size(request.eval), csv.string(),
+                           (out / "confusion_matrix.png").string()};
   create_output_dir(out, "output folder (--out)");
   remove_stale_temp_files(out.string(), "predictions.csv");  // a killed evaluate's (temp_files.h)
   write_text_atomic(result.predictions_csv, predictions_csv(result.evaluation));
-  spdlog::info("wrote {}", result.predictions_csv);
+  write_file_atomic(result.confusion_png, confusion_png(result.evaluation).bytes);
+  spdlog::info("wrote {} and {}", result.predictions_csv, result.confusion_png);
   return result;
 }
 

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/jobs/export_meta.h"
 #include "ltfit/model/torch_weights.h"
 
 namespace ltfit {
@@ -27,16 +28,31 @@ StateDict state_dict_of(Classifier& model) {
   return state;
 }
 
+// What the export holds, for its sidecar (export_meta.h).
+ExportMeta export_meta_of(const LoadedModel& loaded) {
+  ExportMeta meta;
+  meta.arch = loaded.config.model.arch;
+  meta.head = head_kind_name(loaded.config.model.head);
+  meta.classes = loaded.meta.classes;
+  meta.feature_channels = loaded.model->feature_channels();
+  meta.dropout = loaded.config.model.dropout;
+  meta.normalization = loaded.model->input_normalization();
+  meta.image_size = loaded.config.data.image_size;
+  return meta;
+}
+
 }  // namespace
 
 void run_export_job(const std::string& checkpoint, const std::string& out) {
   LoadedModel loaded = load_model_for_eval(checkpoint, torch::kCPU);
   const StateDict state = state_dict_of(loaded.model);
   write_torch_state_dict(out, state);
+  write_export_meta(out, export_meta_of(loaded));
   std::string classes;
   for (const auto& c : loaded.meta.classes) classes += (classes.empty() ? "" : ", ") + c;
-  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}", state.size(),
-               loaded.config.model.arch, head_kind_name(loaded.config.model.head), classes, out);
+  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}, and what they are to {}",
+               state.size(), loaded.config.model.arch, head_kind_name(loaded.config.model.head),
+               classes, out, export_meta_path(out));
 }
 
 }  // namespace ltfit

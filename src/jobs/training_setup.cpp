@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ltfit/data/class_counts.h"
 #include "ltfit/jobs/dist_session.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/optimizer.h"
@@ -18,6 +19,8 @@ void log_dataset(const DatasetIndex& index) {
   for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
   spdlog::info("data: {} layout, {} train / {} valid images, classes: {}", index.layout,
                index.train.size(), index.valid.size(), classes);
+  spdlog::info("train: {}", describe_class_counts(index.train, index.classes));
+  spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
 }
 
 }  // namespace

@@ -239,4 +239,87 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
   spdlog::info("loaded {} pretrained tensors from {}", copies.size(), source);
 }
 
+namespace {
+
+constexpr const char* kFastaiHeadLast = "head.6.weight";  // fastai head's last Linear
+
+std::vector<std::string> state_keys(const StateDict& state) {
+  std::vector<std::string> keys;
+  for (const auto& [name, tensor] : state) keys.push_back(name);
+  return keys;
+}
+
+// The checks of load_state_dict_strict: what is missing, unexpected or of another shape.
+std::string strict_mismatch(Classifier& model, const StateDict& state, const std::string& arch,
+                            std::vector<std::pair<torch::Tensor, const torch::Tensor*>>& copies) {
+  std::unordered_map<std::string, const torch::Tensor*> by_name;
+  for (const auto& [name, tensor] : state) by_name[name] = &tensor;
+  std::vector<std::string> missing, shapes;
+  std::unordered_set<std::string> model_names;
+  auto visit = [&](const std::string& name, const torch::Tensor& dst) {
+    model_names.insert(name);
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      if (!optional_buffer(name)) missing.push_back(name);
+    } else if (it->second->sizes() != dst.sizes()) {
+      shapes.push_back(name + " " + shape_str(*it->second) + " (model: " + shape_str(dst) + ")");
+    } else {
+      copies.emplace_back(dst, it->second);
+    }
+  };
+  for (const auto& item : model->named_parameters(/*recurse=*/true))
+    visit(item.key(), item.value());
+  for (const auto& item : model->named_buffers(/*recurse=*/true)) visit(item.key(), item.value());
+  std::vector<std::string> unexpected;
+  for (const auto& [name, tensor] : state) {
+    if (!model_names.count(name)) unexpected.push_back(name);
+  }
+  std::string why;
+  const auto add = [&](const std::vector<std::string>& keys, const std::string& what) {
+    if (keys.empty()) return;
+    why += (why.empty() ? "" : "; ") + std::to_string(keys.size()) + " " + what + ": " +
+           list_keys(keys);
+  };
+  add(missing, "tensor(s) the " + arch + " model has and the file lacks");
+  add(unexpected, "tensor(s) the model does not have");
+  add(shapes, "tensor(s) of another shape");
+  return why;
+}
+
+}  // namespace
+
+WeightsHead weights_head(const StateDict& state, const std::string& arch,
+                         const std::string& source) {
+  const std::string classifier = arch_info(arch).classifier_prefix;
+  WeightsHead head;
+  for (const auto& [name, tensor] : state) {
+    if (starts_with(name, "head.")) head.kind = HeadKind::kFastai;
+  }
+  for (const auto& [name, tensor] : state) {
+    const bool last = head.kind == HeadKind::kFastai
+                          ? name == kFastaiHeadLast
+                          : starts_with(name, classifier) && tensor.dim() == 2;
+    if (last && tensor.dim() == 2) head.num_classes = tensor.size(0);
+  }
+  if (head.num_classes > 0) return head;
+  throw CheckpointError(
+      "'" + source + "' holds neither fastai's head (" + kFastaiHeadLast + ") nor " + arch +
+          "'s torchvision classifier (" + classifier + "*); its tensors: " +
+          list_keys(state_keys(state)),
+      "give a torchvision " + arch + " .pth or an `ltfit export` of a " + arch + " checkpoint");
+}
+
+void load_state_dict_strict(Classifier& model, const StateDict& state, const std::string& source) {
+  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
+  const std::string why = strict_mismatch(model, state, model->arch(), copies);
+  if (!why.empty()) {
+    throw CheckpointError("'" + source + "' does not fit a " + model->arch() + " with a " +
+                              (model->has_fastai_head() ? "fastai" : "linear") + " head: " + why,
+                          "is it a " + model->arch() + " weight file (--arch)?");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) dst.copy_(*src);
+  spdlog::info("loaded {} tensors from {}", copies.size(), source);
+}
+
 }  // namespace ltfit

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -28,6 +29,9 @@ fs::path train_tiny(const ltfit::testing::TempDir& dir) {
   const auto trained = run_ltfit("train --config " + config.string());
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
+  // The images per class of each split, so that an imbalance shows at once.
+  CHECK_THAT(trained.output, Contains("train: 16 images (cat 8, dog 8)") &&
+                                 Contains("valid: 8 images (cat 4, dog 4)"));
   return dir.path() / "runs/tiny/checkpoints/last.ckpt";
 }
 
@@ -88,16 +92,27 @@ TEST_CASE("evaluate --tta reports TTA figures and writes predictions.csv", "[cli
   CHECK(j["predictions_csv"] == csv.string());
   const auto rows = read_csv(csv);
   REQUIRE(rows.size() == 1 + 8);
-  CHECK(rows[0] == std::vector<std::string>{"path", "label", "predicted", "prob_cat", "prob_dog",
-                                            "plain_prob_cat", "plain_prob_dog"});
+  CHECK(rows[0] == std::vector<std::string>{"path", "label", "predicted", "loss", "prob_cat",
+                                            "prob_dog", "plain_prob_cat", "plain_prob_dog"});
+  double loss_sum = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     INFO("row " << i);
-    REQUIRE(rows[i].size() == 7);
+    REQUIRE(rows[i].size() == 8);
     CHECK(fs::exists(rows[i][0]));
-    CHECK(std::stod(rows[i][3]) + std::stod(rows[i][4]) == Approx(1.0).epsilon(1e-4));
-    CHECK(std::stod(rows[i][5]) + std::stod(rows[i][6]) == Approx(1.0).epsilon(1e-4));
-    CHECK(rows[i][2] == (std::stod(rows[i][3]) >= std::stod(rows[i][4]) ? "cat" : "dog"));
+    const double cat = std::stod(rows[i][4]), dog = std::stod(rows[i][5]);
+    CHECK(cat + dog == Approx(1.0).epsilon(1e-4));
+    CHECK(std::stod(rows[i][6]) + std::stod(rows[i][7]) == Approx(1.0).epsilon(1e-4));
+    CHECK(rows[i][2] == (cat >= dog ? "cat" : "dog"));
+    // The image's cross-entropy of the reported (TTA) probabilities.
+    const double p_label = rows[i][1] == "cat" ? cat : dog;
+    CHECK(std::stod(rows[i][3]) == Approx(-std::log(p_label)).epsilon(1e-4));
+    loss_sum += std::stod(rows[i][3]);
   }
+  CHECK(loss_sum / 8 == Approx(j["tta_loss"].get<double>()).epsilon(1e-4));
+  // The confusion matrix as a picture beside it, and the images per class in the log.
+  const std::string png = ltfit::testing::read_file(dir.path() / "runs/tiny/confusion_matrix.png");
+  CHECK(png.substr(0, 8) == "\x89PNG\r\n\x1a\n");
+  CHECK_THAT(r.output, Contains("valid: 8 images (cat 4, dog 4)"));
 }
 
 TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input", "[cli][tta]") {
@@ -121,7 +136,12 @@ TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input
   CHECK_THAT(r.output, Contains("fp16"));
   CHECK_FALSE(j.contains("tta_accuracy"));
   const auto rows = read_csv(dir.path() / "p/predictions.csv");
-  CHECK(rows[0] == std::vector<std::string>{"path", "label", "predicted", "prob_cat", "prob_dog"});
+  CHECK(rows[0] ==
+        std::vector<std::string>{"path", "label", "predicted", "loss", "prob_cat", "prob_dog"});
+  double loss_sum = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) loss_sum += std::stod(rows[i][3]);
+  CHECK(loss_sum / 8 == Approx(j["loss"].get<double>()).epsilon(1e-4));  // the plain loss
+  CHECK(fs::exists(dir.path() / "p/confusion_matrix.png"));
 
   CHECK(run_ltfit(base + " --tta --tta-mode v9").exit_code == 2);
   CHECK(run_ltfit(base + " --precision fp64").exit_code == 2);

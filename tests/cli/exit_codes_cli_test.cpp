@@ -82,7 +82,7 @@ TEST_CASE("evaluate: an --out that cannot be written exits 5 before the checkpoi
   fs::create_directories(dir.path() / "taken/predictions.csv");  // a folder in the way
   const std::string missing = dir.str() + "/missing.ckpt";       // read first, this is exit 4
   const std::vector<std::string> outs = {"/dev/null/sub", dir.str() + "/a-file/deeper",
-                                         dir.str() + "/taken"};
+                                         dir.str() + "/taken", "/proc/nope/x"};
   std::vector<std::string> args;
   for (const auto& out : outs) args.push_back("evaluate --checkpoint " + missing + " --out " + out);
   const auto results = run_all(args);
@@ -93,6 +93,11 @@ TEST_CASE("evaluate: an --out that cannot be written exits 5 before the checkpoi
                Contains("cannot write predictions file (--out) '" + outs[i] + "/predictions.csv'"));
     CHECK_THAT(results[i].output, !Contains("missing.ckpt"));
   }
+  // Each names the part of the path that fails and why.
+  CHECK_THAT(results[0].output, Contains("'/dev/null' is not a folder"));
+  CHECK_THAT(results[1].output, Contains("'" + dir.str() + "/a-file' is not a folder"));
+  CHECK_THAT(results[3].output, Contains("cannot create '/proc/nope': ") &&
+                                    Contains("the parent '/proc' exists but is on a proc file"));
   CHECK(ltfit::testing::read_file(dir.path() / "a-file") == "x");
 }
 

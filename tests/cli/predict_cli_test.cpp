@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "jobs/jobs_fixtures.h"
+#include "ltfit/model/arch_registry.h"
+#include "ltfit/model/torch_weights.h"
 #include "support/child_cap.h"
 #include "support/test_support.h"
 
@@ -222,10 +224,14 @@ TEST_CASE("predict errors: an unwritable --out before any work, bad --batch-size
 TEST_CASE("predict --weights on a folder: ImageNet classes, 224 px crop, batched",
           "[cli][predict]") {
   TempDir dir;
-  const std::string ckpt = setup(dir, /*broken=*/false);
+  ltfit::testing::write_small_synth(dir.path() / "photos", 2, 4, 40, 60, 3);
+  // A torchvision-shaped file: resnet18 with its 1000-class fc (random weights, no description
+  // beside it). An export of a checkpoint is not one: its own classes are used (as its own
+  // test in predict_weights_cli_test.cpp shows), never ImageNet's.
   const std::string pth = dir.str() + "/model.pth";
-  REQUIRE(ltfit::testing::run_ltfit("export --checkpoint " + ckpt + " --out " + pth).exit_code ==
-          0);
+  torch::manual_seed(3);
+  ltfit::Classifier imagenet = ltfit::make_classifier("resnet18", 1000);
+  ltfit::write_torch_state_dict(pth, ltfit::testing::state_dict_of(imagenet));
   const fs::path csv = dir.path() / "imagenet.csv";
   const auto r = predict("--json --weights " + pth + " --arch resnet18 --batch-size 2 --out " +
                          csv.string() + " " + dir.str() + "/photos/valid");
@@ -236,5 +242,6 @@ TEST_CASE("predict --weights on a folder: ImageNet classes, 224 px crop, batched
   for (const auto& j : lines) CHECK(j["top"].size() == 5);
   const auto rows = read_csv(csv);
   REQUIRE(rows.size() == 1 + 4);
+  REQUIRE(rows[0].size() == 2 + 1000);
   CHECK(rows[0][2] == "prob_tench");  // ImageNet's class 0
 }

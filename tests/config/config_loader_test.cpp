@@ -497,3 +497,25 @@ TEST_CASE("train.accumulate and train.clip_grad_norm: defaults, bounds, written 
   CHECK_THAT(ltfit::error_of_string("train: {clip_grad_norm: -1}"),
              Catch::Matchers::Contains("train.clip_grad_norm"));
 }
+
+namespace ltfit {
+
+TEST_CASE("data.augment: none turns every augmentation off and is written back as none",
+          "[config]") {
+  const Config off = load_config_from_string("data:\n  augment: none\n", "t.yaml");
+  const AugmentConfig none = {/*flip=*/false,   /*max_rotate=*/0.0, /*max_zoom=*/1.0,
+                              /*max_lighting=*/0.0, /*max_warp=*/0.0, /*p_affine=*/0.0,
+                              /*p_lighting=*/0.0};
+  CHECK(off.data.augment == none);
+  const std::string yaml = to_yaml(off);
+  CHECK_THAT(yaml, Contains("augment: none"));
+  CHECK(load_config_from_string(yaml, "written").data.augment == none);
+  // The same from the command line, and a default config keeps its mapping.
+  CHECK(load_config_from_string("", "t.yaml", {parse_override("data.augment=none")})
+            .data.augment == none);
+  CHECK_THAT(to_yaml(load_config_from_string("", "t.yaml")), Contains("max_rotate: 10"));
+  CHECK_THAT(error_of_string("data:\n  augment: off\n"),
+             Contains("data.augment: expected none, or a map"));
+}
+
+}  // namespace ltfit

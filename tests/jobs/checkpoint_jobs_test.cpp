@@ -9,6 +9,7 @@
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/jobs/export_job.h"
+#include "ltfit/jobs/export_meta.h"
 #include "ltfit/jobs/predict_job.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/error.h"
@@ -40,6 +41,30 @@ TEST_CASE("export_job writes the checkpoint's weights, every parameter and buffe
     CHECK(torch::equal(tensor, expected[name]));
   }
   CHECK_THROWS_AS(ltfit::run_export_job((dir.path() / "missing.ckpt").string(), out.string()),
+                  ltfit::CheckpointError);
+}
+
+TEST_CASE("export_job describes the weights in FILE.json: arch, head, classes, transform",
+          "[jobs]") {
+  TempDir dir;
+  const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
+  ltfit::testing::write_job_checkpoint(
+      ckpt, ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs"));
+  const fs::path out = dir.path() / "model.pth";
+  ltfit::run_export_job(ckpt.string(), out.string());
+  CHECK(ltfit::export_meta_path(out.string()) == (dir.path() / "model.json").string());
+  CHECK(ltfit::export_meta_path("w.bin") == "w.bin.json");
+  const std::optional<ltfit::ExportMeta> meta = ltfit::read_export_meta(out.string());
+  REQUIRE(meta);
+  CHECK(meta->arch == "resnet18");
+  CHECK(meta->head == "linear");
+  CHECK(meta->classes == std::vector<std::string>{"cat", "dog"});
+  CHECK(meta->feature_channels == 512);
+  CHECK(meta->image_size == 32);
+  CHECK(meta->normalization == ltfit::ImageNormalization{});
+  CHECK_FALSE(ltfit::read_export_meta((dir.path() / "other.pth").string()));  // none beside it
+  ltfit::testing::write_file(dir.path() / "bad.json", "{\"format\": \"something else\"}");
+  CHECK_THROWS_AS(ltfit::read_export_meta((dir.path() / "bad.pth").string()),
                   ltfit::CheckpointError);
 }
 
@@ -97,4 +122,7 @@ TEST_CASE("predict_job: requests without a usable model are ConfigErrors", "[job
   CHECK_THROWS_AS(ltfit::run_predict_job(request), ltfit::ConfigError);  // --tta, no checkpoint
   request.checkpoint = "/nonexistent/x.ckpt";
   CHECK_THROWS_AS(ltfit::run_predict_job(request), ltfit::CheckpointError);
+  request.tta = false;
+  request.weights = "w.pth";  // with a checkpoint: one or the other
+  CHECK_THROWS_AS(ltfit::run_predict_job(request), ltfit::ConfigError);
 }

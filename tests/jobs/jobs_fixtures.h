@@ -11,6 +11,7 @@
 #include "ltfit/config/config_loader.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/torch_weights.h"
 #include "ltfit/train/checkpoint.h"
 
 namespace ltfit::testing {
@@ -40,6 +41,14 @@ inline Classifier write_job_checkpoint(const std::filesystem::path& path,
   save_checkpoint(path.string(), model, nullptr, meta);
   model->eval();
   return model;
+}
+
+// Every parameter and buffer of `model` under its state-dict name (as a torchvision file).
+inline StateDict state_dict_of(Classifier& model) {
+  StateDict state;
+  for (const auto& p : model->named_parameters()) state.emplace_back(p.key(), p.value().detach());
+  for (const auto& b : model->named_buffers()) state.emplace_back(b.key(), b.value().detach());
+  return state;
 }
 
 }  // namespace ltfit::testing

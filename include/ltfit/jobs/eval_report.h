@@ -1,17 +1,20 @@
-// Reports of `ltfit evaluate`: a JSON document, a text table and predictions.csv.
+// Reports of `ltfit evaluate`: a JSON document, a text table, predictions.csv and the confusion
+// matrix as a PNG.
 //
 // predictions.csv has one row per evaluated image in sample order:
-//   path,label,predicted,prob_<class>...            (plain evaluation)
-//   path,label,predicted,prob_<class>...,plain_prob_<class>...   (with TTA)
+//   path,label,predicted,loss,prob_<class>...            (plain evaluation)
+//   path,label,predicted,loss,prob_<class>...,plain_prob_<class>...  (with TTA)
 // where label and predicted are class names, prob_* are the reported probabilities (the
-// TTA-blended ones when TTA ran, and `predicted` is their argmax) and plain_prob_* the plain
-// ones. Paths and class names are escaped in the CSV and the JSON alike (util/utf8.h: valid
+// TTA-blended ones when TTA ran, and `predicted` is their argmax), loss is the image's
+// cross-entropy -ln prob_<label> of those (p clamped to >= 1e-12; its mean is the reported loss)
+// and plain_prob_* the plain ones. Paths and class names are escaped in the CSV and the JSON alike (util/utf8.h: valid
 // UTF-8 kept, `\` -> `\\`, any other byte -> `\xNN`). Pure formatting, thread-safe.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
+#include "ltfit/data/image_grid.h"  // EncodedPng
 #include "ltfit/jobs/checkpoint_eval.h"
 
 namespace ltfit {
@@ -29,6 +32,10 @@ std::string evaluation_table(const CheckpointEvaluation& evaluation);
 
 // The text of predictions.csv (header line included).
 std::string predictions_csv(const CheckpointEvaluation& evaluation);
+
+// The confusion matrix of the reported probabilities (TTA's when TTA ran) as a heat map PNG,
+// titled with the evaluation, its image count and accuracy.
+EncodedPng confusion_png(const CheckpointEvaluation& evaluation);
 
 // Where evaluate writes by default: the run directory of `checkpoint` (the parent of its
 // `checkpoints/` folder) if it is in one, else the current directory.

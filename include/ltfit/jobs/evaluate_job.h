@@ -1,5 +1,6 @@
 // `ltfit evaluate`: check that predictions.csv can be written, evaluate the checkpoint
-// (evaluate_checkpoint), then write <out>/predictions.csv (eval_report.h). Not thread-safe.
+// (evaluate_checkpoint), then write <out>/predictions.csv and <out>/confusion_matrix.png
+// (eval_report.h). Not thread-safe.
 #pragma once
 
 #include <string>
@@ -10,12 +11,13 @@ namespace ltfit {
 
 struct EvaluateJobRequest {
   CheckpointEvalRequest eval;  // checkpoint, data, device, precision, TTA
-  std::string out;             // folder for predictions.csv; empty: default_eval_out_dir
+  std::string out;  // folder for predictions.csv, confusion_matrix.png; empty: default_eval_out_dir
 };
 
 struct EvaluateJobResult {
   CheckpointEvaluation evaluation;
-  std::string predictions_csv;  // the file written
+  std::string predictions_csv;  // the files written
+  std::string confusion_png;
 };
 
 // Runs the evaluation. The output is checked before the checkpoint and the data are read

@@ -1,12 +1,15 @@
 // `ltfit export`: a checkpoint's weights (load_model_for_eval) as a torch.save state dict that
-// Python's torch.load and torchvision's model (for a linear head) read. Not thread-safe.
+// Python's torch.load reads and that loads strictly into torchvision's model (linear head) or
+// torchvision's body plus fastai's head (docs/export.md), with its description beside it
+// (export_meta.h: arch, head, classes, normalisation, eval transform). Not thread-safe.
 #pragma once
 
 #include <string>
 
 namespace ltfit {
 
-// Writes the weights of `checkpoint` to `out` and logs what it wrote. CheckpointError (exit 4)
+// Writes the weights of `checkpoint` to `out`, its description to export_meta_path(out), and logs
+// what it wrote. CheckpointError (exit 4)
 // for a checkpoint that cannot be read, RuntimeError (exit 5) for an output that cannot be
 // written.
 void run_export_job(const std::string& checkpoint, const std::string& out);

@@ -1,6 +1,9 @@
 // `ltfit predict`: class probabilities per image, from a checkpoint (load_model_for_eval) or
-// from torchvision ImageNet weights (a .pth and its arch: ImageNet's 1000 class names,
-// torchvision's Resize(256) + CenterCrop(224)).
+// from a weight file (a .pth and its arch), used as it is: the model is built with the file's
+// own head (fastai's or the arch's torchvision classifier) for the file's number of classes and
+// loaded strictly. Class names come from the description `ltfit export` writes beside it
+// (export_meta.h; with its validation transform), else ImageNet's for 1000 classes (with
+// torchvision's eval transform for the arch), else class_0 ... class_<K-1>.
 //
 // The request names files, folders and glob patterns (data/image_inputs.h). Images are decoded
 // by a Loader (parallel, the validation preprocessing) and predicted in batches on the device,
@@ -19,8 +22,8 @@
 namespace ltfit {
 
 struct PredictRequest {
-  std::string checkpoint;     // .ckpt file; or:
-  std::string weights, arch;  // a torchvision ImageNet .pth and its resnetNN (wins if set)
+  std::string checkpoint;     // .ckpt file; or (never both):
+  std::string weights, arch;  // a .pth and its arch (empty: its export description's)
   // Image files, folders (searched recursively) and glob patterns; predictions come in this
   // order, each folder's and pattern's images sorted by path.
   std::vector<std::string> images;
@@ -62,7 +65,9 @@ using PredictionSink = std::function<void(const ImagePrediction&)>;
 
 // Predicts every image `request` names, calling `sink` once per image in order (unreadable ones
 // with their error) and writing request.out. ConfigError (exit 2) for a request without a model,
-// --weights without --arch, --tta without a checkpoint, a negative batch size; RuntimeError
+// --checkpoint with --weights, --arch without --weights, --weights without --arch and without an
+// export description (or with one naming another arch), --tta without a checkpoint, a negative
+// batch size; CheckpointError (exit 4) for weights whose keys fit neither head; RuntimeError
 // (exit 5) for an --out that cannot be written, before any work; CheckpointError (exit 4) for a
 // checkpoint or weights file that cannot be read; DataError (exit 3) for a path, folder or
 // pattern without images (image_inputs.h) or when no image is readable; OutOfMemoryError naming

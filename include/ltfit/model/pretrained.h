@@ -47,4 +47,23 @@ std::string fetch_cached_weights(const std::string& file_name, const std::string
 // and the key; the model is then unchanged.
 void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source);
 
+// The classifier a weight file holds, as `predict --weights` rebuilds the model around it.
+struct WeightsHead {
+  HeadKind kind = HeadKind::kLinear;  // fastai (`head.*` keys) or the arch's torchvision one
+  std::int64_t num_classes = 0;       // rows of its last linear layer
+};
+
+// The head `state` holds for `arch`: fastai's when it has `head.*` keys (classes: the rows of
+// `head.6.weight`, its last linear), else the arch's torchvision classifier (`fc.*`,
+// `classifier.*`; classes: the rows of its last 2-D tensor). CheckpointError naming `source` and
+// some of its keys when it holds neither.
+WeightsHead weights_head(const StateDict& state, const std::string& arch,
+                         const std::string& source);
+
+// Copies `state` into `model`, which must have exactly its keys and shapes (torch's
+// load_state_dict(strict=True); a missing BatchNorm `num_batches_tracked` is allowed as there).
+// CheckpointError naming `source` and the missing, unexpected or mismatched keys otherwise; the
+// model is then unchanged.
+void load_state_dict_strict(Classifier& model, const StateDict& state, const std::string& source);
+
 }  // namespace ltfit

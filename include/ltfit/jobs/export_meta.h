@@ -1,0 +1,43 @@
+// What an exported weight file holds, written beside it as `FILE.json` for `FILE.pth`: the arch,
+// the head (and how to rebuild fastai's), the class names in label order, the input
+// normalisation and the eval transform. `ltfit export` writes it; `ltfit predict --weights`
+// reads it for the class names and the transform; Python rebuilds the model from it
+// (docs/export.md). The state dict itself stays plain tensors, so that torchvision's
+// `load_state_dict(..., strict=True)` takes it into the rebuilt model. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ltfit/util/image_normalization.h"
+
+namespace ltfit {
+
+struct ExportMeta {
+  std::string arch;                  // model.arch, e.g. "resnet18"
+  std::string head;                  // "fastai" | "linear" (head_kind_name)
+  std::vector<std::string> classes;  // class names in label order
+  std::int64_t feature_channels = 0;  // channels of the body's feature map (fastai head: 2x in)
+  std::int64_t head_hidden = 512;    // fastai head: width of its hidden linear layer
+  double dropout = 0.0;              // fastai head: the last dropout p (the first is half)
+  ImageNormalization normalization;  // input mean/std, 0-1 scale
+  int image_size = 0;                // eval transform: the centre square resized to this side
+};
+
+// The sidecar of a weight file: `FILE.pth` -> `FILE.json`; any other name gets `.json` appended.
+std::string export_meta_path(const std::string& weights);
+
+// The JSON text of `meta` (format "ltfit-export", version 1).
+std::string export_meta_json(const ExportMeta& meta);
+
+// Writes export_meta_json to export_meta_path(weights), atomically; RuntimeError (exit 5) when
+// it cannot be written.
+void write_export_meta(const std::string& weights, const ExportMeta& meta);
+
+// The sidecar of `weights` when there is one; nullopt when export_meta_path(weights) does not
+// exist. CheckpointError (exit 4) naming it when it cannot be read or is not an ltfit export's.
+std::optional<ExportMeta> read_export_meta(const std::string& weights);
+
+}  // namespace ltfit

@@ -1,0 +1,109 @@
+// The sidecar of an exported weight file: see export_meta.h.
+#include "ltfit/jobs/export_meta.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include <filesystem>
+
+#include "ltfit/util/atomic_file.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/input_file.h"
+#include "ltfit/util/json.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr const char* kFormat = "ltfit-export";
+constexpr int kVersion = 1;
+
+nlohmann::ordered_json head_json(const ExportMeta& m) {
+  if (m.head != "fastai") return {{"kind", m.head}};
+  const std::int64_t in = 2 * m.feature_channels;
+  const std::int64_t hidden = m.head_hidden;
+  // fastai's head after AdaptiveConcatPool2d ([max, avg], flattened), under `head.<index>`.
+  return {{"kind", "fastai"},
+          {"pooling", "cat([adaptive_max_pool2d(x, 1), adaptive_avg_pool2d(x, 1)], 1).flatten(1)"},
+          {"layers",
+           {fmt::format("BatchNorm1d({})", in), fmt::format("Dropout({:g})", m.dropout / 2),
+            fmt::format("Linear({}, {})", in, hidden), "ReLU()",
+            fmt::format("BatchNorm1d({})", hidden), fmt::format("Dropout({:g})", m.dropout),
+            fmt::format("Linear({}, {})", hidden, m.classes.size())}}};
+}
+
+[[noreturn]] void malformed(const std::string& path, const std::string& why) {
+  throw CheckpointError("'" + path + "' is not the description of an ltfit export: " + why,
+                        "remove it, or export the checkpoint again (ltfit export)");
+}
+
+ExportMeta parse_meta(const nlohmann::json& j) {
+  ExportMeta m;
+  m.arch = j.at("arch").get<std::string>();
+  m.head = j.at("head").at("kind").get<std::string>();
+  for (const auto& c : j.at("classes"))
+    m.classes.push_back(unescape_json_string(c.get<std::string>()));
+  m.feature_channels = j.at("feature_channels").get<std::int64_t>();
+  m.head_hidden = j.value("head_hidden", m.head_hidden);
+  m.dropout = j.value("dropout", 0.0);
+  m.normalization.mean = j.at("normalization").at("mean").get<std::array<float, 3>>();
+  m.normalization.std = j.at("normalization").at("std").get<std::array<float, 3>>();
+  m.image_size = j.at("eval_transform").at("crop").get<int>();
+  return m;
+}
+
+}  // namespace
+
+std::string export_meta_path(const std::string& weights) {
+  std::filesystem::path path(weights);
+  if (path.extension() == ".pth") return path.replace_extension(".json").string();
+  return weights + ".json";
+}
+
+std::string export_meta_json(const ExportMeta& m) {
+  const nlohmann::ordered_json j = {
+      {"format", kFormat},
+      {"version", kVersion},
+      {"arch", m.arch},
+      {"head", head_json(m)},
+      {"num_classes", m.classes.size()},
+      {"classes", m.classes},
+      {"feature_channels", m.feature_channels},
+      {"head_hidden", m.head_hidden},
+      {"dropout", m.dropout},
+      {"normalization", {{"mean", m.normalization.mean}, {"std", m.normalization.std}}},
+      // ltfit's validation transform: the centre square of the shorter side, resized to
+      // crop x crop (OpenCV's area filter when shrinking, bilinear when enlarging);
+      // torchvision's Resize(resize) + CenterCrop(crop) is its nearest equivalent.
+      {"eval_transform",
+       {{"resize", m.image_size}, {"crop", m.image_size}, {"interpolation", "bilinear"}}},
+  };
+  return dump_json(j) + "\n";
+}
+
+void write_export_meta(const std::string& weights, const ExportMeta& meta) {
+  write_text_atomic(export_meta_path(weights), export_meta_json(meta));
+}
+
+std::optional<ExportMeta> read_export_meta(const std::string& weights) {
+  const std::string path = export_meta_path(weights);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::string text;
+  try {
+    text = read_input_file(path, "description of the weight file");
+  } catch (const ConfigError& e) {
+    throw CheckpointError(e.what(), e.hint());
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) malformed(path, "it is not a JSON object");
+  try {
+    if (j.value("format", "") != kFormat || j.value("version", 0) != kVersion)
+      malformed(path, "its \"format\" is not \"ltfit-export\", version 1");
+    return parse_meta(j);
+  } catch (const nlohmann::json::exception& e) {
+    malformed(path, e.what());
+  }
+}
+
+}  // namespace ltfit

@@ -1,0 +1,128 @@
+// `ltfit predict --weights` uses a weight file as it is: an `ltfit export` of a 2-class
+// checkpoint predicts its own two classes with their names (from FILE.json), exactly as
+// `predict --checkpoint` does, and with class_0/class_1 once the description is gone; never a
+// fresh 1000-class classifier. A file whose keys fit neither head is refused (exit 4), and so is
+// --checkpoint together with --weights (exit 2).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include "jobs/jobs_fixtures.h"
+#include "ltfit/model/arch_registry.h"
+#include "ltfit/model/torch_weights.h"
+#include "support/child_cap.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::testing::CommandResult;
+using ltfit::testing::TempDir;
+
+namespace {
+
+CommandResult predict(const std::string& args) {
+  return ltfit::testing::run_ltfit("predict " + args, ltfit::testing::child_address_space_cap());
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// A checkpoint of a resnet18 with fastai's head for cat and dog (32 px) exported to
+// `dir`/model.pth; images under `dir`/photos. Returns the checkpoint's path.
+std::string export_fastai_checkpoint(const TempDir& dir) {
+  const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
+  std::string config = ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs");
+  const std::string linear = "head: linear";
+  config.replace(config.find(linear), linear.size(), "head: fastai");
+  ltfit::testing::write_job_checkpoint(ckpt, config);
+  ltfit::testing::write_small_synth(dir.path() / "photos", 2, 4, 40, 60, 3);
+  const auto r = ltfit::testing::run_ltfit("export --checkpoint " + ckpt.string() + " --out " +
+                                           dir.str() + "/model.pth");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return ckpt.string();
+}
+
+}  // namespace
+
+TEST_CASE("predict --weights of an export: its own head and class names, as --checkpoint",
+          "[cli][predict]") {
+  TempDir dir;
+  const std::string ckpt = export_fastai_checkpoint(dir);
+  const std::string pth = dir.str() + "/model.pth", photos = dir.str() + "/photos/valid";
+  REQUIRE(fs::exists(dir.path() / "model.json"));
+
+  const auto by_checkpoint = predict("--json --logits --checkpoint " + ckpt + " " + photos);
+  REQUIRE(by_checkpoint.exit_code == 0);
+  const auto by_weights = predict("--json --logits --weights " + pth + " " + photos);  // no --arch
+  INFO(by_weights.output);
+  REQUIRE(by_weights.exit_code == 0);
+  CHECK_THAT(by_weights.output, Contains("resnet18 with a fastai head for 2 classes") &&
+                                    !Contains("replaced"));
+  const auto expected = json_lines(by_checkpoint.stdout_text);
+  const auto lines = json_lines(by_weights.stdout_text);
+  REQUIRE(lines.size() == 4);
+  REQUIRE(expected.size() == lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    INFO(lines[i].dump());
+    REQUIRE(lines[i]["top"].size() == 2);
+    CHECK(lines[i]["top"][0]["class"] == expected[i]["top"][0]["class"]);
+    const auto logits = lines[i]["logits"].get<std::vector<float>>();
+    const auto reference = expected[i]["logits"].get<std::vector<float>>();
+    REQUIRE(logits.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) CHECK(logits[k] == Approx(reference[k]).margin(1e-5));
+  }
+  // The description names the arch: another --arch is a usage error.
+  auto r = predict("--weights " + pth + " --arch resnet34 " + photos);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("says the weights are resnet18's"));
+
+  // Without its description: still its own 2 classes, named by number; --arch needed.
+  fs::remove(dir.path() / "model.json");
+  CHECK(predict("--weights " + pth + " " + photos).exit_code == 2);
+  r = predict("--json --weights " + pth + " --arch resnet18 " + photos);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const auto& j : json_lines(r.stdout_text)) {
+    REQUIRE(j["top"].size() == 2);
+    CHECK(j["top"][0]["class"] == "class_" + std::to_string(j["top"][0]["label"].get<int>()));
+  }
+  CHECK_THAT(r.output, Contains("names no classes"));
+}
+
+TEST_CASE("predict --weights refuses weights that fit neither head, and --checkpoint with it",
+          "[cli][predict]") {
+  TempDir dir;
+  const std::string ckpt = export_fastai_checkpoint(dir);
+  const std::string photos = dir.str() + "/photos/valid";
+  // A resnet18 body without any classifier.
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 3);
+  ltfit::StateDict body;
+  for (auto& [name, tensor] : ltfit::testing::state_dict_of(model)) {
+    if (name.rfind("fc.", 0) != 0) body.emplace_back(name, tensor);
+  }
+  ltfit::write_torch_state_dict(dir.str() + "/body.pth", body);
+  auto r = predict("--weights " + dir.str() + "/body.pth --arch resnet18 " + photos);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("holds neither fastai's head (head.6.weight) nor resnet18's "
+                                "torchvision classifier (fc.*)") &&
+                           Contains("'conv1.weight'"));
+  // The export's tensors are not a resnet34's: refused, naming the keys.
+  r = predict("--weights " + dir.str() + "/model.pth " + photos + " --arch resnet34");
+  CHECK(r.exit_code == 2);  // its description names resnet18
+  fs::remove(dir.path() / "model.json");
+  r = predict("--weights " + dir.str() + "/model.pth --arch resnet34 " + photos);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("does not fit a resnet34 with a fastai head"));
+
+  r = predict("--checkpoint " + ckpt + " --weights " + dir.str() + "/model.pth " + photos);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--checkpoint or --weights, not both"));
+  CHECK(predict("--checkpoint " + ckpt + " --arch resnet18 " + photos).exit_code == 2);
+}
