@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ltfit/config/config.h"
@@ -46,13 +47,17 @@ struct Problem {
   std::string found;     // the value as formatted from the struct, e.g. "-4"
   std::string hint;      // e.g. "did you mean 'resnet34'?"; may be empty
 };
-using Fail = std::function<void(const Problem&)>;  // reports a problem; must throw
+using Fail = std::function<void(const Problem&)>;  // reports a problem: throws or collects it
 
-// Checks every rule against `config`, calling `fail` on the first broken one (config_rules.cpp).
+// Checks every rule against `config`, calling `fail` on each broken one (config_rules.cpp); a
+// `fail` that throws stops at the first.
 void validate_with(const Config& config, const Fail& fail);
 
 // Every rule, broken or not, as a Problem (path and expected; `found` is the default's), in the
 // order they are checked: what the reference lists as each key's valid values.
 std::vector<Problem> describe_rules();
+
+// The keys config_warnings() may name, each with when it is ignored (for the reference).
+std::vector<std::pair<std::string, std::string>> describe_ignored();
 
 }  // namespace ltfit::config_internal

@@ -279,6 +279,22 @@ void apply_override(YAML::Node& root, const Override& entry, const Context& cont
   set_path(root, keys, 0, value, context);
 }
 
+// One error for every problem found: the problem itself when there is one; else each problem on
+// a line of its own (with its hint, unless the line already says it), in the order found.
+ConfigError all_problems(const std::vector<ConfigError>& errors, const std::string& source) {
+  if (errors.size() == 1) return errors.front();
+  std::string message = std::to_string(errors.size()) + " problems in " + source + ":";
+  for (const ConfigError& e : errors) {
+    const std::string line = e.what();
+    message += "\n  " + line;
+    if (!e.hint().empty() && line.find(e.hint()) == std::string::npos &&
+        line.find("did you mean") == std::string::npos) {
+      message += " (" + e.hint() + ")";
+    }
+  }
+  return ConfigError(message, "fix each of them: every unknown key and invalid value is listed");
+}
+
 }  // namespace
 
 Override parse_override(const std::string& text) {
@@ -299,19 +315,25 @@ Config load_config(const std::string& path, const std::vector<Override>& overrid
 
 Config load_config_from_string(const std::string& yaml, const std::string& source,
                                const std::vector<Override>& overrides) {
-  const Walk context{{source, overrides}};
+  std::vector<ConfigError> errors;
+  Walk context{{source, overrides}};
+  context.errors = &errors;
   YAML::Node root = load_document(yaml, context);
   if (!root.IsNull() && !root.IsMap()) {
     fail_type(context, Located{root, ""}, "a map with keys run, data, model, train, eval");
   }
   for (const auto& entry : overrides) apply_override(root, entry, context);
   Config config = convert(context, root);
+  std::vector<std::string> broken;  // keys already reported: each key's first broken rule only
   config_internal::validate_with(config, [&](const config_internal::Problem& problem) {
+    if (std::find(broken.begin(), broken.end(), problem.path) != broken.end()) return;
+    broken.push_back(problem.path);
     const YAML::Node node = find_node(root, problem.path);
     const std::string found = node.IsDefined() ? describe(node) : problem.found;
-    fail_at(context, node, problem.path, "expected " + problem.expected + ", got " + found,
-            problem.hint);
+    errors.push_back(error_at(context, node, problem.path,
+                              "expected " + problem.expected + ", got " + found, problem.hint));
   });
+  if (!errors.empty()) throw all_problems(errors, source);
   return config;
 }
 

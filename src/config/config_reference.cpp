@@ -90,9 +90,9 @@ An ltfit config is a YAML file with up to six sections: `run`, `data`, `model`, 
 and `dist`. Every key is optional: a key left out keeps its default, and the run directory's
 `config.yaml` holds every key with the value the run used. Unknown keys, wrong types and values
 outside the valid range stop the command with exit 2, naming the file, line and key (with a
-"did you mean" for a misspelt key). `--set key=value` overrides any key from the command line,
-the value read as YAML: `--set data.batch_size=64`, `--set train.lr=[1e-5,1e-3]`,
-`--set model.pretrained=none`.
+"did you mean" for a misspelt key); every one found in the file is listed, not only the first.
+`--set key=value` overrides any key from the command line, the value read as YAML:
+`--set data.batch_size=64`, `--set train.lr=[1e-5,1e-3]`, `--set model.pretrained=none`.
 
 The shipped configs are examples: `configs/cats_dogs.yaml` (the 2019 study's setting) and
 `configs/quickstart.yaml` (a small synthetic set that trains on a CPU in minutes).
@@ -108,6 +108,21 @@ void write_table(std::string& out, const ConfigKeyDoc& section,
     out += "| " + cell(code(key.path)) + " | " + cell(key.type) + " | " +
            cell(code(key.default_value)) + " | " + cell(key.meaning) + " | " +
            (key.valid.empty() ? "—" : cell(key.valid)) + " |\n";
+  }
+}
+
+// Refused contradictions and warned-about ignored keys, one rule for all: keys that cannot both
+// hold are refused (exit 2); a key that another makes irrelevant is only warned about.
+void write_combinations(std::string& out) {
+  out += "\n## Keys that do not go together\n\n";
+  out += "Keys that contradict each other are refused when the config is loaded (exit 2, naming\n"
+         "the key): `train.frozen: true` with `train.recipe: fine_tune` (fine_tune unfreezes the\n"
+         "body after `train.freeze_epochs`; a body frozen throughout is `one_cycle` with\n"
+         "`train.frozen: true`). A key that another key makes irrelevant is accepted, and the\n"
+         "command warns that it is ignored when it is set to anything but its default:\n\n";
+  out += "| key | ignored when |\n|---|---|\n";
+  for (const auto& [key, when] : config_internal::describe_ignored()) {
+    out += "| " + cell(code(key)) + " | " + cell(when) + " |\n";
   }
 }
 
@@ -134,6 +149,7 @@ std::vector<ConfigKeyDoc> config_reference() {
 std::string config_reference_markdown() {
   const std::vector<ConfigKeyDoc> reference = config_reference();
   std::string out = kIntroduction;
+  write_combinations(out);
   for (const auto& entry : reference) {
     if (entry.section) write_table(out, entry, reference);
   }

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config_internal.h"
@@ -38,7 +39,7 @@ std::string format_list(const std::vector<double>& values) {
   return text;
 }
 
-// The rules' reporter: reports a broken rule through `fail` (which throws). When listing
+// The rules' reporter: reports a broken rule through `fail` (which throws or collects). When listing
 // (describe_rules), every rule reports, broken or not, to a `fail` that collects.
 struct Rules {
   Fail fail;
@@ -117,7 +118,8 @@ void validate_formats(const std::vector<std::string>& formats, const Rules& fail
 
 void validate_data(const DataConfig& data, const Rules& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
-  require(fail, data.valid_count >= 0, "data.valid_count", "an integer >= 0", data.valid_count);
+  require(fail, data.valid_count >= 1, "data.valid_count",
+          "an integer >= 1 (the validation split is never empty)", data.valid_count);
   require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
           data.subset);
   require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
@@ -197,6 +199,15 @@ void validate_train(const TrainConfig& train, const Rules& fail) {
           "a number <= 1e6", train.checkpoint.every_minutes);
   require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
           train.checkpoint.keep);
+  // A contradiction, refused: fine_tune's second stage unfreezes the body.
+  if ((train.frozen && train.recipe == Recipe::kFineTune) || fail.list_all) {
+    fail({"train.frozen",
+          "false under train.recipe fine_tune (which unfreezes the body after "
+          "train.freeze_epochs)",
+          "true",
+          "for a body frozen throughout set train.recipe: one_cycle; for fine_tune drop "
+          "train.frozen"});
+  }
   const double limit = train.time_limit_seconds.value_or(1.0);
   require(fail, limit > 0, "train.time_limit", "a positive duration or null", limit);
   require(fail, limit <= kMaxMinutes * 60, "train.time_limit",
@@ -232,7 +243,44 @@ void check_all(const Config& config, const Rules& fail) {
   validate_dist(config.dist, fail);
 }
 
+// ---- keys another key makes irrelevant: warned about, not refused ------------------------------
+
+struct IgnoredKey {
+  const char* key;   // the ignored key
+  const char* when;  // when it is ignored, and what it is for
+  bool (*ignored)(const Config&);  // it is ignored here and set to other than its default
+  std::string (*value)(const Config&);
+};
+
+const std::vector<IgnoredKey>& ignored_keys() {
+  static const std::vector<IgnoredKey> keys = {
+      {"train.freeze_epochs", "train.recipe is one_cycle (frozen epochs are fine_tune's)",
+       [](const Config& c) {
+         return c.train.recipe == Recipe::kOneCycle &&
+                c.train.freeze_epochs != TrainConfig{}.freeze_epochs;
+       },
+       [](const Config& c) { return show(c.train.freeze_epochs); }},
+      {"eval.tta_n", "eval.tta_mode is v1 (its 8 views are fixed; tta_n counts v2's passes)",
+       [](const Config& c) {
+         return c.eval.tta_mode == TtaMode::kV1 && c.eval.tta_n != EvalConfig{}.tta_n;
+       },
+       [](const Config& c) { return show(c.eval.tta_n); }},
+      {"eval.tta_scale", "eval.tta_mode is v2 (tta_scale zooms v1's corner views)",
+       [](const Config& c) {
+         return c.eval.tta_mode == TtaMode::kV2 && c.eval.tta_scale != EvalConfig{}.tta_scale;
+       },
+       [](const Config& c) { return show(c.eval.tta_scale); }},
+  };
+  return keys;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> describe_ignored() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const IgnoredKey& k : ignored_keys()) out.emplace_back(k.key, k.when);
+  return out;
+}
 
 void validate_with(const Config& config, const Fail& fail) { check_all(config, Rules{fail}); }
 
@@ -244,6 +292,16 @@ std::vector<Problem> describe_rules() {
 }
 
 }  // namespace config_internal
+
+std::vector<std::string> config_warnings(const Config& config) {
+  std::vector<std::string> warnings;
+  for (const auto& k : config_internal::ignored_keys()) {
+    if (!k.ignored(config)) continue;
+    warnings.push_back((config.source.empty() ? "" : config.source + ": ") + k.key + " is " +
+                       k.value(config) + " but is ignored: " + k.when);
+  }
+  return warnings;
+}
 
 void validate(const Config& config) {
   config_internal::validate_with(config, [&](const config_internal::Problem& problem) {

@@ -124,8 +124,19 @@ void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& 
   }
   std::vector<std::string> keys;
   for (const Field& f : fields) keys.push_back(f.key);
-  expect_map(walk, at, keys);
-  for (const Field& f : fields) f.read(walk, child(at, f.key));
+  if (walk.errors == nullptr) {
+    expect_map(walk, at, keys);
+    for (const Field& f : fields) f.read(walk, child(at, f.key));
+    return;
+  }
+  check_map_keys(walk, at, keys, [&walk](const ConfigError& e) { walk.errors->push_back(e); });
+  for (const Field& f : fields) {
+    try {
+      f.read(walk, child(at, f.key));
+    } catch (const ConfigError& e) {  // named with its line; the field keeps its default
+      walk.errors->push_back(e);
+    }
+  }
 }
 
 }  // namespace ltfit::config_internal

@@ -90,9 +90,11 @@ struct KeyDoc {
 
 // The loader's walk: where the values come from, and, for a describe walk (no document: every
 // node absent, so the structs keep their defaults), the list that collects each key instead of
-// reading it.
+// reading it. With `errors`, a walk collects every unknown key and every value it cannot read
+// there (the field keeps its default) instead of throwing at the first.
 struct Walk : Context {
   std::vector<KeyDoc>* describe = nullptr;
+  std::vector<ConfigError>* errors = nullptr;
 };
 
 // What a value of type T is, in the reference's words.
@@ -167,7 +169,7 @@ Field section(std::string key, void (*convert)(const Walk&, const Located&, T&),
 }
 
 // Checks that `at` holds only the fields' keys (expect_map, which lists them in this order), then
-// reads each field in order. In a describe walk, appends each field to walk.describe instead
+// reads each field in order (collecting into walk.errors, when given, instead of throwing). In a describe walk, appends each field to walk.describe instead
 // (a section, then its own keys).
 void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields);
 

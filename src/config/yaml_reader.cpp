@@ -134,8 +134,8 @@ std::string describe(const YAML::Node& node) {
   return (node.IsMap() ? "a map " : "a list ") + text;
 }
 
-void fail_at(const Context& context, const YAML::Node& node, const std::string& path,
-             const std::string& what, const std::string& hint) {
+ConfigError error_at(const Context& context, const YAML::Node& node, const std::string& path,
+                     const std::string& what, const std::string& hint) {
   std::string where = context.source;
   std::string suffix;
   if (const Override* from = override_for(context, path)) {
@@ -143,7 +143,12 @@ void fail_at(const Context& context, const YAML::Node& node, const std::string& 
   } else if (node.IsDefined() && !node.Mark().is_null()) {
     where += ":" + std::to_string(node.Mark().line + 1);
   }
-  throw ConfigError(where + ": " + (path.empty() ? "" : path + ": ") + what + suffix, hint);
+  return ConfigError(where + ": " + (path.empty() ? "" : path + ": ") + what + suffix, hint);
+}
+
+void fail_at(const Context& context, const YAML::Node& node, const std::string& path,
+             const std::string& what, const std::string& hint) {
+  throw error_at(context, node, path, what, hint);
 }
 
 void fail_type(const Context& context, const Located& at, const std::string& expected) {
@@ -170,29 +175,35 @@ Located item(const Located& parent, std::size_t index) {
 
 namespace {
 
-[[noreturn]] void fail_unknown_key(const Context& context, const YAML::Node& key_node,
-                                   const Located& map, const std::string& key,
-                                   const std::vector<std::string>& keys) {
+ConfigError unknown_key_error(const Context& context, const YAML::Node& key_node,
+                              const Located& map, const std::string& key,
+                              const std::vector<std::string>& keys) {
   const std::string suggestion = closest(key, keys);
   const std::string under = map.path.empty() ? "at the top level" : "under '" + map.path + "'";
   const std::string valid = "valid keys " + under + ": " + join(keys);
-  fail_at(context, key_node, child_path(map.path, key),
-          suggestion.empty() ? "unknown key (" + valid + ")"
-                             : "unknown key; did you mean '" + suggestion + "'?",
-          valid);
+  return error_at(context, key_node, child_path(map.path, key),
+                  suggestion.empty() ? "unknown key (" + valid + ")"
+                                     : "unknown key; did you mean '" + suggestion + "'?",
+                  valid);
 }
 
 }  // namespace
 
-void expect_map(const Context& context, const Located& at, const std::vector<std::string>& keys) {
+void check_map_keys(const Context& context, const Located& at,
+                    const std::vector<std::string>& keys,
+                    const std::function<void(const ConfigError&)>& report) {
   if (!at.node.IsDefined() || at.node.IsNull()) return;
   if (!at.node.IsMap()) fail_type(context, at, "a map with keys " + join(keys));
   for (const auto& entry : at.node) {
     const std::string key = key_text(entry.first);
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      fail_unknown_key(context, entry.first, at, key, keys);
+      report(unknown_key_error(context, entry.first, at, key, keys));
     }
   }
+}
+
+void expect_map(const Context& context, const Located& at, const std::vector<std::string>& keys) {
+  check_map_keys(context, at, keys, [](const ConfigError& e) { throw e; });
 }
 
 // ---- typed readers (type checks; ranges are the caller's rules) -------------------------------

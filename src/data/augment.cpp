@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include <torch/torch.h>
 #include <opencv2/core.hpp>
@@ -32,6 +33,10 @@ namespace ltfit {
 namespace {
 
 constexpr int kMaxOutputSize = 1 << 14;
+// OpenCV's remap (under warpPerspective) holds source coordinates in shorts: a source side must
+// stay below SHRT_MAX (32767). Wider or taller images are warped from the part the output
+// samples (augment_to_tensor), shrunk further only if that part is itself too large.
+constexpr int kMaxWarpSide = 32000;
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kLogitEps = 1e-7;  // fastai's logit clamp
 
@@ -141,12 +146,68 @@ void lut_bgr_to_rgb(const cv::Mat& bgr, const std::array<std::uint8_t, 256>& lut
   }
 }
 
+// The first and count of the source pixels along an axis of `n` that samples in [lo, hi] read,
+// reflected (BORDER_REFLECT_101) at the image's edges, with a margin for the bilinear taps.
+std::pair<int, int> sampled_span(double lo, double hi, int n) {
+  const double last = n - 1;
+  lo -= 2;
+  hi += 2;
+  if (lo < 0) hi = std::max(hi, -lo);                  // reflected back in at 0
+  if (hi > last) lo = std::min(lo, 2 * last - hi);     // and at the far edge
+  const int first = static_cast<int>(std::clamp(std::floor(lo), 0.0, last));
+  const int end = static_cast<int>(std::clamp(std::ceil(hi), 0.0, last));
+  return {first, end - first + 1};
+}
+
+// The rectangle of the source (cols × rows) that warping through `m` (output pixel -> source
+// pixel) to size × size reads: the box around the output square's mapped corners (a
+// homography positive on the square maps it onto a convex quadrilateral), reflections included.
+// The whole image when the map is not positive on the square.
+cv::Rect sampled_region(const Mat3& m, int cols, int rows, int size) {
+  double lo_x = HUGE_VAL, hi_x = -HUGE_VAL, lo_y = HUGE_VAL, hi_y = -HUGE_VAL;
+  for (const double u : {-1.0, static_cast<double>(size)}) {
+    for (const double v : {-1.0, static_cast<double>(size)}) {
+      const double w = m[6] * u + m[7] * v + m[8];
+      if (!(w > 0)) return {0, 0, cols, rows};
+      const double x = (m[0] * u + m[1] * v + m[2]) / w, y = (m[3] * u + m[4] * v + m[5]) / w;
+      lo_x = std::min(lo_x, x);
+      hi_x = std::max(hi_x, x);
+      lo_y = std::min(lo_y, y);
+      hi_y = std::max(hi_y, y);
+    }
+  }
+  const auto [x, width] = sampled_span(lo_x, hi_x, cols);
+  const auto [y, height] = sampled_span(lo_y, hi_y, rows);
+  return {x, y, width, height};
+}
+
+// `image` and `m` made warpable when a side reaches kMaxWarpSide: cut to the region the warp
+// reads (the same pixels out), then, if that is still too large, shrunk by area averaging.
+// Images within the limit are returned as they are, so their pixels never change.
+cv::Mat warpable_source(const cv::Mat& image, int size, Mat3& m) {
+  if (image.cols < kMaxWarpSide && image.rows < kMaxWarpSide) return image;
+  const cv::Rect roi = sampled_region(m, image.cols, image.rows, size);
+  m = multiply({1, 0, -static_cast<double>(roi.x), 0, 1, -static_cast<double>(roi.y), 0, 0, 1}, m);
+  cv::Mat source = image(roi);
+  if (source.cols < kMaxWarpSide && source.rows < kMaxWarpSide) return source;
+  const double f = (kMaxWarpSide - 1) / static_cast<double>(std::max(source.cols, source.rows));
+  cv::Mat small;
+  cv::resize(source, small, cv::Size(std::max(1, static_cast<int>(source.cols * f)),
+                                     std::max(1, static_cast<int>(source.rows * f))),
+             0, 0, cv::INTER_AREA);
+  const double sx = static_cast<double>(small.cols) / source.cols;
+  const double sy = static_cast<double>(small.rows) / source.rows;
+  m = multiply({sx, 0, sx / 2 - 0.5, 0, sy, sy / 2 - 0.5, 0, 0, 1}, m);  // pixel centres
+  return small;
+}
+
 // Resamples `image` through `params` and writes the result into a new tensor.
 torch::Tensor augment_to_tensor(const cv::Mat& image, int size, const AugmentParams& params) {
-  const Mat3 m = sampling_matrix(params, image.cols, image.rows, size);
-  const cv::Mat matrix(3, 3, CV_64F, const_cast<double*>(m.data()));
+  Mat3 m = sampling_matrix(params, image.cols, image.rows, size);
+  const cv::Mat source = warpable_source(image, size, m);
+  const cv::Mat matrix(3, 3, CV_64F, m.data());
   cv::Mat warped;
-  cv::warpPerspective(image, warped, matrix, cv::Size(size, size),
+  cv::warpPerspective(source, warped, matrix, cv::Size(size, size),
                       cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REFLECT_101);
   torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
   std::uint8_t* data = out.data_ptr<std::uint8_t>();

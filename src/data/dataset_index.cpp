@@ -192,10 +192,13 @@ DatasetIndex index_kaggle(const fs::path& root, int valid_count, std::uint64_t s
                     kDataHint);
   }
   const auto files = kaggle_files(dir);
-  if (valid_count < 0 || static_cast<size_t>(valid_count) >= files.size()) {
+  if (valid_count < 1 || static_cast<size_t>(valid_count) >= files.size()) {
     throw DataError("data.valid_count is " + std::to_string(valid_count) + " but '" + dir.string() +
-                        "' holds " + std::to_string(files.size()) + " images",
-                    "set data.valid_count between 0 and the number of images minus one");
+                        "' holds " + std::to_string(files.size()) + " images (layout kaggle: " +
+                        (valid_count < 1 ? "the validation split would be empty"
+                                         : "the training split would be empty") +
+                        ")",
+                    "set data.valid_count between 1 and the number of images minus one");
   }
   DatasetIndex index;
   index.layout = data_layout_name(DataLayout::kKaggle);

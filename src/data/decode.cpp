@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -21,6 +22,7 @@ namespace ltfit {
 namespace {
 
 constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
+constexpr std::size_t kProbeTailBytes = 64 * 1024;    // probe_image_file's look at a JPEG's end
 
 // A file descriptor, closed on destruction.
 class Fd {
@@ -98,16 +100,20 @@ std::size_t read_at(int fd, std::uint64_t offset, std::size_t size, std::uint8_t
   return done;
 }
 
-// A JPEG is complete when, scanning back from its end, the EOI marker comes before the start
-// of the last scan (entropy-coded data never contains FF D9 or FF DA).
-bool jpeg_complete(const std::vector<uchar>& bytes) {
-  for (size_t i = bytes.size() - 1; i >= 1; --i) {
+// Scanning back from the end of a JPEG's `bytes` (its last ones, or all): true when the EOI
+// marker comes before the start of the last scan (entropy-coded data never contains FF D9 or
+// FF DA), false when the scan start comes first, nullopt when neither is in `bytes`.
+std::optional<bool> jpeg_end_seen(const std::vector<uchar>& bytes) {
+  for (size_t i = bytes.size() - 1; i >= 1 && i < bytes.size(); --i) {
     if (bytes[i - 1] != 0xFF) continue;
     if (bytes[i] == 0xD9) return true;
     if (bytes[i] == 0xDA) return false;
   }
-  return false;
+  return std::nullopt;
 }
+
+// A JPEG is complete when its EOI marker comes after the start of its last scan.
+bool jpeg_complete(const std::vector<uchar>& bytes) { return jpeg_end_seen(bytes).value_or(false); }
 
 // The JPEG reduction factor (1, 2, 4, 8) that keeps the shorter side >= min_short_side.
 int jpeg_scale(const ImageHeader& header, double min_short_side) {
@@ -145,6 +151,29 @@ std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t fi
   // The file in memory, the decoder's own buffers, the 8-bit BGR output and one copy of it
   // (EXIF rotation, channel conversion).
   return add_sat(add_sat(file_bytes, header.work_bytes), mul_sat(out_pixels, 6));
+}
+
+std::string probe_image_file(const std::string& path, const ImageLimits& limits) {
+  std::string error;
+  std::uint64_t size = 0;
+  const Fd fd(open_regular_file(path, &size, &error));
+  if (fd.get() < 0) return error;
+  if (size == 0) return "empty file (0 bytes)";
+  if (size > kMaxFileBytes) return "file too large (" + std::to_string(size) + " bytes)";
+  const ByteReader reader = [&fd](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+    return read_at(fd.get(), offset, n, out);
+  };
+  const std::optional<ImageHeader> header = read_image_header(reader, size, &error);
+  if (!header) return error.empty() ? "unknown error" : error;
+  if (std::string refused = check_image_limits(*header, limits); !refused.empty()) return refused;
+  if (header->format != ImageFormat::kJpeg) return "";
+  const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(size, kProbeTailBytes));
+  std::vector<uchar> bytes(tail);
+  if (read_at(fd.get(), size - tail, tail, bytes.data()) != tail) return "short read";
+  const std::optional<bool> complete = jpeg_end_seen(bytes);
+  // Neither marker in the tail: only a whole-file scan (the decode's) can tell.
+  if (complete.value_or(tail < size)) return "";
+  return "truncated JPEG (no end-of-image marker)";
 }
 
 DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,

@@ -43,6 +43,12 @@ struct DecodedImage {
 DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
                         std::string* error);
 
+// What can be told of `path` without decoding it, with the reasons decode_bgr gives: "" when it
+// is a regular, non-empty file of at most 1 GiB whose header passes `limits` (and, for a JPEG,
+// whose last 64 KiB do not show it truncated), else why not. Reads the header and the file's
+// tail only; the answer depends on the file's bytes alone. Never throws for a bad file.
+std::string probe_image_file(const std::string& path, const ImageLimits& limits);
+
 // The peak bytes decoding `header` from a file of `file_bytes` is estimated to take, when the
 // output is scaled down by `scale` (1, 2, 4 or 8) on each side.
 std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,

@@ -23,6 +23,7 @@
 
 #include "ltfit/data/augment.h"
 #include "ltfit/data/image_io.h"
+#include "ltfit/data/readable_images.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/random.h"
 
@@ -93,7 +94,22 @@ Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
   // would only oversubscribe the cores.
   cv::setNumThreads(1);
   worker_count_ = options_.workers > 0 ? options_.workers : default_worker_count();
+  plan_.resize(samples_.size());
+  for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i] = static_cast<std::int64_t>(i);
+  if (options_.train) plan_readable();
   start_workers(worker_count_);
+}
+
+void Loader::plan_readable() {
+  ReadableImages check = check_readable(samples_, options_.limits, worker_count_);
+  for (const UnreadableImage& bad : check.unreadable) {
+    note_unreadable(samples_[static_cast<std::size_t>(bad.position)].path, bad.reason);
+  }
+  if (!check.unreadable.empty()) {
+    spdlog::warn("{} of {} training images are unreadable: left out of every epoch ({} planned)",
+                 check.unreadable.size(), samples_.size(), check.readable.size());
+  }
+  plan_ = std::move(check.readable);
 }
 
 void Loader::start_workers(int count) {
@@ -126,18 +142,18 @@ Loader::~Loader() {
 int Loader::workers() const { return worker_count_; }
 
 std::int64_t Loader::batches_per_epoch() const {
-  const auto n = static_cast<std::int64_t>(samples_.size());
+  const auto n = static_cast<std::int64_t>(plan_.size());
   const std::int64_t b = options_.batch_size;
   return options_.train ? n / b : (n + b - 1) / b;
 }
 
 void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
   auto order = std::make_shared<std::vector<std::int64_t>>();
-  if (options_.train) {
-    *order = epoch_permutation(size(), options_.seed, epoch);
+  if (options_.train) {  // a permutation of the planned images (all of them when all passed)
+    *order = epoch_permutation(planned(), options_.seed, epoch);
+    for (std::int64_t& k : *order) k = plan_[static_cast<std::size_t>(k)];
   } else {
-    order->resize(samples_.size());
-    for (std::size_t i = 0; i < order->size(); ++i) (*order)[i] = static_cast<std::int64_t>(i);
+    *order = plan_;
   }
   {
     std::lock_guard lock(state_->mutex);
@@ -227,6 +243,16 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
   }
 }
 
+bool Loader::note_unreadable(const std::string& path, const std::string& error) {
+  std::lock_guard lock(state_->mutex);
+  if (!state_->bad_paths.insert(path).second) return false;
+  spdlog::warn("skipping unreadable image {}: {}", path, error);
+  if (state_->bad_examples.size() < kSkippedExamples) {
+    state_->bad_examples.push_back(path + ": " + error);
+  }
+  return true;
+}
+
 bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
                         torch::Tensor& images, Batch& batch, std::vector<std::int64_t>& labels) {
   const Sample& sample = samples_[static_cast<std::size_t>(position)];
@@ -239,13 +265,7 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
   std::string error;
   std::optional<torch::Tensor> image = load_sample(position, epoch, seed, &error);
   if (!image) {
-    std::lock_guard lock(state_->mutex);
-    if (state_->bad_paths.insert(sample.path).second) {
-      spdlog::warn("skipping unreadable image {}: {}", sample.path, error);
-      if (state_->bad_examples.size() < kSkippedExamples) {
-        state_->bad_examples.push_back(sample.path + ": " + error);
-      }
-    }
+    note_unreadable(sample.path, error);
     return false;
   }
   images[static_cast<std::int64_t>(labels.size())].copy_(*image);

@@ -177,7 +177,9 @@ Config load_cli_config(const std::string& name, const std::vector<std::string>& 
   std::error_code error;
   const fs::path absolute = fs::absolute(path, error);
   spdlog::info("config {}: {}", name, (error ? path : absolute.lexically_normal()).string());
-  return load_config(path.string(), parse_cli_overrides(sets));
+  Config config = load_config(path.string(), parse_cli_overrides(sets));
+  for (const std::string& warning : config_warnings(config)) spdlog::warn("{}", warning);
+  return config;
 }
 
 }  // namespace ltfit

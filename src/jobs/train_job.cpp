@@ -339,7 +339,8 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   summary.device = describe_device(device);
   summary.classes = index.classes;
   summary.epochs = trainer.state().global_epoch;
-  summary.train_images = static_cast<std::int64_t>(index.train.size());
+  summary.train_images = train_loader.planned();  // readable: what each epoch is planned over
+  summary.train_skipped_images = static_cast<std::int64_t>(index.train.size()) - summary.train_images;
   summary.valid_images = static_cast<std::int64_t>(index.valid.size());
   summary.accuracy = history.empty() ? resumed.accuracy : history.back().accuracy;
   summary.error_rate = 1.0 - summary.accuracy;

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "ltfit/data/class_counts.h"
+#include "ltfit/data/readable_images.h"
 #include "ltfit/jobs/dist_session.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/optimizer.h"
+#include "ltfit/util/error.h"
 
 namespace ltfit {
 
@@ -21,6 +23,33 @@ void log_dataset(const DatasetIndex& index) {
                index.train.size(), index.valid.size(), classes);
   spdlog::info("train: {}", describe_class_counts(index.train, index.classes));
   spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
+}
+
+// Refuses, before any training, a split that cannot fill what training needs: fewer readable
+// training images than one batch, or a validation split without a readable image (every rank
+// checks the same files and comes to the same answer).
+void check_readable_splits(const Config& config, const TrainingSetup& setup, bool with_valid) {
+  const Loader& train = *setup.train_loader;
+  const std::string unreadable = std::to_string(train.size() - train.planned()) + " unreadable";
+  if (train.planned() == 0) {
+    throw DataError("no training image could be read: the training split of data.root '" +
+                        config.data.root + "' holds " + unreadable + " file(s) (named above)",
+                    "replace the unreadable files (see data.max_pixels and data.formats)");
+  }
+  if (train.batches_per_epoch() < 1) {
+    throw DataError("the training split of data.root '" + config.data.root + "' has " +
+                        std::to_string(train.planned()) + " readable image(s) (" + unreadable +
+                        "), fewer than one batch (data.batch_size " +
+                        std::to_string(config.data.batch_size) + ")",
+                    "add images, replace the unreadable ones or lower data.batch_size");
+  }
+  if (with_valid && first_readable(setup.index.valid, setup.valid_options.limits) < 0) {
+    throw DataError("the validation split of data.root '" + config.data.root + "' has no readable "
+                        "image (" + std::to_string(setup.index.valid.size()) +
+                        " file(s), none passes the header check)",
+                    "replace the unreadable validation files (see data.max_pixels and "
+                    "data.formats), or add readable ones");
+  }
 }
 
 }  // namespace
@@ -43,6 +72,7 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
   }
   setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
   if (with_valid) setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
+  check_readable_splits(config, setup, with_valid);
   spdlog::info("loader: {} worker thread(s), batch {} at {} px{}", setup.train_loader->workers(),
                config.data.batch_size, config.data.image_size,
                dist != nullptr && dist->active()

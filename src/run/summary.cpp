@@ -25,6 +25,7 @@ std::string summary_json(const RunSummary& s) {
       {"classes", s.classes},
       {"epochs", s.epochs},
       {"train_images", s.train_images},
+      {"train_skipped_images", s.train_skipped_images},
       {"valid_images", s.valid_images},
       {"accuracy", s.accuracy},
       {"error_rate", s.error_rate},

@@ -111,6 +111,8 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   CHECK(summary["run_dir"] == run.string());
   CHECK(summary["epochs"] == 2);
   CHECK(summary["skipped_images"] == 1);
+  CHECK(summary["train_images"] == 32);  // the readable ones (before: 33, the files)
+  CHECK(summary["train_skipped_images"] == 1);
   CHECK_THAT(trained.output, Contains("broken.jpg"));
   for (const char* file : {"config.yaml", "train.log", "epochs.csv", "steps.csv", "summary.json",
                            "checkpoints/last.ckpt", "checkpoints/best.ckpt"}) {

@@ -429,6 +429,80 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
   }
 }
 
+TEST_CASE("every unknown key and invalid value of one load is reported, then exit 2 once",
+          "[config]") {
+  // Before, only the first (data.batchsize) was reported: fixing it revealed the next, and so on.
+  const std::string yaml =
+      "data:\n"
+      "  batchsize: 8\n"        // 2: unknown, close to batch_size
+      "  image_size: 8\n"       // 3: out of range
+      "model:\n"
+      "  arch: resnet33\n"      // 5: not an arch, close to resnet34
+      "trian:\n"                // 6: unknown, close to train
+      "  epochs: 2\n"
+      "train:\n"
+      "  lr: fast\n"            // 9: wrong type
+      "  optimizer: {bettas: [0.9, 0.9], eps: -1}\n";  // 10: unknown and out of range
+  try {
+    load_config_from_string(yaml, "t.yaml");
+    FAIL("a config with 7 problems loaded");
+  } catch (const ConfigError& e) {
+    CHECK(e.exit_code() == ExitCode::kUsage);
+    const std::string message = e.what();
+    CHECK_THAT(message, Contains("7 problems in t.yaml:"));
+    CHECK_THAT(message, Contains("t.yaml:2: data.batchsize: unknown key; did you mean "
+                                 "'batch_size'?"));
+    CHECK_THAT(message, Contains("t.yaml:6: trian: unknown key; did you mean 'train'?"));
+    CHECK_THAT(message, Contains("t.yaml:9: train.lr: expected a number or a list [low, high], "
+                                 "got fast"));
+    CHECK_THAT(message, Contains("t.yaml:10: train.optimizer.bettas: unknown key; did you mean "
+                                 "'betas'?"));
+    CHECK_THAT(message, Contains("t.yaml:3: data.image_size: expected an integer from 16 to 4096, "
+                                 "got 8"));
+    CHECK_THAT(message, Contains("t.yaml:5: model.arch: expected one of resnet18") &&
+                            Contains("(did you mean 'resnet34'?)"));
+    CHECK_THAT(message, Contains("t.yaml:10: train.optimizer.eps: expected a positive number, "
+                                 "got -1"));
+    CHECK_THAT(e.hint(), Contains("every unknown key and invalid value is listed"));
+  }
+  // One key breaking two rules is one problem (its first rule), as before.
+  CHECK(error_of_string("data:\n  batch_size: -4\n") ==
+        "t.yaml:2: data.batch_size: expected a positive integer, got -4");
+}
+
+TEST_CASE("contradictions are refused and ignored keys warned about at load time",
+          "[config]") {
+  // Before, data.valid_count 0 trained a whole epoch and then failed with no checkpoint.
+  CHECK_THAT(error_of_string("data:\n  valid_count: 0\n"),
+             Contains("t.yaml:2: data.valid_count: expected an integer >= 1"));
+  // fine_tune unfreezes the body: train.frozen cannot hold there (fine_tune is the default).
+  CHECK_THAT(error_of_string("train:\n  recipe: fine_tune\n  frozen: true\n"),
+             Contains("t.yaml:3: train.frozen: expected false under train.recipe fine_tune"));
+  CHECK_THAT(error_of_string("train: {frozen: true}\n"), Contains("train.frozen: expected false"));
+  CHECK(load_config_from_string("train: {recipe: one_cycle, frozen: true}", "t.yaml")
+            .train.frozen);
+  // Keys that are merely ignored load, and config_warnings names them and why.
+  CHECK(config_warnings(load_config_from_string("", "t.yaml")).empty());
+  const Config one_cycle =
+      load_config_from_string("train: {recipe: one_cycle, freeze_epochs: 3}", "t.yaml");
+  REQUIRE(config_warnings(one_cycle).size() == 1);
+  CHECK(config_warnings(one_cycle)[0] ==
+        "t.yaml: train.freeze_epochs is 3 but is ignored: train.recipe is one_cycle (frozen "
+        "epochs are fine_tune's)");
+  CHECK(config_warnings(load_config_from_string("train: {recipe: one_cycle, freeze_epochs: 1}",
+                                                "t.yaml"))
+            .empty());  // the default: nothing to warn about
+  const Config tta = load_config_from_string("eval: {tta_mode: v1, tta_n: 8}", "t.yaml");
+  REQUIRE(config_warnings(tta).size() == 1);
+  CHECK_THAT(config_warnings(tta)[0], Contains("eval.tta_n is 8 but is ignored: eval.tta_mode "
+                                               "is v1"));
+  const Config v2 = load_config_from_string("eval: {tta_mode: v2, tta_scale: 1.2}", "t.yaml");
+  REQUIRE(config_warnings(v2).size() == 1);
+  CHECK_THAT(config_warnings(v2)[0], Contains("eval.tta_scale is 1.2 but is ignored"));
+  const auto configs = testing::source_dir() / "configs";
+  CHECK(config_warnings(load_config((configs / "cats_dogs.yaml").string())).empty());
+}
+
 TEST_CASE("the shipped configs load cleanly", "[config]") {
   const auto configs = testing::source_dir() / "configs";
   const Config study = load_config((configs / "cats_dogs.yaml").string());

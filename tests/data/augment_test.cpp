@@ -348,3 +348,36 @@ TEST_CASE("load_augmented_image: bad files and arguments give nullopt with a rea
   bad.zoom = std::nan("");
   CHECK_THAT(reason(good, 32, bad), Catch::Contains("finite"));
 }
+
+// Before, warpPerspective refused a source side over SHRT_MAX ("... SHRT_MAX in remap") and the
+// loader skipped a valid 33000×8 PNG that evaluate and predict take. The warp now reads only the
+// part of the image the output samples: the same pixels as warping a narrow cut-out of it.
+TEST_CASE("a 33000x8 PNG goes through the training augmentation like a cut-out of it",
+          "[augment][data]") {
+  TempDir dir;
+  const cv::Mat wide = smooth_image(33000, 8);
+  const std::string path = write_image(dir.path() / "wide.png", wide);
+  const int side = 8, margin = 100;
+  for (const double col_pct : {0.0, 0.5, 1.0}) {
+    const int x0 = static_cast<int>(std::lround(col_pct * (wide.cols - side)));
+    const int first = std::max(0, x0 - margin);
+    const int end = std::min(wide.cols, x0 + side + margin);
+    const std::string cut = write_image(dir.path() / "cut.png",
+                                        wide(cv::Rect(first, 0, end - first, wide.rows)).clone());
+    for (const std::uint64_t seed : {1u, 2u, 3u, 4u}) {
+      AugmentConfig config;
+      config.p_affine = 1.0;  // rotation, zoom and warp every time
+      AugmentParams p = ltfit::draw_augment(config, seed);
+      p.crop_col_pct = col_pct;
+      AugmentParams q = p;  // the same square, in the cut-out's coordinates
+      q.crop_col_pct = end - first == side ? 0.0 : double(x0 - first) / (end - first - side);
+      INFO("crop_col_pct " << col_pct << ", seed " << seed);
+      const torch::Tensor out = load(path, 32, p);
+      CHECK(out.sizes() == torch::IntArrayRef({32, 32, 3}));
+      CHECK(max_abs_diff(to_bgr(out), to_bgr(load(cut, 32, q))) <= 1);
+    }
+  }
+  // A tall one too, with the identity draw.
+  const std::string tall = write_image(dir.path() / "tall.png", smooth_image(6, 33000));
+  CHECK(load(tall, 24, AugmentParams{}).sizes() == torch::IntArrayRef({24, 24, 3}));
+}

@@ -125,6 +125,22 @@ TEST_CASE("index: too large a validation count is a data error", "[data][index]"
   CHECK_THROWS_AS(ltfit::index_dataset(data_config(dir, "kaggle", 6), 0), ltfit::DataError);
 }
 
+TEST_CASE("index: an empty validation split is a data error naming the split", "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path(), 3);
+  // Before, valid_count 0 indexed an empty validation split and training failed after a whole
+  // epoch ("no readable image to evaluate"), with no checkpoint.
+  try {
+    ltfit::index_dataset(data_config(dir, "kaggle", 0), 0);
+    FAIL("an empty validation split was indexed");
+  } catch (const ltfit::DataError& e) {
+    CHECK(e.exit_code() == ltfit::ExitCode::kData);
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("data.valid_count is 0") &&
+                             Catch::Matchers::Contains("the validation split would be empty"));
+    CHECK_THAT(e.hint(), Catch::Matchers::Contains("between 1 and"));
+  }
+}
+
 TEST_CASE("index: errors name what is missing", "[data][index]") {
   TempDir dir;
   ltfit::DataConfig missing = data_config(dir);

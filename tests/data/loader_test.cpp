@@ -147,10 +147,12 @@ TEST_CASE("the bad-input zoo is skipped, counted and named - good odd sizes deco
   ltfit::Loader loader(samples, options);
   std::int64_t images = 0;
   for (const auto& b : one_epoch(loader, 0)) {
-    CHECK(b.labels.size(0) == 4);  // batches that lost images are refilled
+    CHECK(b.labels.size(0) == 4);
     images += b.labels.size(0);
   }
-  CHECK(images == 16);  // 4 batches of 4
+  // The 12 readable images, once each: unreadable files leave the epoch's plan (before, the
+  // readable ones were repeated to fill 16 places, 4 batches of 4).
+  CHECK(images == 12);
   const auto skipped = loader.skipped();
   CHECK(skipped.count == 4);
   std::string all;
@@ -351,9 +353,13 @@ TEST_CASE("training batches that lost images are refilled the same way on every 
           "[data][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = small_set(dir, 12);
-  // Every other sample unreadable: before the refill, batches of 1 reached BatchNorm.
+  // Every other sample fails to decode: before the refill, batches of 1 reached BatchNorm. Their
+  // headers are sound (a PNG without its pixels), so the header check keeps them in the plan and
+  // only the decode finds them unreadable (a file the header check refuses leaves the plan:
+  // readable_images_test.cpp).
   for (int i = 0; i < 12; i += 2) {
-    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path, "not an image");
+    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path,
+                               ltfit::testing::png_claiming(64, 64));
   }
   ltfit::LoaderOptions options = train_options(1);
   options.batch_size = 2;
@@ -385,8 +391,9 @@ TEST_CASE("an epoch with a single readable image drops its training batches and 
           "[data][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = small_set(dir, 4);
-  for (int i = 1; i < 4; ++i) {
-    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path, "not an image");
+  for (int i = 1; i < 4; ++i) {  // sound headers, no pixels: only decoding finds them unreadable
+    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path,
+                               ltfit::testing::png_claiming(64, 64));
   }
   ltfit::LoaderOptions options = train_options(2);
   options.batch_size = 2;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "data/hostile_images.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/shard.h"
 #include "ltfit/util/error.h"
@@ -113,10 +114,11 @@ TEST_CASE("the ranks' slices of each batch are the 1-rank batch, from any resume
 TEST_CASE("unreadable images refill each rank's slice with different images", "[shard][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 32, 40, 4);
-  // A quarter of the images are unreadable: most slices need refills, which rank r takes from
-  // every 2nd image after the global batch, starting at the r-th.
+  // A quarter of the images fail to decode: most slices need refills, which rank r takes from
+  // every 2nd image after the global batch, starting at the r-th. (Their headers are sound, so
+  // they stay in the plan; files the header check refuses leave it: readable_images_test.cpp.)
   for (std::size_t i = 0; i < samples.size(); i += 4) {
-    ltfit::testing::write_file(samples[i].path, "not an image");
+    ltfit::testing::write_file(samples[i].path, ltfit::testing::png_claiming(36, 36));
   }
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<std::vector<std::int64_t>> batches_of_rank;
@@ -139,8 +141,8 @@ TEST_CASE("a slice without readable images is delivered empty, never passed over
           "[shard][loader]") {
   ltfit::testing::TempDir dir;
   auto samples = ltfit::testing::write_small_synth(dir.path(), 8, 2, 32, 40, 6);
-  for (std::size_t i = 1; i < samples.size(); ++i) {  // one readable image in the whole set
-    ltfit::testing::write_file(samples[i].path, "not an image");
+  for (std::size_t i = 1; i < samples.size(); ++i) {  // one decodable image in the whole set
+    ltfit::testing::write_file(samples[i].path, ltfit::testing::png_claiming(36, 36));
   }
   for (int r = 0; r < 2; ++r) {
     ltfit::Loader loader(samples, sharded(4, {r, 2}));

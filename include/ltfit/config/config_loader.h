@@ -31,6 +31,12 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
 // Validates value ranges and enumerations; throws ConfigError naming the key.
 void validate(const Config& config);
 
+// Keys that the rest of `config` makes irrelevant, yet set to other than their default: each as
+// "<source>: train.freeze_epochs is 3 but is ignored: train.recipe is one_cycle (...)". Loading
+// accepts them (a contradiction, such as train.frozen under fine_tune, is refused instead); the
+// commands log these as warnings.
+std::vector<std::string> config_warnings(const Config& config);
+
 // The resolved config as YAML, every field written (round-trips through load_config).
 std::string to_yaml(const Config& config);
 

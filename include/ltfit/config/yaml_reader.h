@@ -14,11 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/util/error.h"
 
 namespace ltfit::yaml {
 
@@ -59,7 +61,10 @@ std::optional<double> parse_real(const std::string& text);
 bool is_plain_scalar(const YAML::Node& node);
 // The value as a user wrote it, for "got ..." ("-4", "'16'" when quoted, "a list [1, 2]").
 std::string describe(const YAML::Node& node);
-// Throws ConfigError "<file>:<line>: <path>: <what>", or "<file>: <path>: <what> (from --set k=v)".
+// The ConfigError "<file>:<line>: <path>: <what>", or "<file>: <path>: <what> (from --set k=v)".
+ConfigError error_at(const Context& context, const YAML::Node& node, const std::string& path,
+                     const std::string& what, const std::string& hint = "");
+// Throws error_at(...).
 [[noreturn]] void fail_at(const Context& context, const YAML::Node& node, const std::string& path,
                           const std::string& what, const std::string& hint = "");
 // Throws "... expected <expected>, got <the value as written>".
@@ -72,6 +77,11 @@ Located item(const Located& parent, std::size_t index);
 // unknown key fails with "did you mean" or the list of valid keys. (Keys are unique in a tree
 // from load_document or checked by check_unique_keys.)
 void expect_map(const Context& context, const Located& at, const std::vector<std::string>& keys);
+// The same, but each unknown key goes to `report` (the error expect_map would throw for it), so
+// a reader can name every one; a node that is not a map still throws.
+void check_map_keys(const Context& context, const Located& at,
+                    const std::vector<std::string>& keys,
+                    const std::function<void(const ConfigError&)>& report);
 
 // ---- typed readers (types only; ranges are the caller's rules) --------------------------------
 

@@ -6,9 +6,14 @@
 // epoch, sample index) only, so batches are identical whatever the worker count. Unreadable
 // images (including files over data.max_pixels or of a format not in data.formats, FIFOs,
 // directories and dangling links) are skipped, counted once and named in the log; an exception in a worker is re-raised on the
-// caller's thread. A training batch that lost images is refilled, in a fixed order, from the
-// images after it in the epoch's order, so it keeps its size and a resumed run sees the same
-// batches. Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
+// caller's thread. A training loader checks every file's header when it starts
+// (readable_images.h) and plans each epoch over the readable images only: unreadable files are
+// not batches, and no readable image repeats to stand in for them. The check depends on the files
+// alone, so every rank and a resumed run plan the same epochs, and batches_per_epoch() (which the
+// one-cycle schedule's length is computed from) is fixed for the loader's life. A file that
+// passes the check but fails to decode (a corrupt body) stays in the plan: its training batch is
+// refilled, in a fixed order, from the images after it in the epoch's order, so it keeps its size
+// and a resumed run sees the same batches. Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
 // loaders), so data.workers does not multiply the worst case. A Loader is used from one thread;
 // its destructor joins its workers.
 #pragma once
@@ -107,6 +112,9 @@ class Loader : public BatchSource {
 
   std::int64_t batches_per_epoch() const override;
   std::int64_t size() const { return static_cast<std::int64_t>(samples_.size()); }
+  // Images each epoch is planned over: training, those whose header check passed (size() less
+  // those found unreadable when the loader started); otherwise size().
+  std::int64_t planned() const { return static_cast<std::int64_t>(plan_.size()); }
   const std::vector<Sample>& samples() const { return samples_; }
   SkippedImages skipped() const;
   int workers() const;
@@ -127,7 +135,12 @@ class Loader : public BatchSource {
   // Loads one sample for `epoch`: augmented when training, centre-cropped otherwise.
   std::optional<torch::Tensor> load_sample(std::int64_t position, int epoch,
                                            std::uint64_t augment_seed, std::string* error) const;
+  // Records `path` as unreadable (counted and logged once); false if it was already known.
+  bool note_unreadable(const std::string& path, const std::string& error);
+  // Training: the header check of every sample, which fills plan_ and the skipped list.
+  void plan_readable();
   std::vector<Sample> samples_;
+  std::vector<std::int64_t> plan_;  // sample positions each epoch is planned over, ascending
   LoaderOptions options_;
   int worker_count_ = 0;  // fixed before any worker starts
   std::unique_ptr<State> state_;

@@ -14,7 +14,8 @@ struct RunSummary {
   std::string device;                         // e.g. "cpu (2 threads)"
   std::vector<std::string> classes;           // label order
   int epochs = 0;                             // epochs trained over all stages
-  std::int64_t train_images = 0;              // training set size
+  std::int64_t train_images = 0;              // readable training images (each epoch's plan)
+  std::int64_t train_skipped_images = 0;      // training files left out as unreadable
   std::int64_t valid_images = 0;              // validation set size
   double accuracy = 0.0;                      // final plain validation accuracy
   double error_rate = 0.0;                    // 1 - accuracy
