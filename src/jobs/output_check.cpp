@@ -49,13 +49,13 @@ struct Parents {
 Parents find_parents(const fs::path& path) {
   Parents p{path.parent_path(), {}};
   std::error_code ec;
-  fs::status(p.existing, ec);
+  (void)fs::status(p.existing, ec);
   while ((ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) &&
          p.existing != p.existing.root_path()) {
     if (fs::is_symlink(fs::symlink_status(p.existing, ec))) return p;  // a link to nothing
     p.first_missing = p.existing;
     p.existing = p.existing.parent_path();
-    fs::status(p.existing, ec);
+    (void)fs::status(p.existing, ec);
   }
   return p;
 }

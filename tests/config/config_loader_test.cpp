@@ -414,7 +414,7 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     const Config found =
         load_config_from_string("data:\n  root: data/synth      \r   # a comment\n", "t.yaml");
     CHECK(load_config_from_string(to_yaml(found), "t.yaml") == found);
-    for (const std::string text :
+    for (const std::string& text :
          {std::string("data/synth      \r"), std::string(" lead"), std::string("trail\t"),
           std::string("a\x01b"), std::string("tab\tinside"), std::string("del\x7f")}) {
       INFO(text);
