@@ -50,7 +50,7 @@ export UBSAN_OPTIONS="log_path=$LOGS/ubsan:halt_on_error=1:print_stacktrace=1:su
 # can only fail here; they run in the plain `test` step. (Caps set inside an already running
 # process, in a forked child, work under ASan and stay in.) LTFIT_ASAN_EXCLUDE='' runs them all.
 # scripts/check_test_filters.sh (a CTest test) checks that every pattern still names a test.
-default_exclude='makes ltfit exit 1|train out of memory: exit 5 naming|SIGTERM stops a pretrained-weights download|SIGTERM during the last epoch.s validation|among bombs, FIFOs|left with one readable image is refilled|_rebuild_from_type_v2 exits 4|stride-0 view claiming 5 GB is refused|flood of cheap opcodes in a small deflated|corrupt record exits 4 naming|hostile checkpoint .a stride-0 view'
+default_exclude='makes ltfit exit 1|train out of memory: exit 5 naming|stops a pretrained-weights download|SIGTERM during the last epoch.s validation|among bombs, FIFOs|left with one readable image is refilled|_rebuild_from_type_v2 exits 4|stride-0 view claiming 5 GB is refused|flood of cheap opcodes in a small deflated|corrupt record exits 4 naming|hostile checkpoint .a stride-0 view'
 exclude="${LTFIT_ASAN_EXCLUDE-$default_exclude}"
 left_out="the address-space-capped tests"
 # LTFIT_ASAN_SUBSET=quick (CI, whose 45 minutes cannot hold the whole suite under ASan): also

@@ -120,9 +120,9 @@ void write_combinations(std::string& out) {
          "body after `train.freeze_epochs`; a body frozen throughout is `one_cycle` with\n"
          "`train.frozen: true`). A key that another key makes irrelevant is accepted, and the\n"
          "command warns that it is ignored when it is set to anything but its default:\n\n";
-  out += "| key | ignored when |\n|---|---|\n";
+  // A list, not a table: the key table above is the one row per key (a test counts them).
   for (const auto& [key, when] : config_internal::describe_ignored()) {
-    out += "| " + cell(code(key)) + " | " + cell(when) + " |\n";
+    out += "- " + code(key) + " is ignored when " + when + "\n";
   }
 }
 

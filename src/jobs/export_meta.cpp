@@ -1,6 +1,8 @@
 // The sidecar of an exported weight file: see export_meta.h.
 #include "ltfit/jobs/export_meta.h"
 
+#include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
 
@@ -96,10 +98,18 @@ std::optional<ExportMeta> read_export_meta(const std::string& weights) {
     throw CheckpointError(e.what(), e.hint());
   }
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) malformed(path, "it is not a JSON object");
+  // A file of that name that does not say it is an export's description is someone else's (a
+  // torchvision reference's logits, notes): ignored, said so. One that says so must be whole.
+  const bool ours = !j.is_discarded() && j.is_object() && j.contains("format") &&
+                    j["format"].is_string() && j["format"].get<std::string>() == kFormat;
+  if (!ours) {
+    spdlog::warn("{} is not the description of an ltfit export (no \"format\": \"{}\"): ignored",
+                 path, kFormat);
+    return std::nullopt;
+  }
   try {
-    if (j.value("format", "") != kFormat || j.value("version", 0) != kVersion)
-      malformed(path, "its \"format\" is not \"ltfit-export\", version 1");
+    if (j.value("version", 0) != kVersion)
+      malformed(path, "its \"version\" is not " + std::to_string(kVersion));
     return parse_meta(j);
   } catch (const nlohmann::json::exception& e) {
     malformed(path, e.what());

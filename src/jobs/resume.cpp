@@ -9,6 +9,7 @@
 #include "ltfit/config/config_loader.h"
 #include "ltfit/jobs/command_config.h"
 #include "ltfit/jobs/schedule_keys.h"
+#include "ltfit/run/run_dir.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/recipe.h"
@@ -167,6 +168,9 @@ ResolvedTrain resolve_request(const TrainRequest& request) {
 
 std::string report_completed_run(const std::string& summary_path) {
   const fs::path run_dir = fs::path(summary_path).parent_path();
+  // Under the run's lock, for as long as this looks: only what a killed session left (stale
+  // temporaries) is removed; the run's own files stay as they are.
+  const OpenRunDir opened = open_run_dir_to_continue(run_dir);
   spdlog::info(
       "the run in {} is complete (every epoch trained, summary.json written): nothing to do, "
       "nothing changed. To train more, start a new run from its weights: ltfit train "

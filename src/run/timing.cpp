@@ -30,10 +30,6 @@ namespace ltfit {
 
 namespace {
 
-constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
-    "data_wait", "host_to_device", "forward", "backward",
-    "optimizer", "validation",     "tta",     "checkpoint", "grad_sync"};
-
 // Also initialises CUDA: the caching allocator exists only once CUDA is initialised (normally by
 // the first CUDA tensor), and its statistics calls throw "Invalid device argument" before that.
 // torch.cuda's memory functions do the same (_lazy_init) first.
@@ -51,7 +47,7 @@ double sum(const PhaseSeconds& phases) {
 
 nlohmann::json phases_json(const PhaseSeconds& phases) {
   nlohmann::json j = nlohmann::json::object();
-  for (int i = 0; i < kPhaseCount; ++i) j[kPhaseNames[i]] = phases[i];
+  for (int i = 0; i < kPhaseCount; ++i) j[phase_name(static_cast<Phase>(i))] = phases[i];
   return j;
 }
 
@@ -81,8 +77,6 @@ std::optional<std::int64_t> overall_gpu_peak(const Profiler& profiler) {
 }
 
 }  // namespace
-
-const char* phase_name(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
 
 Profiler::Profiler(const torch::Device& device, bool sync)
     : device_(device),
@@ -214,7 +208,7 @@ std::string format_phase_table(const PhaseSeconds& phases) {
   for (int i = 0; i < kPhaseCount; ++i) {
     const double share = total > 0.0 ? 100.0 * phases[i] / total : 0.0;
     table +=
-        fmt::format("{:<15} {:>8} {:>5.1f}%\n", kPhaseNames[i], format_mm_ss(phases[i]), share);
+        fmt::format("{:<15} {:>8} {:>5.1f}%\n", phase_name(static_cast<Phase>(i)), format_mm_ss(phases[i]), share);
   }
   table +=
       fmt::format("{:<15} {:>8} {:>5.1f}%", "total", format_mm_ss(total), total > 0 ? 100.0 : 0.0);

@@ -6,8 +6,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "support/test_support.h"
 
@@ -121,13 +123,24 @@ TEST_CASE("ConvNeXt and EfficientNet train, export for torchvision, reload and p
   for (const auto& t : prediction["top"]) total += t["probability"].get<double>();
   CHECK(total == Approx(1.0));
 
-  // predict --weights FILE --arch A: the body from the file, the arch's eval transform, ImageNet's
-  // 1000 names (this file's 2-class classifier is replaced, so only the mechanics are checked).
-  const auto imagenet =
+  // predict --weights FILE --arch A uses the file as it is: its own 2-class classifier, named by
+  // the FILE.json export wrote beside it (it never puts a fresh 1000-class classifier there).
+  const auto own =
       run_ltfit("predict --json --top 3 --weights " + pth.string() + " --arch " + arch + " " + image);
-  INFO(imagenet.output);
-  REQUIRE(imagenet.exit_code == 0);
-  CHECK(nlohmann::json::parse(imagenet.stdout_text)["top"].size() == 3);
+  INFO(own.output);
+  REQUIRE(own.exit_code == 0);
+  const auto own_top = nlohmann::json::parse(own.stdout_text)["top"];
+  REQUIRE(own_top.size() == 2);  // --top 3 of a 2-class model
+  std::vector<std::string> names;
+  for (const auto& t : own_top) names.push_back(t["class"].get<std::string>());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"cat", "dog"});
+  // An --arch that contradicts the file's description is a usage error; without the description,
+  // another arch's file is refused by name and shape.
   CHECK(run_ltfit("predict --weights " + pth.string() + " --arch resnet18 " + image).exit_code ==
-        4);  // another arch's file: refused by name and shape
+        2);
+  fs::path sidecar = pth;
+  fs::remove(sidecar.replace_extension(".json"));
+  CHECK(run_ltfit("predict --weights " + pth.string() + " --arch resnet18 " + image).exit_code ==
+        4);
 }

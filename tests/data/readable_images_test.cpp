@@ -38,7 +38,7 @@ std::vector<ltfit::Batch> one_epoch(ltfit::Loader& loader, int epoch, std::int64
 // `readable` small images followed by `empty` empty .jpg files.
 std::vector<ltfit::Sample> mostly_empty(const ltfit::testing::TempDir& dir, int readable,
                                         int empty) {
-  auto samples = ltfit::testing::write_small_synth(dir.path(), readable, 2, 20, 28, /*seed=*/4);
+  auto samples = ltfit::testing::write_small_synth(dir.path(), readable, 2, 32, 40, /*seed=*/4);
   for (int i = 0; i < empty; ++i) {
     const fs::path path = dir.path() / "empty" / ("e" + std::to_string(i) + ".jpg");
     ltfit::testing::write_file(path, "");
@@ -113,12 +113,12 @@ TEST_CASE("the plan over readable images is the same for any worker count, shard
 TEST_CASE("check_readable names what the header check refuses and keeps the rest",
           "[data][readable]") {
   ltfit::testing::TempDir dir;
-  auto samples = ltfit::testing::write_small_synth(dir.path(), 4, 2, 20, 28, /*seed=*/2);
+  auto samples = ltfit::testing::write_small_synth(dir.path(), 4, 2, 32, 40, /*seed=*/2);
   const std::string good = ltfit::testing::read_file(samples[0].path);
   const fs::path bad = dir.path() / "bad";
   ltfit::testing::write_file(bad / "empty.jpg", "");
   ltfit::testing::write_file(bad / "text.jpg", "not an image at all");
-  ltfit::testing::write_file(bad / "truncated.jpg", good.substr(0, good.size() / 2));
+  ltfit::testing::write_file(bad / "truncated.jpg", good.substr(0, good.size() - 8));  // the end cut off
   ltfit::testing::write_file(bad / "huge.png", ltfit::testing::png_claiming(20000, 20000));
   ltfit::testing::write_file(bad / "body.png", ltfit::testing::png_claiming(30, 30));
   for (const char* name : {"empty.jpg", "text.jpg", "truncated.jpg", "huge.png", "body.png"}) {

@@ -126,3 +126,22 @@ TEST_CASE("predict_job: requests without a usable model are ConfigErrors", "[job
   request.weights = "w.pth";  // with a checkpoint: one or the other
   CHECK_THROWS_AS(ltfit::run_predict_job(request), ltfit::ConfigError);
 }
+
+TEST_CASE("read_export_meta ignores another file of the sidecar's name, refuses a broken one",
+          "[jobs][export]") {
+  TempDir dir;
+  const std::string weights = (dir.path() / "resnet18.pth").string();
+  CHECK_FALSE(ltfit::read_export_meta(weights).has_value());  // no sidecar
+  // A torchvision reference's expected logits, say: not ours, so not a reason to refuse the file.
+  ltfit::testing::write_file(dir.path() / "resnet18.json", "{\"input\": [1, 2], \"logits\": []}\n");
+  CHECK_FALSE(ltfit::read_export_meta(weights).has_value());
+  ltfit::testing::write_file(dir.path() / "resnet18.json", "not json at all");
+  CHECK_FALSE(ltfit::read_export_meta(weights).has_value());
+  // One that says it is an export's description must be a whole one of this version.
+  ltfit::testing::write_file(dir.path() / "resnet18.json",
+                             "{\"format\": \"ltfit-export\", \"version\": 2}");
+  CHECK_THROWS_AS(ltfit::read_export_meta(weights), ltfit::CheckpointError);
+  ltfit::testing::write_file(dir.path() / "resnet18.json",
+                             "{\"format\": \"ltfit-export\", \"version\": 1, \"arch\": 3}");
+  CHECK_THROWS_AS(ltfit::read_export_meta(weights), ltfit::CheckpointError);
+}

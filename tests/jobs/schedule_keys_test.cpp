@@ -25,7 +25,6 @@ TEST_CASE("schedule_key_changes names each schedule key that changed, old and ne
       {"train.recipe=one_cycle", "train.recipe fine_tune -> one_cycle"},
       {"train.epochs=5", "train.epochs 3 -> 5"},
       {"train.freeze_epochs=2", "train.freeze_epochs 1 -> 2"},
-      {"train.frozen=true", "train.frozen false -> true"},
       {"train.lr=[1.0e-5,1.0e-3]", "train.lr [0.001] -> [1e-05, 0.001]"},
       {"train.one_cycle.pct_start=0.25", "train.one_cycle.pct_start 0.3 -> 0.25"},
       {"train.one_cycle.div=10", "train.one_cycle.div 25 -> 10"},
@@ -45,6 +44,11 @@ TEST_CASE("schedule_key_changes names each schedule key that changed, old and ne
     REQUIRE(changes.size() == 1);
     CHECK(ltfit::describe_changes(changes) == expected);
   }
+  // train.frozen goes with one_cycle only (fine_tune with a frozen body is refused at load time).
+  const ltfit::Config cycle = with({"train.recipe=one_cycle"});
+  CHECK(ltfit::describe_changes(ltfit::schedule_key_changes(
+            cycle, with({"train.recipe=one_cycle", "train.frozen=true"}))) ==
+        "train.frozen false -> true");
   const auto two = ltfit::schedule_key_changes(base, with({"data.batch_size=8", "train.epochs=1"}));
   CHECK(ltfit::describe_changes(two) == "train.epochs 3 -> 1, data.batch_size 16 -> 8");
 }

@@ -37,7 +37,9 @@ std::string export_meta_json(const ExportMeta& meta);
 void write_export_meta(const std::string& weights, const ExportMeta& meta);
 
 // The sidecar of `weights` when there is one; nullopt when export_meta_path(weights) does not
-// exist. CheckpointError (exit 4) naming it when it cannot be read or is not an ltfit export's.
+// exist, or holds something else (no "format": "ltfit-export": someone else's file of that name,
+// ignored with a warning). CheckpointError (exit 4) naming it when it cannot be read, or says it
+// is an ltfit export's description but is not a whole one of this version.
 std::optional<ExportMeta> read_export_meta(const std::string& weights);
 
 }  // namespace ltfit

@@ -61,7 +61,8 @@ struct ResolvedTrain {
 ResolvedTrain resolve_resume(const TrainRequest& request);
 
 // For a complete run (completed_summary): logs that it is complete and how to train more, and
-// returns its summary.json as written. Reads only.
+// returns its summary.json as written. Takes the run's lock while it looks and removes only the
+// stale temporaries a killed session left; the run's own files stay as they are.
 std::string report_completed_run(const std::string& summary_path);
 
 }  // namespace ltfit
