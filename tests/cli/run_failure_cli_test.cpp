@@ -86,7 +86,7 @@ TEST_CASE("a stopped run's 'continue with' line is in train.log", "[cli][run_dir
   CHECK_FALSE(fs::exists(dir.path() / "runs" / "tiny" / "failed.txt"));  // a stop is no failure
 }
 
-TEST_CASE("train shows a short config summary; train.log and config.yaml hold every key",
+TEST_CASE("train shows a short config summary, train.log and config.yaml hold every key",
           "[cli][run_dir]") {
   TempDir dir;
   REQUIRE(run_ltfit("synth --out " + (dir.path() / "data").string() + " --train 16 --valid 8")
