@@ -28,6 +28,12 @@ if split="$(grep -F ';' <<<"$names")"; then
   echo "test names with ';' (CTest would split them and run neither): $split"
   bad=1
 fi
+# A name that starts with '-' reaches the test binary as an option ("Unrecognised token"), so
+# CTest can only fail it, never run it.
+if dashed="$(grep -E '^-' <<<"$names")"; then
+  echo "test names starting with '-' (the test binary would read them as options): $dashed"
+  bad=1
+fi
 
 exclude="$(sed -n "s/^default_exclude='\(.*\)'$/\1/p" "$ROOT/scripts/ci_sanitizers.sh")"
 [[ -n "$exclude" ]] || { echo "no default_exclude found in scripts/ci_sanitizers.sh"; exit 1; }

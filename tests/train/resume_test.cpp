@@ -258,7 +258,7 @@ TEST_CASE("a save prunes only the numbered checkpoints it superseded", "[train][
   CHECK(ltfit::read_checkpoint_meta((checkpoints / "last.ckpt").string()).global_step == 4);
 }
 
-TEST_CASE("--resume auto without last.ckpt continues from the newest numbered checkpoint",
+TEST_CASE("resume auto without last.ckpt continues from the newest numbered checkpoint",
           "[train][resume]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
