@@ -22,6 +22,7 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ltfit::testing::read_file;
+using ltfit::testing::run_bash;
 using ltfit::testing::run_ltfit;
 using ltfit::testing::TempDir;
 using ltfit::testing::write_file;
@@ -44,19 +45,6 @@ std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 
          std::to_string(epochs) +
          ", lr: 2.0e-3, device: cpu}\n"
          "eval: {tta: false}\n";
-}
-
-// Runs `script` with bash and returns its stdout.
-std::string run_bash(const fs::path& dir, const std::string& script) {
-  const fs::path file = dir / "script.sh";
-  write_file(file, script);
-  FILE* pipe = popen(("bash " + file.string()).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (const size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
 }
 
 // Writes a synthetic set and trains one tiny run in `dir`; returns its last checkpoint.

@@ -13,6 +13,7 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ltfit::testing::run_bash;
 using ltfit::testing::run_ltfit;
 using ltfit::testing::TempDir;
 
@@ -39,19 +40,6 @@ fs::path write_slow_run(const fs::path& dir, double every_minutes) {
   const fs::path config = dir / "c.yaml";
   ltfit::testing::write_file(config, slow_config(dir / "data", every_minutes));
   return config;
-}
-
-// Runs `script` with bash and returns its stdout.
-std::string run_bash(const fs::path& dir, const std::string& script) {
-  const fs::path file = dir / "script.sh";
-  ltfit::testing::write_file(file, script);
-  FILE* pipe = popen(("bash " + file.string()).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (const size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
 }
 
 // Starts training in the background, waits until `run/steps.csv` has more than `rows` lines,

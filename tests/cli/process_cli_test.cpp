@@ -20,6 +20,7 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ltfit::testing::read_file;
+using ltfit::testing::run_bash;
 using ltfit::testing::run_ltfit;
 using ltfit::testing::TempDir;
 using ltfit::testing::write_file;
@@ -51,19 +52,6 @@ void synth(const fs::path& dir, int train, int valid) {
   const auto r = run_ltfit("synth --out " + dir.string() + " --train " + std::to_string(train) +
                            " --valid " + std::to_string(valid) + " --seed 2");
   REQUIRE(r.exit_code == 0);
-}
-
-// Runs `script` with bash and returns its stdout.
-std::string run_bash(const fs::path& dir, const std::string& script) {
-  const fs::path file = dir / "script.sh";
-  write_file(file, script);
-  FILE* pipe = popen(("bash " + file.string()).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (const size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
 }
 
 // Bash: waits (up to 60 s) until `file` has more than `rows` lines or the process `$pid` ended.

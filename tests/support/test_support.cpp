@@ -111,4 +111,16 @@ int free_loopback_port() {
   return port;
 }
 
+std::string run_bash(const std::filesystem::path& dir, const std::string& script) {
+  const std::filesystem::path file = dir / "script.sh";
+  write_file(file, script);
+  FILE* pipe = popen(("bash " + file.string()).c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot start bash for " + file.string());
+  std::string out;
+  char buffer[4096];
+  while (const size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
 }  // namespace ltfit::testing

@@ -34,6 +34,10 @@ struct CommandResult {
 // `env` ("NAME=value ...") is prepended to the command line.
 CommandResult run_ltfit(const std::string& args, const std::string& env = "");
 
+// Writes `script` to `dir`/script.sh, runs it with bash and returns its stdout (stderr passes
+// through); std::runtime_error when bash cannot be started.
+std::string run_bash(const std::filesystem::path& dir, const std::string& script);
+
 // Writes `text` to `path` (creating parent directories).
 void write_file(const std::filesystem::path& path, const std::string& text);
 
