@@ -65,7 +65,10 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
        field("p_affine", augment.p_affine,
              "probability of each affine transform (rotate, zoom, warp)"),
        field("p_lighting", augment.p_lighting,
-             "probability of each lighting transform (brightness, contrast)")});
+             "probability of each lighting transform (brightness, contrast)"),
+       field("random_crop", augment.random_crop,
+             "the training crop (the shorter side's square) at a random position, fastai's "
+             "`rand_crop`; false: centred, as validation images are")});
 }
 
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
@@ -88,8 +91,8 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
                "training augmentation, fastai's `get_transforms()` parameters; validation images "
                "are only resized and centre-cropped. `augment: none` turns all of it off in one "
                "key (flip false, max_rotate 0, max_zoom 1, max_lighting 0, max_warp 0, p_affine "
-               "0, p_lighting 0; the training crop of the shorter side's square keeps its random "
-               "position) and is written back as `none`"),
+               "0, p_lighting 0, random_crop false: training images are resized and centre-cropped "
+               "as validation images are) and is written back as `none`"),
        field("subset", data.subset,
              "fraction of each split's images used, per class, chosen by `run.seed` (quick "
              "rehearsals: `ltfit experiment --subset`)"),

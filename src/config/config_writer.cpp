@@ -106,6 +106,7 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_plain(out, "max_warp", format_number(a.max_warp));
   put_plain(out, "p_affine", format_number(a.p_affine));
   put_plain(out, "p_lighting", format_number(a.p_lighting));
+  put_bool(out, "random_crop", a.random_crop);
   out << YAML::EndMap << YAML::EndMap;
 }
 

@@ -230,8 +230,12 @@ AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
   // not it is used, so each one depends only on the seed, never on the other settings.
   SplitMix64 rng(seed);
   AugmentParams p;
-  p.crop_row_pct = rng.uniform();
-  p.crop_col_pct = rng.uniform();
+  const double crop_row = rng.uniform();
+  const double crop_col = rng.uniform();
+  if (config.random_crop) {
+    p.crop_row_pct = crop_row;
+    p.crop_col_pct = crop_col;
+  }  // else the defaults, 0.5: centred
   const bool flip = rng.bernoulli(0.5);
   p.flip = config.flip && flip;
 

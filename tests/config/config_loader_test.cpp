@@ -579,7 +579,7 @@ TEST_CASE("data.augment: none turns every augmentation off and is written back a
   const Config off = load_config_from_string("data:\n  augment: none\n", "t.yaml");
   const AugmentConfig none = {/*flip=*/false,   /*max_rotate=*/0.0, /*max_zoom=*/1.0,
                               /*max_lighting=*/0.0, /*max_warp=*/0.0, /*p_affine=*/0.0,
-                              /*p_lighting=*/0.0};
+                              /*p_lighting=*/0.0, /*random_crop=*/false};
   CHECK(off.data.augment == none);
   const std::string yaml = to_yaml(off);
   CHECK_THAT(yaml, Contains("augment: none"));
@@ -588,6 +588,14 @@ TEST_CASE("data.augment: none turns every augmentation off and is written back a
   CHECK(load_config_from_string("", "t.yaml", {parse_override("data.augment=none")})
             .data.augment == none);
   CHECK_THAT(to_yaml(load_config_from_string("", "t.yaml")), Contains("max_rotate: 10"));
+  CHECK(load_config_from_string("", "t.yaml").data.augment.random_crop);
+  // random_crop alone: still a mapping (other keys at their defaults), written back as false.
+  const Config centred = load_config_from_string("data:\n  augment:\n    random_crop: false\n",
+                                                 "t.yaml");
+  CHECK_FALSE(centred.data.augment.random_crop);
+  CHECK(centred.data.augment.max_rotate == 10);
+  CHECK_THAT(to_yaml(centred), Contains("random_crop: false"));
+  CHECK_FALSE(load_config_from_string(to_yaml(centred), "w").data.augment.random_crop);
   CHECK_THAT(error_of_string("data:\n  augment: off\n"),
              Contains("data.augment: expected none, or a map"));
 }

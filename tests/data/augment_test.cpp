@@ -159,6 +159,28 @@ TEST_CASE("draw_augment: disabled transforms keep their identity values", "[augm
   CHECK(p.crop_row_pct == ltfit::draw_augment(AugmentConfig{}, 5).crop_row_pct);
 }
 
+TEST_CASE("draw_augment: random_crop false centres the crop and keeps every other draw",
+          "[augment][data]") {
+  AugmentConfig centred;
+  centred.random_crop = false;
+  bool moved = false;
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    const AugmentParams random = ltfit::draw_augment(AugmentConfig{}, seed);
+    AugmentParams p = ltfit::draw_augment(centred, seed);
+    REQUIRE(p.crop_row_pct == 0.5);
+    REQUIRE(p.crop_col_pct == 0.5);
+    moved = moved || random.crop_row_pct != 0.5;
+    p.crop_row_pct = random.crop_row_pct;
+    p.crop_col_pct = random.crop_col_pct;
+    REQUIRE(same_params(p, random));  // the crop's two values are still drawn (fixed order)
+  }
+  CHECK(moved);
+  // Every augmentation off and a centred crop: the identity, which is validation's transform.
+  AugmentConfig off{false, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, false};
+  for (std::uint64_t seed = 0; seed < 50; ++seed)
+    REQUIRE(same_params(ltfit::draw_augment(off, seed), AugmentParams{}));
+}
+
 TEST_CASE("sampling_matrix: identity maps output pixel centres onto the crop square",
           "[augment][data]") {
   AugmentParams p;

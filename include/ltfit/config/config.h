@@ -109,6 +109,8 @@ struct AugmentConfig {
   double max_warp = 0.2;      // symmetric perspective warp magnitude; 0 disables
   double p_affine = 0.75;     // probability of each affine transform (rotate, zoom, warp)
   double p_lighting = 0.75;   // probability of each lighting transform
+  bool random_crop = true;    // training crop of the shorter side's square at a random position;
+                              // false: centred, as validation crops
 
   bool operator==(const AugmentConfig&) const = default;
 };
