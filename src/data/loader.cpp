@@ -15,6 +15,7 @@
 #include <array>
 #include <condition_variable>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -64,6 +65,11 @@ struct Loader::State {
   std::set<std::string> bad_paths;
   std::vector<std::string> bad_examples;
   std::int64_t dropped_batches = 0;
+  // Training: positions whose decoding failed (header check passed), from delivered batches
+  // only, so what is reported depends on how far the epoch got, never on the workers' timing.
+  std::set<std::int64_t> failed_positions;
+  // Per built batch: the unreadable positions among the candidates it went through.
+  std::map<std::int64_t, std::vector<std::int64_t>> failed_in;
 };
 
 Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
@@ -97,6 +103,8 @@ Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
   plan_.resize(samples_.size());
   for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i] = static_cast<std::int64_t>(i);
   if (options_.train) plan_readable();
+  readable_ = plan_;
+  scheduled_batches_ = epoch_batches();
   start_workers(worker_count_);
 }
 
@@ -141,10 +149,36 @@ Loader::~Loader() {
 
 int Loader::workers() const { return worker_count_; }
 
-std::int64_t Loader::batches_per_epoch() const {
+std::int64_t Loader::epoch_batches() const {
   const auto n = static_cast<std::int64_t>(plan_.size());
   const std::int64_t b = options_.batch_size;
   return options_.train ? n / b : (n + b - 1) / b;
+}
+
+std::int64_t Loader::batches_per_epoch() const { return scheduled_batches_; }
+
+std::int64_t Loader::epoch_batch_count() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->num_batches;
+}
+
+std::vector<std::int64_t> Loader::found_unreadable() const {
+  std::lock_guard lock(state_->mutex);
+  return {state_->failed_positions.begin(), state_->failed_positions.end()};
+}
+
+void Loader::leave_out(const std::vector<std::int64_t>& positions) {
+  LTFIT_CHECK(std::is_sorted(positions.begin(), positions.end()), "leave_out: unsorted");
+  const std::size_t before = plan_.size();
+  plan_.clear();
+  std::set_difference(readable_.begin(), readable_.end(), positions.begin(), positions.end(),
+                      std::back_inserter(plan_));
+  if (plan_.size() < before) {
+    spdlog::warn(
+        "{} training image(s) failed to decode: left out of the epochs from now on ({} planned, "
+        "{} batches of the {} scheduled)",
+        readable_.size() - plan_.size(), plan_.size(), epoch_batches(), scheduled_batches_);
+  }
 }
 
 void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
@@ -160,11 +194,12 @@ void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
     state_->epoch = epoch;
     ++state_->generation;
     state_->order = std::move(order);
-    state_->num_batches = batches_per_epoch();
+    state_->num_batches = epoch_batches();
     const std::int64_t first = std::clamp<std::int64_t>(skip_batches, 0, state_->num_batches);
     state_->next_to_build = first;
     state_->next_to_deliver = first;
     state_->done.clear();
+    state_->failed_in.clear();
     state_->error = nullptr;
   }
   state_->work_ready.notify_all();
@@ -178,6 +213,10 @@ std::optional<Batch> Loader::next() {
     if (state_->error) std::rethrow_exception(state_->error);
     std::optional<Batch> batch = std::move(state_->done[want]);
     state_->done.erase(want);
+    if (const auto failed = state_->failed_in.find(want); failed != state_->failed_in.end()) {
+      state_->failed_positions.insert(failed->second.begin(), failed->second.end());
+      state_->failed_in.erase(failed);
+    }
     ++state_->next_to_deliver;
     state_->work_ready.notify_all();
     if (batch) return batch;  // a batch left without (enough) readable images is passed over
@@ -254,11 +293,15 @@ bool Loader::note_unreadable(const std::string& path, const std::string& error) 
 }
 
 bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
-                        torch::Tensor& images, Batch& batch, std::vector<std::int64_t>& labels) {
+                        torch::Tensor& images, Batch& batch, std::vector<std::int64_t>& labels,
+                        std::vector<std::int64_t>& unreadable) {
   const Sample& sample = samples_[static_cast<std::size_t>(position)];
   {
     std::lock_guard lock(state_->mutex);  // known unreadable: no need to read it again
-    if (state_->bad_paths.count(sample.path)) return false;
+    if (state_->bad_paths.count(sample.path)) {
+      unreadable.push_back(position);
+      return false;
+    }
   }
   std::uint64_t seed = sample_seed(options_.seed, epoch, position);
   if (refill > 0) seed = mix_seed(seed, static_cast<std::uint64_t>(refill));
@@ -266,6 +309,7 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
   std::optional<torch::Tensor> image = load_sample(position, epoch, seed, &error);
   if (!image) {
     note_unreadable(sample.path, error);
+    unreadable.push_back(position);
     return false;
   }
   images[static_cast<std::int64_t>(labels.size())].copy_(*image);
@@ -274,7 +318,8 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
   return true;
 }
 
-std::optional<Batch> Loader::build_batch(const Work& work) {
+std::optional<Batch> Loader::build_batch(const Work& work,
+                                         std::vector<std::int64_t>& unreadable) {
   const std::vector<std::int64_t>& order = *work.order;
   const auto n = static_cast<std::int64_t>(order.size());
   const std::int64_t b = options_.batch_size;
@@ -291,7 +336,8 @@ std::optional<Batch> Loader::build_batch(const Work& work) {
   std::vector<std::int64_t> labels;
   Batch batch;
   for (std::int64_t i = begin; i < end; ++i) {
-    add_sample(order[static_cast<std::size_t>(i)], work.epoch, 0, images, batch, labels);
+    add_sample(order[static_cast<std::size_t>(i)], work.epoch, 0, images, batch, labels,
+               unreadable);
   }
   if (options_.train) {
     // Refill from the images after this (global) batch in the epoch's order (wrapping), in that
@@ -304,7 +350,7 @@ std::optional<Batch> Loader::build_batch(const Work& work) {
                                  static_cast<std::int64_t>(labels.size()) < want;
          t += stride) {
       add_sample(order[static_cast<std::size_t>((global_end + t) % n)], work.epoch,
-                 work.index + 1, images, batch, labels);
+                 work.index + 1, images, batch, labels, unreadable);
     }
     if (static_cast<std::int64_t>(labels.size()) < kMinTrainBatch) {
       std::lock_guard lock(state_->mutex);
@@ -337,18 +383,21 @@ void Loader::worker_loop() {
     const std::uint64_t generation = state_->generation;
     lock.unlock();
     std::optional<Batch> batch;
+    std::vector<std::int64_t> unreadable;
     std::exception_ptr error;
     try {
-      batch = build_batch(work);
+      batch = build_batch(work, unreadable);
     } catch (...) {
       error = std::current_exception();
     }
     lock.lock();
     if (generation != state_->generation) continue;  // epoch restarted meanwhile: drop it
-    if (error)
+    if (error) {
       state_->error = error;
-    else
+    } else {
       state_->done[work.index] = std::move(batch);
+      if (options_.train && !unreadable.empty()) state_->failed_in[work.index] = std::move(unreadable);
+    }
     state_->batch_ready.notify_all();
   }
 }

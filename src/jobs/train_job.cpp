@@ -202,6 +202,20 @@ void record_skipped(RunSummary& summary, const Loader& train, const Loader& vali
   }
 }
 
+// A checkpoint's decoding failures name positions in the training sample list: one past its end
+// means the images changed since the checkpoint was written.
+void check_decode_failures(const DecodeFailures& failures, std::int64_t samples,
+                           const std::string& checkpoint) {
+  for (const auto* list : {&failures.left_out, &failures.found}) {
+    if (!list->empty() && list->back() >= samples) {
+      throw CheckpointError("checkpoint '" + checkpoint + "' leaves out training image " +
+                                std::to_string(list->back()) + " (failed to decode), but the " +
+                                "training set now has " + std::to_string(samples) + " images",
+                            "resume with the images the run was started on, or start a new run");
+    }
+  }
+}
+
 // Rank 0's choices, shared: which checkpoint `--resume auto` resolved to and the config it
 // resolved (from the checkpoint or the file), so every rank trains the same run.
 void share_root_choices(DistSession& dist, Config& config, TrainJobOptions& options) {
@@ -245,7 +259,9 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   TrainState start_state;
   if (options.resume) {
     resumed = resume_from(*options.resume, model, *optimizer, index.classes);
-    start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler};
+    start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler,
+                   resumed.decode_failures};
+    check_decode_failures(resumed.decode_failures, train_loader.size(), *options.resume);
   }
   if (options.init_from) init_weights_from(*options.init_from, model, index.classes);
   std::optional<MetricsWriter::ResumeAt> metrics_resume;

@@ -66,6 +66,19 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
   w.mark();
   for (int i = 0; i < kPhaseCount; ++i) real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
   w.set_items();
+  const auto positions = [&w](const char* key, const std::vector<std::int64_t>& list) {
+    w.string(key);
+    w.empty_list();
+    w.mark();
+    for (const std::int64_t v : list) w.integer(v);
+    w.appends();
+  };
+  w.string("decode_failures");  // {"left_out": [position, ...], "found": [...]}
+  w.empty_dict();
+  w.mark();
+  positions("left_out", meta.decode_failures.left_out);
+  positions("found", meta.decode_failures.found);
+  w.set_items();
   const TrainPosition& p = meta.position;
   w.string("position");
   w.empty_dict();
@@ -162,6 +175,29 @@ void read_phase_seconds(const CheckpointFields& f, const Value& root, PhaseSecon
   }
 }
 
+// `decode_failures`, optional (none in files written before ltfit kept it): two lists of
+// ascending, non-negative sample positions.
+void read_decode_failures(const CheckpointFields& f, const Value& root, DecodeFailures& out) {
+  const Value* failures = pickle::find_entry(root, "decode_failures");
+  if (failures == nullptr) return;
+  f.of_kind(*failures, Kind::kDict, "decode_failures");
+  const auto read = [&](const char* key, std::vector<std::int64_t>& list) {
+    const Value& items = f.of_kind(f.at(*failures, key, "decode_failures"), Kind::kList,
+                                   std::string("decode_failures.") + key);
+    list.reserve(items.items.size());
+    for (const auto& item : items.items) {
+      const std::int64_t position =
+          f.of_kind(*item, Kind::kInt, std::string("decode_failures.") + key).integer;
+      if (position < 0 || (!list.empty() && position <= list.back())) {
+        f.fail(std::string("decode_failures.") + key, "is not an ascending list of positions");
+      }
+      list.push_back(position);
+    }
+  };
+  read("left_out", out.left_out);
+  read("found", out.found);
+}
+
 CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   check_format(f, root);
   CheckpointMeta meta;
@@ -177,6 +213,7 @@ CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   meta.best_accuracy = f.real(root, "best_accuracy", "");
   meta.train_seconds = f.real(root, "train_seconds", "");
   read_phase_seconds(f, root, meta.phase_seconds);
+  read_decode_failures(f, root, meta.decode_failures);
   const Value* optimizer_type = pickle::find_entry(root, "optimizer_type");
   meta.weights_only = optimizer_type != nullptr && optimizer_type->kind == Kind::kString &&
                       optimizer_type->text == "none";

@@ -132,6 +132,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   meta.position = state.position;
   meta.best_accuracy = best_accuracy_;
   meta.scaler = state.scaler;
+  meta.decode_failures = state.decode_failures;
   meta.train_seconds = options_.prior_train_seconds + seconds_between(options_.train_start, start);
   if (profiler != nullptr) meta.phase_seconds = profiler->totals();
   if (!options_.write) {  // a data-parallel rank other than 0: rank 0 writes

@@ -95,7 +95,7 @@ void ObserverHook::stage_begin(TrainContext& ctx) {
 void ObserverHook::epoch_begin(TrainContext& ctx) {
   observer_.on_epoch_begin({ctx.state.global_epoch,
                             ctx.state.position.batch_in_epoch / ctx.accumulate,
-                            ctx.steps_per_epoch});
+                            ctx.steps_this_epoch});
 }
 
 void ObserverHook::after_step(TrainContext& ctx) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 
 #include <torch/nn/functional/loss.h>
 
@@ -36,8 +37,12 @@ void add_to_smoothed_loss(TrainPosition& at, double loss) {
 }
 
 std::int64_t TrainContext::stage_step() const {
-  return static_cast<std::int64_t>(state.position.epoch_in_stage) * steps_per_epoch +
-         state.position.batch_in_epoch / accumulate;
+  const std::int64_t done = state.position.batch_in_epoch / accumulate;  // steps of this epoch
+  const std::int64_t planned = steps_per_epoch, have = steps_this_epoch;
+  const std::int64_t in_epoch = have >= planned || have <= 1
+                                    ? done
+                                    : (done * (planned - 1) + (have - 1) / 2) / (have - 1);
+  return static_cast<std::int64_t>(state.position.epoch_in_stage) * steps_per_epoch + in_epoch;
 }
 
 Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSource& train,
@@ -104,6 +109,7 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
   while (at.epoch_in_stage < stage.epochs && !ctx_.stop) {
     const auto start = Clock::now();
     const double wait_before = profiler_->seconds(Phase::kDataWait);
+    start_epoch();
     fire(&Hook::epoch_begin);
     const std::int64_t images = train_epoch();
     if (ctx_.stop) break;  // a hook ended the fit mid-epoch: no validation, no epoch record
@@ -149,12 +155,23 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   return epoch;
 }
 
+void Trainer::start_epoch() {
+  // A new epoch leaves out every image found undecodable so far; a resumed one, what it left
+  // out when it began (the checkpoint's), so it rebuilds the same batches.
+  DecodeFailures& failures = state_.decode_failures;
+  const std::int64_t first_batch = state_.position.batch_in_epoch;
+  if (first_batch == 0) failures.left_out = failures.found;
+  train_.leave_out(failures.left_out);
+  train_.start_epoch(state_.global_epoch, first_batch);
+  ctx_.batches_this_epoch = train_.epoch_batch_count();
+  ctx_.steps_this_epoch = ceil_div(ctx_.batches_this_epoch, ctx_.accumulate);
+}
+
 std::int64_t Trainer::train_epoch() {
   TrainPosition& at = state_.position;
   const std::int64_t first_batch = at.batch_in_epoch;
   model_->train();
   optimizer_.zero_grad(/*set_to_none=*/true);
-  train_.start_epoch(state_.global_epoch, first_batch);
   ctx_.epoch_images = 0;
   std::int64_t drawn = 0;
   for (;;) {
@@ -168,6 +185,9 @@ std::int64_t Trainer::train_epoch() {
     one_batch(*batch);
     if (ctx_.stop) break;
   }
+  // An epoch that lost batches to images left out ends before batches_per_epoch: the schedule
+  // (laid over the planned batches) continues from the next epoch's start.
+  if (!ctx_.stop) share_decode_failures();
   if (drawn == 0 && first_batch == 0) {
     throw DataError(
         "no training image could be read in epoch " + std::to_string(state_.global_epoch),
@@ -183,7 +203,7 @@ void Trainer::one_batch(const Batch& batch) {
   const std::int64_t group_start = at.batch_in_epoch / c.accumulate * c.accumulate;
   c.batch_in_step = static_cast<int>(at.batch_in_epoch - group_start);
   c.batches_in_step = static_cast<int>(
-      std::min<std::int64_t>(c.accumulate, c.batches_per_epoch - group_start));
+      std::min<std::int64_t>(c.accumulate, c.batches_this_epoch - group_start));
   c.step_now = c.batch_in_step + 1 >= c.batches_in_step;
   c.cancel_batch = c.skip_step = false;
   if (c.batch_in_step == 0) c.step_loss = 0.0;
@@ -231,7 +251,29 @@ void Trainer::one_batch(const Batch& batch) {
     optimizer_.zero_grad(/*set_to_none=*/true);
   }
   ++state_.global_step;
+  if (c.vote_save || c.vote_stop) share_decode_failures();  // the checkpoint holds them
   fire(&Hook::after_step);
+}
+
+void Trainer::share_decode_failures() {
+  std::vector<std::int64_t>& found = state_.decode_failures.found;
+  const std::vector<std::int64_t> mine = train_.found_unreadable();
+  std::vector<std::int64_t> all;
+  std::set_union(found.begin(), found.end(), mine.begin(), mine.end(), std::back_inserter(all));
+  DistGroup* group = options_.group;
+  if (group != nullptr && group->any(all.size() != found.size())) {
+    // Positions as a 0/1 map over the sample list, summed over the ranks.
+    torch::Tensor map = torch::zeros({train_.sample_count()}, torch::kInt32);
+    for (const std::int64_t p : all) map[p] = 1;
+    std::vector<torch::Tensor> tensors{map.to(group->device())};
+    group->all_reduce_sum(tensors);
+    const torch::Tensor summed = tensors[0].cpu();
+    const auto* counts = summed.const_data_ptr<std::int32_t>();
+    all.clear();
+    for (std::int64_t p = 0; p < summed.numel(); ++p)
+      if (counts[p] > 0) all.push_back(p);
+  }
+  found = std::move(all);
 }
 
 void set_body_frozen(Classifier& model, bool frozen) {

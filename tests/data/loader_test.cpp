@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
+#include <algorithm>
 #include <opencv2/imgcodecs.hpp>
 #include <thread>
 
@@ -385,6 +387,48 @@ TEST_CASE("training batches that lost images are refilled the same way on every 
     CHECK(torch::equal(resumed->images, a[i].images));
   }
   CHECK_FALSE(three.next());
+}
+
+TEST_CASE("images whose decoding failed are reported and leave the epochs planned after",
+          "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  auto samples = small_set(dir, 20);
+  const std::vector<std::int64_t> broken = {3, 11, 17};  // sound headers, no pixels
+  for (const std::int64_t i : broken) {
+    ltfit::testing::write_file(samples[static_cast<std::size_t>(i)].path,
+                               ltfit::testing::png_claiming(64, 64));
+  }
+  ltfit::LoaderOptions options = train_options(2);  // batches of 5
+  ltfit::Loader loader(samples, options);
+  REQUIRE(loader.batches_per_epoch() == 4);  // 20 pass the header check
+  const auto first = one_epoch(loader, 0);
+  REQUIRE(first.size() == 4);
+  for (const auto& b : first) CHECK(b.labels.size(0) == 5);  // refilled from later images
+  CHECK(loader.found_unreadable() == broken);
+  loader.leave_out(broken);
+  CHECK(loader.planned() == 17);
+  const auto second = one_epoch(loader, 1);
+  CHECK(loader.batches_per_epoch() == 4);  // the schedule's length stays
+  CHECK(loader.epoch_batch_count() == 3);  // 17 images: 3 full batches
+  REQUIRE(second.size() == 3);
+  std::set<std::int64_t> seen;
+  for (const auto& b : second) {
+    CHECK(b.labels.size(0) == 5);
+    for (const std::int64_t i : b.indices) {
+      CHECK(seen.insert(i).second);  // no image twice: nothing stands in for the broken ones
+      CHECK(std::find(broken.begin(), broken.end(), i) == broken.end());
+    }
+  }
+  // The plan depends on the set left out alone: another loader told the same plans the same.
+  ltfit::Loader other(samples, options);
+  other.leave_out(broken);
+  const auto again = one_epoch(other, 1);
+  REQUIRE(again.size() == second.size());
+  for (std::size_t i = 0; i < again.size(); ++i) CHECK(again[i].indices == second[i].indices);
+  CHECK(other.found_unreadable().empty());  // never decoded them
+  // A new set replaces the old one.
+  loader.leave_out({});
+  CHECK(loader.planned() == 20);
 }
 
 TEST_CASE("an epoch with a single readable image drops its training batches and counts them",

@@ -69,6 +69,7 @@ void check_same_meta(const ltfit::CheckpointMeta& a, const ltfit::CheckpointMeta
   CHECK(a.scaler.scale == b.scaler.scale);
   CHECK(a.scaler.growth_tracker == b.scaler.growth_tracker);
   CHECK(a.train_seconds == b.train_seconds);
+  CHECK(a.decode_failures == b.decode_failures);
 }
 
 void check_same_parameters(ltfit::Classifier& a, ltfit::Classifier& b) {
@@ -482,10 +483,12 @@ TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refu
   auto optimizer = ltfit::make_optimizer({}, model->layer_group_parameters());
   ltfit::CheckpointMeta meta = sample_meta();
   for (int i = 0; i < ltfit::kPhaseCount; ++i) meta.phase_seconds[i] = 0.5 + i;
+  meta.decode_failures = {{3, 17}, {3, 17, 40'000'000'000}};
   const std::string full = (dir.path() / "full.ckpt").string();
   ltfit::save_checkpoint(full, model, optimizer.get(), meta);
   const ltfit::CheckpointMeta read = ltfit::read_checkpoint_meta(full);
   CHECK(read.phase_seconds == meta.phase_seconds);
+  CHECK(read.decode_failures == meta.decode_failures);
   CHECK_FALSE(read.weights_only);
 
   const std::string weights = (dir.path() / "weights.ckpt").string();
@@ -502,7 +505,8 @@ TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refu
   }
 }
 
-TEST_CASE("a checkpoint written before phase_seconds existed loads with zeros",
+TEST_CASE("a checkpoint written before phase_seconds and decode_failures existed loads with "
+          "their defaults",
           "[parity][checkpoint]") {
   if (!python_torch()) {
     WARN("SKIPPED: Python torch is not installed (the oracle of this test)");
@@ -514,11 +518,14 @@ TEST_CASE("a checkpoint written before phase_seconds existed loads with zeros",
   train_steps(model, *optimizer, 1, 3);
   ltfit::CheckpointMeta meta = sample_meta();
   meta.phase_seconds.fill(2.0);
+  meta.decode_failures.found = {1, 2};
   const std::string path = (dir.path() / "new.ckpt").string();
   ltfit::save_checkpoint(path, model, optimizer.get(), meta);
+  const std::string half = (dir.path() / "half.ckpt").string();
   const std::string old = (dir.path() / "old.ckpt").string();
   const auto [status, output] = ltfit::testing::run_command(
-      "python3 " + oracle() + " strip " + path + " " + old + " phase_seconds");
+      "python3 " + oracle() + " strip " + path + " " + half + " phase_seconds && python3 " +
+      oracle() + " strip " + half + " " + old + " decode_failures");
   INFO(output);
   REQUIRE(status == 0);
   ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
@@ -527,5 +534,6 @@ TEST_CASE("a checkpoint written before phase_seconds existed loads with zeros",
       ltfit::load_checkpoint(old, loaded, loaded_optimizer.get(), /*restore_rng=*/true);
   check_same_meta(got, sample_meta());
   CHECK(got.phase_seconds == ltfit::PhaseSeconds{});
+  CHECK(got.decode_failures == ltfit::DecodeFailures{});
   check_same_parameters(model, loaded);
 }

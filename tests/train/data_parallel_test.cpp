@@ -34,16 +34,31 @@ class RankBatches : public ltfit::BatchSource {
     }
   }
   void start_epoch(int /*epoch*/, std::int64_t skip) override { next_ = skip; }
-  std::optional<ltfit::Batch> next() override {
-    if (next_ >= 3) return std::nullopt;
-    return batches_[static_cast<std::size_t>(next_++)];
-  }
+  std::optional<ltfit::Batch> next() override { return deliver(); }
   std::int64_t batches_per_epoch() const override { return 3; }
+  // Decoding failures: `fails` are reported once the first batch was delivered.
+  std::vector<std::int64_t> fails;
+  std::vector<std::vector<std::int64_t>> left_out;  // what each epoch's start was told
+  std::int64_t sample_count() const override { return 12; }
+  std::vector<std::int64_t> found_unreadable() const override {
+    return delivered_ ? fails : std::vector<std::int64_t>{};
+  }
+  void leave_out(const std::vector<std::int64_t>& positions) override {
+    left_out.push_back(positions);
+  }
 
  private:
   std::vector<ltfit::Batch> batches_;
   std::int64_t next_ = 0;
   int empty_at_;
+  mutable bool delivered_ = false;
+
+ public:
+  std::optional<ltfit::Batch> deliver() {
+    delivered_ = delivered_ || next_ < 3;
+    return next_ < 3 ? std::optional<ltfit::Batch>(batches_[static_cast<std::size_t>(next_++)])
+                     : std::nullopt;
+  }
 };
 
 // Replaces the images of batch `at` with NaN on one rank.
@@ -62,6 +77,8 @@ struct RankResult {
   std::string error;  // "": finished
   std::int64_t steps = 0;
   std::vector<torch::Tensor> weights;
+  std::vector<std::int64_t> found;                  // the trainer's decode_failures.found
+  std::vector<std::vector<std::int64_t>> left_out;  // what each epoch's start left out
 };
 
 // Trains 2 epochs on each of 2 ranks; `extra(rank)` adds hooks to a rank.
@@ -109,6 +126,8 @@ std::array<RankResult, 2> train_two_ranks(
         out.error = e.what();
       }
       out.steps = trainer.state().global_step;
+      out.found = trainer.state().decode_failures.found;
+      out.left_out = batches.left_out;
       for (const auto& p : model->parameters()) out.weights.push_back(p.detach().clone());
     } catch (const std::exception& e) {
       out.error = std::string("setup: ") + e.what();
@@ -182,4 +201,48 @@ TEST_CASE("a stop request on one rank stops every rank after the same step", "[d
     CHECK(r.steps == 2);
   }
   CHECK(same_weights(results[0], results[1]));
+}
+
+TEST_CASE("images that failed to decode on either rank leave the next epoch on both",
+          "[dist][train]") {
+  const auto results = train_two_ranks(
+      [](int rank) {
+        RankBatches batches(static_cast<std::uint64_t>(rank + 1), -1);
+        batches.fails = rank == 0 ? std::vector<std::int64_t>{5} : std::vector<std::int64_t>{2, 7};
+        return batches;
+      },
+      no_hooks);
+  for (const auto& r : results) {
+    INFO(r.error);
+    CHECK(r.error.empty());
+    CHECK(r.found == std::vector<std::int64_t>{2, 5, 7});
+    // Epoch 0 planned with none left out, epoch 1 without every rank's failures.
+    CHECK(r.left_out ==
+          std::vector<std::vector<std::int64_t>>{{}, {2, 5, 7}});
+  }
+}
+
+TEST_CASE("a checkpoint mid-epoch holds the failures of every rank", "[dist][train]") {
+  std::array<std::unique_ptr<ltfit::CheckpointWriter>, 2> writers;
+  std::atomic<int> polls{0};
+  const auto results = train_two_ranks(
+      [](int rank) {
+        RankBatches batches(static_cast<std::uint64_t>(rank + 1), -1);
+        batches.fails = {rank == 0 ? 4 : 9};
+        return batches;
+      },
+      [&](int rank, ltfit::Classifier& model, torch::optim::Optimizer& optimizer) {
+        ltfit::CheckpointWriterOptions options;
+        options.write = false;
+        options.cadence.every_minutes = 0;
+        if (rank == 0) options.stop_signal = [&polls] { return ++polls > 1; };  // at step 2
+        writers[static_cast<std::size_t>(rank)] = std::make_unique<ltfit::CheckpointWriter>(
+            "", model, optimizer, ltfit::CheckpointMeta{}, options);
+        return std::vector<ltfit::Hook*>{writers[static_cast<std::size_t>(rank)].get()};
+      });
+  for (const auto& r : results) {
+    INFO(r.error);
+    CHECK_THAT(r.error, Catch::Contains("training stopped at step 2"));
+    CHECK(r.found == std::vector<std::int64_t>{4, 9});  // shared before the save
+  }
 }

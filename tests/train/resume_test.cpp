@@ -18,6 +18,7 @@
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
+#include "data/hostile_images.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -321,4 +322,65 @@ TEST_CASE("timing.json of a resumed run sums every session's phases", "[train][r
   double phases = 0;
   for (const auto& [name, seconds] : timing["phases"].items()) phases += seconds.get<double>();
   CHECK(phases <= timing["total_seconds"].get<double>());
+}
+
+TEST_CASE("images whose decoding fails leave the later epochs; a resumed run plans the same",
+          "[train][resume]") {
+  TempDir dir;
+  const auto samples =
+      ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  ltfit::testing::write_small_synth(dir.path() / "clean", 24, 8, 40, 60, /*seed=*/4);
+  // Sound headers without pixels: the header check keeps them, only decoding finds them out.
+  const std::vector<std::int64_t> broken = {2, 9, 20};
+  for (const std::int64_t i : broken) {
+    const fs::path path = samples[static_cast<std::size_t>(i)].path;
+    ltfit::testing::write_file(path, ltfit::testing::png_claiming(48, 48));
+  }
+  const ltfit::Config config = resume_config(dir.path() / "data");
+  ltfit::TrainJobOptions whole;
+  whole.run_dir = (dir.path() / "whole").string();
+  const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);
+  REQUIRE(expected.epochs == 3);
+  // Epoch 0: 24 planned, 3 batches of 8 (refilled); epochs 1 and 2: 21 planned, 2 batches.
+  CHECK(expected.train_images == 21);
+  CHECK(expected.train_skipped_images == 3);
+  const std::vector<std::string> epochs = csv_column(dir.path() / "whole" / "steps.csv", 1);
+  CHECK(epochs == std::vector<std::string>{"0", "0", "0", "1", "1", "2", "2"});
+  const auto meta =
+      ltfit::read_checkpoint_meta((dir.path() / "whole/checkpoints/last.ckpt").string());
+  CHECK(meta.global_step == 7);
+  CHECK(meta.decode_failures.found == broken);
+  // The schedule still ends where it ends without broken images: the final learning rate.
+  ltfit::Config clean = resume_config(dir.path() / "clean");
+  ltfit::TrainJobOptions clean_run;
+  clean_run.run_dir = (dir.path() / "clean-run").string();
+  ltfit::run_train_job(clean, clean_run);
+  for (const int lr_column : {2, 3, 4}) {
+    INFO("steps.csv column " << lr_column);
+    CHECK(csv_column(dir.path() / "whole" / "steps.csv", lr_column).back() ==
+          csv_column(dir.path() / "clean-run" / "steps.csv", lr_column).back());
+  }
+
+  // Stopped mid-epoch 0 (some found, the rest still ahead), at its end, and mid-epoch 1
+  // (planned without them): each resumed run ends like the uninterrupted one.
+  const int stop_after = GENERATE(1, 2, 4, 5);
+  INFO("stop after poll " << stop_after);
+  const fs::path run = dir.path() / ("cut" + std::to_string(stop_after));
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= stop_after; };
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  const fs::path last = run / "checkpoints" / "last.ckpt";
+  REQUIRE(fs::exists(last));
+  ltfit::TrainJobOptions resume;
+  resume.resume = last.string();
+  const ltfit::RunSummary resumed = ltfit::run_train_job(config, resume);
+  CHECK(resumed.train_images == 21);
+  CHECK(resumed.accuracy == expected.accuracy);
+  CHECK(resumed.valid_loss == expected.valid_loss);
+  check_same_weights(config, dir.path() / "whole" / "checkpoints" / "last.ckpt", last);
+  CHECK(csv_column(run / "steps.csv", 1) == epochs);
+  CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
+  CHECK(ltfit::read_checkpoint_meta(last.string()).decode_failures.found == broken);
 }

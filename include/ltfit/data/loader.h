@@ -11,9 +11,10 @@
 // not batches, and no readable image repeats to stand in for them. The check depends on the files
 // alone, so every rank and a resumed run plan the same epochs, and batches_per_epoch() (which the
 // one-cycle schedule's length is computed from) is fixed for the loader's life. A file that
-// passes the check but fails to decode (a corrupt body) stays in the plan: its training batch is
-// refilled, in a fixed order, from the images after it in the epoch's order, so it keeps its size
-// and a resumed run sees the same batches. Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
+// passes the check but fails to decode (a corrupt body) is refilled in its training batch, in a
+// fixed order, from the images after it in the epoch's order, so the batch keeps its size and a
+// resumed run sees the same batches; found_unreadable() reports it, and the Trainer leaves it out
+// of later epochs' plans (leave_out: such an epoch has fewer batches, and ends early). Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
 // loaders), so data.workers does not multiply the worst case. A Loader is used from one thread;
 // its destructor joins its workers.
 #pragma once
@@ -90,7 +91,21 @@ class BatchSource {
   virtual void start_epoch(int epoch, std::int64_t skip_batches) = 0;
   // The next batch of the epoch, or nullopt at its end.
   virtual std::optional<Batch> next() = 0;
+  // Batches of an epoch as planned at the start (the schedule's length); an epoch after
+  // leave_out() may have fewer.
   virtual std::int64_t batches_per_epoch() const = 0;
+  // Batches the epoch last started delivers (fewer than batches_per_epoch() once images were
+  // left out).
+  virtual std::int64_t epoch_batch_count() const { return batches_per_epoch(); }
+  // Samples in the list that positions index (leave_out, found_unreadable); 0: not tracked.
+  virtual std::int64_t sample_count() const { return 0; }
+  // Positions of the samples whose decoding failed so far, ascending: those of the batches
+  // delivered (each batch reports every unreadable candidate it went through), so the answer
+  // depends only on how far the epochs got.
+  virtual std::vector<std::int64_t> found_unreadable() const { return {}; }
+  // The epochs started from now on are planned without `positions` (ascending), replacing the
+  // set given before.
+  virtual void leave_out(const std::vector<std::int64_t>& /*positions*/) {}
 };
 
 class Loader : public BatchSource {
@@ -111,9 +126,13 @@ class Loader : public BatchSource {
   std::optional<Batch> next() override;
 
   std::int64_t batches_per_epoch() const override;
+  std::int64_t epoch_batch_count() const override;
+  std::int64_t sample_count() const override { return size(); }
+  std::vector<std::int64_t> found_unreadable() const override;
+  void leave_out(const std::vector<std::int64_t>& positions) override;
   std::int64_t size() const { return static_cast<std::int64_t>(samples_.size()); }
-  // Images each epoch is planned over: training, those whose header check passed (size() less
-  // those found unreadable when the loader started); otherwise size().
+  // Images the next epoch is planned over: training, those whose header check passed (size()
+  // less those found unreadable when the loader started) less those left out; otherwise size().
   std::int64_t planned() const { return static_cast<std::int64_t>(plan_.size()); }
   const std::vector<Sample>& samples() const { return samples_; }
   SkippedImages skipped() const;
@@ -126,12 +145,14 @@ class Loader : public BatchSource {
   void worker_loop();
   // Decodes batch `work.index` of an epoch; nullopt when no image (training: fewer than 2)
   // could be read.
-  std::optional<Batch> build_batch(const Work& work);
+  // `unreadable` gets the positions among its candidates that could not be read.
+  std::optional<Batch> build_batch(const Work& work, std::vector<std::int64_t>& unreadable);
   // Decodes the sample at `position` into row `row` of `images`; false (and counted) if it is
   // unreadable. `refill` > 0 draws a different augmentation for a sample refilling batch
   // refill - 1.
   bool add_sample(std::int64_t position, int epoch, std::int64_t refill, torch::Tensor& images,
-                  Batch& batch, std::vector<std::int64_t>& labels);
+                  Batch& batch, std::vector<std::int64_t>& labels,
+                  std::vector<std::int64_t>& unreadable);
   // Loads one sample for `epoch`: augmented when training, centre-cropped otherwise.
   std::optional<torch::Tensor> load_sample(std::int64_t position, int epoch,
                                            std::uint64_t augment_seed, std::string* error) const;
@@ -139,8 +160,12 @@ class Loader : public BatchSource {
   bool note_unreadable(const std::string& path, const std::string& error);
   // Training: the header check of every sample, which fills plan_ and the skipped list.
   void plan_readable();
+  // Batches of an epoch planned over plan_.
+  std::int64_t epoch_batches() const;
   std::vector<Sample> samples_;
-  std::vector<std::int64_t> plan_;  // sample positions each epoch is planned over, ascending
+  std::vector<std::int64_t> readable_;  // training: positions whose header check passed
+  std::vector<std::int64_t> plan_;      // positions the next epoch is planned over, ascending
+  std::int64_t scheduled_batches_ = 0;  // batches_per_epoch(): from the plan at the start
   LoaderOptions options_;
   int worker_count_ = 0;  // fixed before any worker starts
   std::unique_ptr<State> state_;

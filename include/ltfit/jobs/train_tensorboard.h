@@ -47,6 +47,14 @@ class TrainTensorBoard {
     }
     std::optional<Batch> next() override;
     std::int64_t batches_per_epoch() const override { return source_.batches_per_epoch(); }
+    std::int64_t epoch_batch_count() const override { return source_.epoch_batch_count(); }
+    std::int64_t sample_count() const override { return source_.sample_count(); }
+    std::vector<std::int64_t> found_unreadable() const override {
+      return source_.found_unreadable();
+    }
+    void leave_out(const std::vector<std::int64_t>& positions) override {
+      source_.leave_out(positions);
+    }
 
    private:
     BatchSource& source_;

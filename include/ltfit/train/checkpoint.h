@@ -4,7 +4,7 @@
 // (format, config text, classes, counters, position, loss scaler), the model's parameters and
 // buffers as an OrderedDict of tensors, the optimizer state in the shape of PyTorch's
 // `Optimizer.state_dict()` ({"state": {index: {...}}, "param_groups": [...]}) and the random
-// generators' states as uint8 tensors. Entries added since (`phase_seconds`) are optional: a file
+// generators' states as uint8 tensors. Entries added since (`phase_seconds`, `decode_failures`) are optional: a file
 // without them loads with their defaults. Python reads one with `torch.load(path,
 // weights_only=True)`; ltfit reads it with its restricted reader (torch_archive.h), which runs
 // nothing in the file. A TorchScript archive (what ltfit wrote before format 3) is refused from
@@ -41,6 +41,17 @@ struct TrainPosition {
   bool operator==(const TrainPosition&) const = default;
 };
 
+// Training images whose header passed the loader's check but whose decoding failed (positions in
+// the training sample list, ascending). Such a file is refilled in its batch for the rest of the
+// epoch that found it and left out of every later epoch's plan; a data-parallel run shares what
+// each rank found (at each epoch end and before each checkpoint), so every rank plans the same.
+struct DecodeFailures {
+  std::vector<std::int64_t> left_out;  // what the current epoch's plan leaves out
+  std::vector<std::int64_t> found;     // every one found so far: the next epoch leaves them out
+
+  bool operator==(const DecodeFailures&) const = default;
+};
+
 struct CheckpointMeta {
   std::string config_yaml;           // the resolved config of the run
   std::vector<std::string> classes;  // class names, label order
@@ -55,6 +66,8 @@ struct CheckpointMeta {
   // The profiler's exclusive seconds per phase so far, over every session (timing.json of a
   // resumed run sums them); zeros in a file written before ltfit kept them.
   PhaseSeconds phase_seconds{};
+  // Decoding failures so far (empty in a file written before ltfit kept them).
+  DecodeFailures decode_failures;
   // Read only: the file holds no optimizer state (best.ckpt, or save_checkpoint without an
   // optimizer). It loads for evaluation, predict, export and `train --init-from`, not --resume.
   bool weights_only = false;

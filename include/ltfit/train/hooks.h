@@ -57,6 +57,7 @@ struct TrainState {
   std::int64_t global_step = 0;  // completed optimizer steps
   int global_epoch = 0;          // completed epochs over all stages
   GradScalerState scaler;        // fp16 loss scaler (its state even when not scaling)
+  DecodeFailures decode_failures;  // training images left out once their decoding failed
 };
 
 struct TrainContext {
@@ -85,10 +86,17 @@ struct TrainContext {
   int accumulate = 1;                   // batches per optimizer step (set at fit_begin)
   std::int64_t batches_per_epoch = 0;   // loader batches
   std::int64_t steps_per_epoch = 0;     // optimizer steps: ceil(batches / accumulate)
-  // Optimizer steps done in this stage before the current batch (the schedule's position).
+  // The schedule's position: optimizer steps of this stage before the current batch. An epoch
+  // with fewer steps than planned (images left out once their decoding failed) spreads its steps
+  // over the epoch's whole span, its last at the span's end, so the schedule still ends at its
+  // final value.
   std::int64_t stage_step() const;
 
-  // ---- the epoch
+  // ---- the epoch (from epoch_begin)
+  std::int64_t batches_this_epoch = 0;  // loader batches of this epoch: batches_per_epoch, or
+                                        // fewer once images are left out
+  std::int64_t steps_this_epoch = 0;    // ceil(batches_this_epoch / accumulate)
+
   std::int64_t epoch_images = 0;         // training images of this epoch so far
   const EpochStats* epoch = nullptr;     // at epoch_end
   std::int64_t valid_batches = 0;        // batches of the validation pass (validation_begin)

@@ -56,8 +56,13 @@ class Trainer {
  private:
   void run_stage(const StagePlan& stage, std::vector<EpochStats>& stats);
   // Trains one epoch from state_.position; returns the images trained on.
+  // Plans the epoch (leaving out what failed to decode) and starts the loader on it.
+  void start_epoch();
   std::int64_t train_epoch();
   void one_batch(const Batch& batch);
+  // Adds the training images whose decoding failed (on any rank: a collective in a
+  // data-parallel run) to state_.decode_failures.found; at each epoch end and before each save.
+  void share_decode_failures();
   // The epoch's record, validated when there is a validation set.
   EpochStats validate_epoch(const StagePlan& stage, double data_wait);
   // Runs `event` on every hook, then throws InterruptedError if one asked.
