@@ -149,8 +149,9 @@ void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& c
                      "also write a checkpoint mid-epoch this often (one is always written at each "
                      "epoch end); 0: only at epoch ends"),
                field("keep", checkpoint.keep,
-                     "numbered checkpoints (`checkpoints/step-<N>.ckpt`) kept while the run trains, "
-                     "newest first; a complete run keeps only its final one")});
+                     "numbered checkpoints (`checkpoints/step-<N>.ckpt`) kept, newest first; each "
+                     "save removes the ones it supersedes only once it is in place, so 1 always "
+                     "leaves a loadable one; more keep earlier points to resume from")});
 }
 
 void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {

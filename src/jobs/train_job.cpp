@@ -394,7 +394,6 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   write_summary((run_dir / "summary.json").string(), summary);
   write_timing_json((run_dir / "timing.json").string(), profiler, summary.train_seconds,
                     summary.tta_seconds);
-  checkpoints.complete(trainer.state().global_step);  // a complete run is not resumed
   spdlog::info("time per phase{}:\n{}", config.train.profile ? "" : " (device not synchronised)",
                format_phase_table(profiler.totals()));
   if (stopped_after_last_epoch || (options.stop_signal && options.stop_signal())) {

@@ -146,7 +146,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   // Its own file, weights only (a third of a ResNet's full checkpoint): evaluation, predict,
   // export and --init-from read it; resuming needs last.ckpt's optimizer state.
   if (new_best) save_checkpoint((fs::path(dir_) / "best.ckpt").string(), model_, nullptr, meta);
-  prune(state.global_step, options_.cadence.keep);
+  prune(state.global_step);
   const double took = seconds_between(start, Clock::now());
   slowest_save_ = std::max(slowest_save_, took);
   last_save_ = Clock::now();
@@ -193,12 +193,7 @@ void CheckpointWriter::epoch_end(TrainContext& ctx) {
   }
 }
 
-void CheckpointWriter::complete(std::int64_t final_step) {
-  if (!options_.write) return;
-  prune(final_step, 1);
-}
-
-void CheckpointWriter::prune(std::int64_t current_step, int keep_newest) {
+void CheckpointWriter::prune(std::int64_t current_step) {
   // Only the files this save superseded: a numbered checkpoint past the current step (left by
   // another session of the run) is not this run's to delete.
   std::vector<fs::path> numbered;
@@ -206,7 +201,7 @@ void CheckpointWriter::prune(std::int64_t current_step, int keep_newest) {
     const auto step = step_of(path);
     if (step && *step <= current_step) numbered.push_back(path);
   }
-  const auto keep = static_cast<std::size_t>(std::max(1, keep_newest));
+  const auto keep = static_cast<std::size_t>(std::max(1, options_.cadence.keep));
   for (std::size_t i = 0; i + keep < numbered.size(); ++i) {
     std::error_code ec;
     fs::remove(numbered[i], ec);  // last.ckpt is a separate link and best.ckpt a file: they stay

@@ -17,6 +17,7 @@
 #include "ltfit/run/run_dir.h"
 #include "ltfit/util/utf8.h"
 #include "support/http_server.h"
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -31,7 +32,9 @@ namespace {
 
 // Every ltfit below runs with at most this much address space (a regression that reads
 // /dev/zero fails instead of taking the machine) and this deadline.
-const std::string kLimits = "ulimit -v 6000000; timeout -s KILL 120 ";
+// The child's address space capped (none under ASan: child_cap.h), and a wall-clock bound.
+const std::string kLimits =
+    ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120 ";
 const std::string kUnwritable = "/dev/null/sub";  // ENOTDIR, even for root
 
 std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 1) {

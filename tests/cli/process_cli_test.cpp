@@ -15,6 +15,7 @@
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/temp_files.h"
 #include "support/http_server.h"
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +28,9 @@ using ltfit::testing::write_file;
 
 namespace {
 
-const std::string kLimits = "ulimit -v 6000000; timeout -s KILL 120 ";
+// The child's address space capped (none under ASan: child_cap.h), and a wall-clock bound.
+const std::string kLimits =
+    ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120 ";
 
 // ~40 steps of a few hundred ms on two cores: long enough to be interrupted mid-run.
 std::string slow_config(const fs::path& root) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "support/child_cap.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -20,7 +21,9 @@ using ltfit::testing::write_file;
 
 namespace {
 
-const std::string kLimits = "ulimit -v 6000000; timeout -s KILL 120 ";
+// The child's address space capped (none under ASan: child_cap.h), and a wall-clock bound.
+const std::string kLimits =
+    ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120 ";
 
 // A one-cycle run `tiny` of `epochs` epochs under `out`, reading `root` (relative to the folder
 // ltfit runs in, or absolute).

@@ -179,7 +179,8 @@ struct OneCycleConfig {
 // `train.checkpoint:` when checkpoints are written and how many are kept.
 struct CheckpointConfig {
   double every_minutes = 10.0;  // also checkpoint mid-epoch this often; 0 disables
-  int keep = 2;                 // newest periodic checkpoints kept
+  int keep = 1;                 // newest numbered checkpoints kept (a save replaces the
+                                // previous one only once it is in place)
 
   bool operator==(const CheckpointConfig&) const = default;
 };

@@ -4,7 +4,7 @@
 // `last.ckpt` at it; at an epoch end with a new best validation accuracy it also writes
 // `best.ckpt`, weights only (no optimizer state: about a third of the size). Only the `keep`
 // newest numbered files up to the current step stay (one with a later step, from another
-// session, is left alone); once the run is complete, only the final one (complete()). last.ckpt is a hard link where the file system allows (no extra
+// session, is left alone). last.ckpt is a hard link where the file system allows (no extra
 // disk), a copy otherwise; each file is put in place by rename, so a kill at any moment leaves
 // the previous checkpoint loadable. Saves happen at every epoch end, every `every_minutes`
 // mid-epoch, and before stopping on a signal or before `time_limit` would be passed. The time
@@ -64,11 +64,6 @@ class CheckpointWriter : public Hook {
   void save(const TrainState& state, const EpochStats* epoch, const char* reason,
             const Profiler* profiler = nullptr);
 
-  // The run is complete (every epoch trained, its summary written): the numbered checkpoints
-  // before `final_step` go, since they exist only for resuming an interrupted run from an older
-  // point; the final one (last.ckpt's target, with its optimizer state) and best.ckpt stay.
-  void complete(std::int64_t final_step);
-
   double best_accuracy() const { return best_accuracy_; }
   std::string last_path() const { return dir_ + "/last.ckpt"; }
 
@@ -77,8 +72,7 @@ class CheckpointWriter : public Hook {
   // Stop now (a signal, or the time limit would be passed before the next step ends)?
   bool stop_requested();
   bool checkpoint_due() const;
-  // Removes all but the `keep` newest numbered checkpoints up to `current_step`.
-  void prune(std::int64_t current_step, int keep);
+  void prune(std::int64_t current_step);
 
   std::string dir_;
   Classifier model_;
