@@ -68,8 +68,8 @@ Outcome run_resample(std::string_view input) {
   require(std::min(resized.width, resized.height) == resize, "the shorter side is the resize");
   const cv::Rect window = torchvision_center_crop(resized, crop);
   require(window.x >= 0 && window.y >= 0 && window.x + crop <= resized.width &&
-                 window.y + crop <= resized.height,
-             "the centre crop lies inside the resized image");
+              window.y + crop <= resized.height,
+          "the centre crop lies inside the resized image");
   const cv::Mat out = pil_resize_window(image, resized, window, filter);
   require(out.rows == crop && out.cols == crop && out.type() == CV_8UC3, "output is crop²");
   if (flat) {
@@ -83,7 +83,7 @@ Outcome run_resample(std::string_view input) {
   if (resized.area() <= kWholeImagePixels) {
     const cv::Mat whole = pil_resize_window(image, resized, cv::Rect({0, 0}, resized), filter);
     require(cv::norm(whole(window), out, cv::NORM_INF) == 0,
-               "a window equals the same pixels of the whole resize");
+            "a window equals the same pixels of the whole resize");
   }
   return Outcome::kAccepted;
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages the CI's sanitizer and fuzz steps need beyond scripts/setup.sh's: clang and
-# its sanitizer/libFuzzer runtimes (libclang-rt-dev), llvm-symbolizer for readable stacks.
+# its sanitizer/libFuzzer runtimes (libclang-rt-dev), llvm-symbolizer for readable stacks,
+# clang-format for the format check (scripts/check_format.sh).
 # Installs only what is missing (apt-get, with sudo when not root); idempotent.
 set -euo pipefail
-PACKAGES=(clang libclang-rt-dev llvm)
+PACKAGES=(clang clang-format libclang-rt-dev llvm)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -28,8 +28,8 @@ std::string table_text(const std::string& title, const std::vector<ConfigEntry>&
   std::size_t width = 0;
   for (const auto& e : entries) width = std::max(width, e.name.size());
   for (const auto& e : entries) {
-    out += "  " + e.name + std::string(width - e.name.size() + 2, ' ') + e.description +
-           "\n    " + e.path.string() + "\n";
+    out += "  " + e.name + std::string(width - e.name.size() + 2, ' ') + e.description + "\n    " +
+           e.path.string() + "\n";
   }
   if (entries.empty()) out += "  (none found)\n";
   return out;

@@ -1,8 +1,8 @@
 // `ltfit find-batch`: the largest batch a config trains with on its device, found by doubling
 // then bisection, each trial two real training steps (jobs/find_batch_job.h).
+#include <spdlog/fmt/fmt.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/fmt/fmt.h>
 
 #include "cli_common.h"
 #include "commands.h"

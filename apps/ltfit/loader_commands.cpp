@@ -1,8 +1,8 @@
 // `ltfit bench-loader` (input pipeline throughput, no model) and `ltfit show-batch` (a grid of
 // augmented training images with their labels): jobs/loader_jobs.h.
+#include <spdlog/fmt/fmt.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/fmt/fmt.h>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -45,9 +45,10 @@ void run_bench_loader(const LoaderArgs& args) {
                                    {"skipped_images", r.skipped_images}};
     write_stdout(dump_json(result) + "\n");
   } else {
-    write_stdout(fmt::format("{} images in {:.2f} s: {:.1f} images/s, {:.1f} per worker ({} "
-                             "workers)\n",
-                             r.images, r.seconds, rate, rate / r.workers, r.workers));
+    write_stdout(
+        fmt::format("{} images in {:.2f} s: {:.1f} images/s, {:.1f} per worker ({} "
+                    "workers)\n",
+                    r.images, r.seconds, rate, rate / r.workers, r.workers));
   }
 }
 

@@ -45,8 +45,7 @@ std::string unknown_command_message(const CLI::App& app, int argc, char** argv) 
     const std::string suggestion = ltfit::closest(word, names);
     return "ltfit: '" + word + "' is not a command" +
            (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
-           "\nHINT: the commands are " + ltfit::join(names) +
-           " (ltfit --help says what each does)";
+           "\nHINT: the commands are " + ltfit::join(names) + " (ltfit --help says what each does)";
   }
   return "";
 }
@@ -84,7 +83,9 @@ int main(int argc, char** argv) {
   reserve_standard_descriptors();
   ignore_file_size_signal();
   ensure_passive_openmp(argv);
-  CLI::App app{"ltfit: fine-tune pretrained CNNs (ResNet, ConvNeXt, EfficientNet) on image folders the fastai way, in C++ (LibTorch)"};
+  CLI::App app{
+      "ltfit: fine-tune pretrained CNNs (ResNet, ConvNeXt, EfficientNet) on image folders the "
+      "fastai way, in C++ (LibTorch)"};
   app.set_version_flag("--version", std::string("ltfit ") + LTFIT_VERSION);
   app.require_subcommand(1);
   bool verbose = false;

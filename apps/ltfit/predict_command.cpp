@@ -1,10 +1,11 @@
 // `ltfit predict`: class probabilities per image of the files, folders and glob patterns given,
 // from a checkpoint or from a weight file (`--weights FILE.pth --arch A`: a torchvision file or
-// an `ltfit export`, with its own classifier and class names), batched on the device. With --tta (checkpoints only) the
-// probabilities are test-time augmented (jobs/predict_job.h). --json prints JSON Lines.
+// an `ltfit export`, with its own classifier and class names), batched on the device. With --tta
+// (checkpoints only) the probabilities are test-time augmented (jobs/predict_job.h). --json prints
+// JSON Lines.
+#include <spdlog/fmt/fmt.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/fmt/fmt.h>
 
 #include "commands.h"
 #include "ltfit/jobs/predict_job.h"

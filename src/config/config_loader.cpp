@@ -107,7 +107,8 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
 void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
   read_fields(
       walk, at,
-      {field("arch", model.arch, "the backbone, one of `ltfit models` (torchvision's architecture and weights)"),
+      {field("arch", model.arch,
+             "the backbone, one of `ltfit models` (torchvision's architecture and weights)"),
        field("pretrained", model.pretrained,
              "imagenet (torchvision's weights, from the torch hub cache or downloaded), the path "
              "of a torchvision `.pth` file, or none (random init)"),

@@ -115,11 +115,12 @@ void write_table(std::string& out, const ConfigKeyDoc& section,
 // hold are refused (exit 2); a key that another makes irrelevant is only warned about.
 void write_combinations(std::string& out) {
   out += "\n## Keys that do not go together\n\n";
-  out += "Keys that contradict each other are refused when the config is loaded (exit 2, naming\n"
-         "the key): `train.frozen: true` with `train.recipe: fine_tune` (fine_tune unfreezes the\n"
-         "body after `train.freeze_epochs`; a body frozen throughout is `one_cycle` with\n"
-         "`train.frozen: true`). A key that another key makes irrelevant is accepted, and the\n"
-         "command warns that it is ignored when it is set to anything but its default:\n\n";
+  out +=
+      "Keys that contradict each other are refused when the config is loaded (exit 2, naming\n"
+      "the key): `train.frozen: true` with `train.recipe: fine_tune` (fine_tune unfreezes the\n"
+      "body after `train.freeze_epochs`; a body frozen throughout is `one_cycle` with\n"
+      "`train.frozen: true`). A key that another key makes irrelevant is accepted, and the\n"
+      "command warns that it is ignored when it is set to anything but its default:\n\n";
   // A list, not a table: the key table above is the one row per key (a test counts them).
   for (const auto& [key, when] : config_internal::describe_ignored()) {
     out += "- " + code(key) + " is ignored when " + when + "\n";

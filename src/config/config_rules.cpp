@@ -39,8 +39,8 @@ std::string format_list(const std::vector<double>& values) {
   return text;
 }
 
-// The rules' reporter: reports a broken rule through `fail` (which throws or collects). When listing
-// (describe_rules), every rule reports, broken or not, to a `fail` that collects.
+// The rules' reporter: reports a broken rule through `fail` (which throws or collects). When
+// listing (describe_rules), every rule reports, broken or not, to a `fail` that collects.
 struct Rules {
   Fail fail;
   bool list_all = false;
@@ -246,8 +246,8 @@ void check_all(const Config& config, const Rules& fail) {
 // ---- keys another key makes irrelevant: warned about, not refused ------------------------------
 
 struct IgnoredKey {
-  const char* key;   // the ignored key
-  const char* when;  // when it is ignored, and what it is for
+  const char* key;                 // the ignored key
+  const char* when;                // when it is ignored, and what it is for
   bool (*ignored)(const Config&);  // it is ignored here and set to other than its default
   std::string (*value)(const Config&);
 };

@@ -11,8 +11,8 @@ std::vector<std::string> summarize_config(const Config& c) {
   for (const double x : c.train.lr) lr += (lr.empty() ? "" : "..") + number(x);
   std::string stages;
   if (c.train.recipe == Recipe::kFineTune) {
-    stages = std::to_string(c.train.freeze_epochs) + " frozen + " +
-             std::to_string(c.train.epochs) + " unfrozen epoch(s)";
+    stages = std::to_string(c.train.freeze_epochs) + " frozen + " + std::to_string(c.train.epochs) +
+             " unfrozen epoch(s)";
   } else {
     stages = std::to_string(c.train.epochs) + " epoch(s)" + (c.train.frozen ? ", body frozen" : "");
   }

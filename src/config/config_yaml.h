@@ -169,8 +169,8 @@ Field section(std::string key, void (*convert)(const Walk&, const Located&, T&),
 }
 
 // Checks that `at` holds only the fields' keys (expect_map, which lists them in this order), then
-// reads each field in order (collecting into walk.errors, when given, instead of throwing). In a describe walk, appends each field to walk.describe instead
-// (a section, then its own keys).
+// reads each field in order (collecting into walk.errors, when given, instead of throwing). In a
+// describe walk, appends each field to walk.describe instead (a section, then its own keys).
 void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields);
 
 // Every key of the config, in the loader's order, from a describe walk of the loader's own field

@@ -189,8 +189,7 @@ ConfigError unknown_key_error(const Context& context, const YAML::Node& key_node
 
 }  // namespace
 
-void check_map_keys(const Context& context, const Located& at,
-                    const std::vector<std::string>& keys,
+void check_map_keys(const Context& context, const Located& at, const std::vector<std::string>& keys,
                     const std::function<void(const ConfigError&)>& report) {
   if (!at.node.IsDefined() || at.node.IsNull()) return;
   if (!at.node.IsMap()) fail_type(context, at, "a map with keys " + join(keys));

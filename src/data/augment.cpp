@@ -152,8 +152,8 @@ std::pair<int, int> sampled_span(double lo, double hi, int n) {
   const double last = n - 1;
   lo -= 2;
   hi += 2;
-  if (lo < 0) hi = std::max(hi, -lo);                  // reflected back in at 0
-  if (hi > last) lo = std::min(lo, 2 * last - hi);     // and at the far edge
+  if (lo < 0) hi = std::max(hi, -lo);               // reflected back in at 0
+  if (hi > last) lo = std::min(lo, 2 * last - hi);  // and at the far edge
   const int first = static_cast<int>(std::clamp(std::floor(lo), 0.0, last));
   const int end = static_cast<int>(std::clamp(std::ceil(hi), 0.0, last));
   return {first, end - first + 1};
@@ -192,8 +192,9 @@ cv::Mat warpable_source(const cv::Mat& image, int size, Mat3& m) {
   if (source.cols < kMaxWarpSide && source.rows < kMaxWarpSide) return source;
   const double f = (kMaxWarpSide - 1) / static_cast<double>(std::max(source.cols, source.rows));
   cv::Mat small;
-  cv::resize(source, small, cv::Size(std::max(1, static_cast<int>(source.cols * f)),
-                                     std::max(1, static_cast<int>(source.rows * f))),
+  cv::resize(source, small,
+             cv::Size(std::max(1, static_cast<int>(source.cols * f)),
+                      std::max(1, static_cast<int>(source.rows * f))),
              0, 0, cv::INTER_AREA);
   const double sx = static_cast<double>(small.cols) / source.cols;
   const double sy = static_cast<double>(small.rows) / source.rows;

@@ -110,7 +110,8 @@ std::vector<AxisTick> log_ticks(double lo, double hi) {
     if (every > 1 && power % every != 0) continue;
     for (const int m : mantissas) {
       const double v = m * std::pow(10.0, power);
-      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back({v, decade_label(m, power)});
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9))
+        ticks.push_back({v, decade_label(m, power)});
     }
   }
   return ticks;

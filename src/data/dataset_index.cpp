@@ -274,7 +274,8 @@ DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
     throw DataError(
         "data root '" + data.root + "' does not exist (data.root; " + tried_layouts(root) + ")",
         "if the data has moved, name its folder: ltfit evaluate --data DIR, or --set "
-        "data.root=DIR; otherwise " + std::string(kDataHint));
+        "data.root=DIR; otherwise " +
+            std::string(kDataHint));
   }
   DatasetIndex index = resolve_layout(root, data.layout) == DataLayout::kFolders
                            ? index_folders(root)

@@ -22,7 +22,7 @@ namespace ltfit {
 namespace {
 
 constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
-constexpr std::size_t kProbeTailBytes = 64 * 1024;    // probe_image_file's look at a JPEG's end
+constexpr std::size_t kProbeTailBytes = 64 * 1024;   // probe_image_file's look at a JPEG's end
 
 // A file descriptor, closed on destruction.
 class Fd {

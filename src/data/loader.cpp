@@ -318,8 +318,7 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
   return true;
 }
 
-std::optional<Batch> Loader::build_batch(const Work& work,
-                                         std::vector<std::int64_t>& unreadable) {
+std::optional<Batch> Loader::build_batch(const Work& work, std::vector<std::int64_t>& unreadable) {
   const std::vector<std::int64_t>& order = *work.order;
   const auto n = static_cast<std::int64_t>(order.size());
   const std::int64_t b = options_.batch_size;
@@ -346,11 +345,11 @@ std::optional<Batch> Loader::build_batch(const Work& work,
     // every N-th candidate from the r-th, so ranks never refill with the same image.
     const std::int64_t stride = sharded ? options_.shard.count : 1;
     const std::int64_t first = sharded ? options_.shard.rank : 0;
-    for (std::int64_t t = first; t < n - (global_end - work.index * b) &&
-                                 static_cast<std::int64_t>(labels.size()) < want;
+    for (std::int64_t t = first;
+         t < n - (global_end - work.index * b) && static_cast<std::int64_t>(labels.size()) < want;
          t += stride) {
-      add_sample(order[static_cast<std::size_t>((global_end + t) % n)], work.epoch,
-                 work.index + 1, images, batch, labels, unreadable);
+      add_sample(order[static_cast<std::size_t>((global_end + t) % n)], work.epoch, work.index + 1,
+                 images, batch, labels, unreadable);
     }
     if (static_cast<std::int64_t>(labels.size()) < kMinTrainBatch) {
       std::lock_guard lock(state_->mutex);
@@ -396,7 +395,8 @@ void Loader::worker_loop() {
       state_->error = error;
     } else {
       state_->done[work.index] = std::move(batch);
-      if (options_.train && !unreadable.empty()) state_->failed_in[work.index] = std::move(unreadable);
+      if (options_.train && !unreadable.empty())
+        state_->failed_in[work.index] = std::move(unreadable);
     }
     state_->batch_ready.notify_all();
   }

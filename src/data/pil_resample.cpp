@@ -147,8 +147,7 @@ cv::Mat pil_resize_window(const cv::Mat& image, cv::Size size, cv::Rect window,
                           ResampleFilter filter) {
   LTFIT_CHECK(image.type() == CV_8UC3 && !image.empty(), "pil_resize_window needs CV_8UC3");
   LTFIT_CHECK(window.x >= 0 && window.y >= 0 && window.width > 0 && window.height > 0 &&
-                  window.x + window.width <= size.width &&
-                  window.y + window.height <= size.height,
+                  window.x + window.width <= size.width && window.y + window.height <= size.height,
               "pil_resize_window: window outside the output");
   // Pillow resamples an axis only when its size changes, horizontally first; an axis that
   // keeps its size is only cropped.

@@ -115,8 +115,7 @@ void draw_marker_shape(cv::Mat& img, cv::Point at, std::size_t m, const cv::Scal
 }
 
 // A marker's vertical line: solid for even markers, dashed for odd ones.
-void draw_marker_line(cv::Mat& img, int x, int y0, int y1, std::size_t m,
-                      const cv::Scalar& color) {
+void draw_marker_line(cv::Mat& img, int x, int y0, int y1, std::size_t m, const cv::Scalar& color) {
   if (m % 2 == 0) {
     cv::line(img, {x, y0}, {x, y1}, color, 2);
     return;
@@ -136,9 +135,11 @@ cv::Mat draw_line_chart(const std::vector<double>& x, const std::vector<LineSeri
   std::vector<std::vector<std::vector<cv::Point>>> lines;
   for (const auto& s : series) lines.push_back(polylines(l, x, s.y));
   for (std::size_t s = 0; s < series.size(); ++s)  // thin and whole first, then the dashes
-    for (const auto& part : lines[s]) cv::polylines(img, part, false, scalar(color_of(s)), 1, cv::LINE_AA);
+    for (const auto& part : lines[s])
+      cv::polylines(img, part, false, scalar(color_of(s)), 1, cv::LINE_AA);
   for (std::size_t s = 0; s < series.size(); ++s)
-    for (const auto& part : lines[s]) draw_slots(img, part, scalar(color_of(s)), 3, s, series.size());
+    for (const auto& part : lines[s])
+      draw_slots(img, part, scalar(color_of(s)), 3, s, series.size());
   for (const auto& mark : l.marks) {
     if (mark.kind != ChartMark::Kind::kMarker) continue;
     const int px = (mark.extent.x0 + mark.extent.x1) / 2;
@@ -216,9 +217,10 @@ void draw_bar_legend(cv::Mat& img, const ChartLayout& l, const std::vector<BarSe
     put_text(img, text, {x + kLegendSwatch - 6, y + 11}, kLegendScale, kBlack);
     y += kLegendRow;
   };
-  for (std::size_t s = 0; s < series.size(); ++s) entry(series[s].label, scalar(color_of(s)), false);
-  const bool any_hatched = std::any_of(l.marks.begin(), l.marks.end(),
-                                       [](const ChartMark& m) { return m.hatched; });
+  for (std::size_t s = 0; s < series.size(); ++s)
+    entry(series[s].label, scalar(color_of(s)), false);
+  const bool any_hatched =
+      std::any_of(l.marks.begin(), l.marks.end(), [](const ChartMark& m) { return m.hatched; });
   if (any_hatched) entry(hatched, scalar(color_of(0)), true);
 }
 
@@ -270,15 +272,15 @@ void write_bar_chart(const std::string& path, const std::vector<std::string>& gr
     const PixelBox& b = bar.extent;
     draw_bar(img, {b.x0, b.y0, b.width(), b.height()}, scalar(bar.color), bar.hatched);
     const int w = text_width(bar.value_label, kValueScale);
-    cv::putText(img, bar.value_label, {(b.x0 + b.x1 - w) / 2, b.y0 - 4}, kFont, kValueScale,
-                kBlack, 1, cv::LINE_AA);
+    cv::putText(img, bar.value_label, {(b.x0 + b.x1 - w) / 2, b.y0 - 4}, kFont, kValueScale, kBlack,
+                1, cv::LINE_AA);
   }
   const int group_w = l.plot.width() / static_cast<int>(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto lines = wrap_label(groups[g], std::max(6, group_w / 8));
     for (std::size_t i = 0; i < lines.size(); ++i) {
-      put_text(img, lines[i], {l.group_x[g], l.plot.y1 + 16 + 15 * static_cast<int>(i)},
-               kTickScale, kBlack);
+      put_text(img, lines[i], {l.group_x[g], l.plot.y1 + 16 + 15 * static_cast<int>(i)}, kTickScale,
+               kBlack);
     }
   }
   draw_bar_notes(img, l, series);

@@ -10,9 +10,9 @@
 namespace ltfit::plot_internal {
 
 constexpr int kMarginRight = 15, kMarginTop = 40, kMarginBottom = 60;
-constexpr int kLegendGap = 15;        // between the plot area and the legend
-constexpr int kLegendSwatch = 34;     // a legend entry's sample line or box, and its padding
-constexpr int kLegendRow = 20;        // pixels per legend entry
+constexpr int kLegendGap = 15;         // between the plot area and the legend
+constexpr int kLegendSwatch = 34;      // a legend entry's sample line or box, and its padding
+constexpr int kLegendRow = 20;         // pixels per legend entry
 constexpr double kLegendScale = 0.45;  // legend font scale
 constexpr double kTickScale = 0.4;     // tick label font scale
 constexpr double kValueScale = 0.35;   // bar value label font scale
@@ -22,9 +22,8 @@ constexpr int kDashPixels = 12;        // a line's dash slot length (along the l
 const auto kFont = cv::FONT_HERSHEY_SIMPLEX;
 
 // tab10, in OpenCV's BGR order: series s is kColors[s % kColorCount]; markers follow the series.
-inline constexpr Bgr kColors[] = {{180, 119, 31},  {14, 127, 255}, {44, 160, 44},
-                                  {40, 39, 214},   {189, 103, 148}, {75, 86, 140},
-                                  {194, 119, 227}, {34, 189, 188}};
+inline constexpr Bgr kColors[] = {{180, 119, 31},  {14, 127, 255}, {44, 160, 44},   {40, 39, 214},
+                                  {189, 103, 148}, {75, 86, 140},  {194, 119, 227}, {34, 189, 188}};
 constexpr int kColorCount = 8;
 
 inline Bgr color_of(std::size_t i) { return kColors[i % kColorCount]; }

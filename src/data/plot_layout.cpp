@@ -74,7 +74,8 @@ std::vector<ChartTick> place(const std::vector<AxisTick>& ticks, const ChartLayo
                              bool x_axis) {
   std::vector<ChartTick> placed;
   for (const auto& t : ticks)
-    placed.push_back({t.value, t.label, x_axis ? layout.x_pixel(t.value) : layout.y_pixel(t.value)});
+    placed.push_back(
+        {t.value, t.label, x_axis ? layout.x_pixel(t.value) : layout.y_pixel(t.value)});
   return placed;
 }
 
@@ -128,7 +129,8 @@ ChartLayout line_chart_layout(const std::vector<double>& x, const std::vector<Li
   const int plot_x1 = o.width - kMarginRight - (legend_w > 0 ? legend_w + kLegendGap : 0);
   layout.plot = {left, kMarginTop, std::max(left + 10, plot_x1), o.height - kMarginBottom};
   if (legend_w > 0) {
-    layout.legend = {layout.plot.x1 + kLegendGap, kMarginTop, layout.plot.x1 + kLegendGap + legend_w,
+    layout.legend = {layout.plot.x1 + kLegendGap, kMarginTop,
+                     layout.plot.x1 + kLegendGap + legend_w,
                      kMarginTop + 8 + kLegendRow * static_cast<int>(names.size())};
   }
   layout.x_ticks = place(x_ticks, layout, true);
@@ -141,9 +143,14 @@ ChartLayout line_chart_layout(const std::vector<double>& x, const std::vector<Li
     const double v = o.log_x ? std::log10(std::max(o.markers[m].x, 1e-300)) : o.markers[m].x;
     if (!(v >= layout.x_lo && v <= layout.x_hi)) continue;  // in the legend only
     const int px = layout.x_pixel(o.markers[m].x);
-    layout.marks.push_back({ChartMark::Kind::kMarker, o.markers[m].label, m, 0,
+    layout.marks.push_back({ChartMark::Kind::kMarker,
+                            o.markers[m].label,
+                            m,
+                            0,
                             {px - 1, layout.plot.y0 + 1, px + 2, layout.plot.y1},
-                            color_of(series.size() + m), "", false});
+                            color_of(series.size() + m),
+                            "",
+                            false});
   }
   return layout;
 }
@@ -197,8 +204,8 @@ ChartLayout bar_chart_layout(const std::vector<std::string>& groups,
   const int count = static_cast<int>(std::max<std::size_t>(1, series.size()));
   const int groups_n = static_cast<int>(std::max<std::size_t>(1, groups.size()));
   const int slot_min = std::max(14, label_w + 6);  // each bar slot fits its value label
-  const int needed = left + groups_n * (slot_min * count * 4 / 3 + 1) + kLegendGap + legend_w +
-                     kMarginRight;
+  const int needed =
+      left + groups_n * (slot_min * count * 4 / 3 + 1) + kLegendGap + legend_w + kMarginRight;
   layout.width = std::max(o.width, needed), layout.height = o.height;
   const int bottom = kMarginBottom + 30;  // room for wrapped group labels
   layout.plot = {left, kMarginTop, layout.width - kMarginRight - legend_w - kLegendGap,
@@ -216,9 +223,14 @@ ChartLayout bar_chart_layout(const std::vector<std::string>& groups,
       if (!v) continue;
       const int x = x0 + layout.bar_width * static_cast<int>(s);
       const int h = std::max(kMinBarPixels, layout.plot.y1 - layout.y_pixel(std::max(0.0, *v)));
-      layout.marks.push_back({ChartMark::Kind::kBar, series[s].label, s, g,
+      layout.marks.push_back({ChartMark::Kind::kBar,
+                              series[s].label,
+                              s,
+                              g,
                               {x, layout.plot.y1 - h, x + layout.bar_width - 2, layout.plot.y1},
-                              color_of(s), text_of(*v), at_or(series[s].hatched, g, false)});
+                              color_of(s),
+                              text_of(*v),
+                              at_or(series[s].hatched, g, false)});
     }
   }
   return layout;

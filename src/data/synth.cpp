@@ -91,8 +91,7 @@ void write_job(const Job& job, const SynthOptions& o) {
   if (!cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, o.jpeg_quality})) {
     throw DataError("cannot encode synthetic image '" + job.path.string() + "' as JPEG");
   }
-  write_file_atomic(job.path.string(),
-                    {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+  write_file_atomic(job.path.string(), {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
 // Runs write_job over contiguous ranges on a few threads; rethrows the first worker error.

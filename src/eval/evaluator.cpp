@@ -23,7 +23,7 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
-                                              model->input_normalization());
+                                             model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
@@ -36,8 +36,7 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
   model->train(was_training);
   if (probs.empty() && options.allow_empty) {
     EvalResult empty;
-    empty.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    empty.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return empty;
   }
   if (probs.empty()) throw DataError("no readable image to evaluate");
@@ -49,10 +48,9 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
 
 EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group) {
   const double count = static_cast<double>(local.count);
-  const torch::Tensor sums =
-      torch::tensor({count > 0 ? local.loss * count : 0.0, count > 0 ? local.accuracy * count : 0.0,
-                     count},
-                    torch::kFloat64);
+  const torch::Tensor sums = torch::tensor(
+      {count > 0 ? local.loss * count : 0.0, count > 0 ? local.accuracy * count : 0.0, count},
+      torch::kFloat64);
   std::vector<torch::Tensor> reduced{sums.to(group.device())};
   group.all_reduce_sum(reduced);
   const torch::Tensor total = reduced[0].cpu();

@@ -82,7 +82,7 @@ TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
   auto plain_start = Clock::now();
   while (auto batch = loader.next()) {
     const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
-                         model->input_normalization());
+                                             model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     parts.plain_loss_sum +=
         torch::nn::functional::cross_entropy(
@@ -125,9 +125,8 @@ TtaResult tta_v2(Classifier& model, Loader& loader, const LoaderOptions& loader_
   for (int pass = 0; pass < eval.tta_n; ++pass) {
     augmented_loader.start_epoch(pass);
     while (auto batch = augmented_loader.next()) {
-      const torch::Tensor x =
-          normalize_images(batch->images, options.device, options.channels_last,
-                         model->input_normalization());
+      const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
+                                               model->input_normalization());
       const torch::Tensor probs =
           torch::softmax(forward_logits(model, x, options), 1).to(torch::kCPU);
       const torch::Tensor at = torch::tensor(batch->indices, torch::kInt64);

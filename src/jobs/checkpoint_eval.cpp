@@ -1,6 +1,6 @@
 // Checkpoint evaluation and TTA prediction for the CLI: see checkpoint_eval.h.
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/model/arch_registry.h"
 
 #include <spdlog/spdlog.h>
 
@@ -54,7 +54,7 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
   const ModelConfig& m = loaded.config.model;
   loaded.model = make_classifier(m.arch, static_cast<std::int64_t>(loaded.meta.classes.size()),
-                        m.head, m.dropout);
+                                 m.head, m.dropout);
   load_checkpoint(checkpoint, loaded.model, nullptr);
   loaded.model->to(device);
   loaded.model->eval();

@@ -90,8 +90,9 @@ void convert(const std::string& old_path, const std::string& new_path) {
   archive.load_from(old_path);  // runs the archive's code: hence --trust-code
   const CheckpointMeta meta = read_old_meta(archive);
   const Config config = load_config_from_string(meta.config_yaml, old_path + " (config)");
-  Classifier model = make_classifier(config.model.arch, static_cast<std::int64_t>(meta.classes.size()),
-               config.model.head, config.model.dropout);
+  Classifier model =
+      make_classifier(config.model.arch, static_cast<std::int64_t>(meta.classes.size()),
+                      config.model.head, config.model.dropout);
   load_old_weights(archive, model);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   torch::serialize::InputArchive optimizer_archive;

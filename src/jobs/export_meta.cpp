@@ -3,8 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 

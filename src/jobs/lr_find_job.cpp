@@ -6,15 +6,15 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 #include <optional>
+#include <sstream>
 
 #include "ltfit/data/plot.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/run_dir.h"
 #include "ltfit/train/recipe.h"
-#include "ltfit/util/device.h"
 #include "ltfit/util/atomic_file.h"
+#include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/output_dir.h"
 #include "ltfit/util/precision.h"

@@ -15,9 +15,9 @@
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/export_meta.h"
 #include "ltfit/jobs/output_check.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/choices.h"
@@ -67,9 +67,9 @@ std::string weights_arch(const PredictRequest& request, const std::optional<Expo
   }
   if (!request.arch.empty()) return request.arch;
   if (meta) return meta->arch;
-  throw ConfigError("--weights needs --arch (one of " + join(model_arch_names()) + ")",
-                    "or keep the " + export_meta_path(request.weights) +
-                        " that `ltfit export` writes beside it");
+  throw ConfigError(
+      "--weights needs --arch (one of " + join(model_arch_names()) + ")",
+      "or keep the " + export_meta_path(request.weights) + " that `ltfit export` writes beside it");
 }
 
 // The class names of a weight file's K classes: its export's, else ImageNet's for 1000, else
@@ -108,10 +108,10 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   p.model->to(device);
   p.model->eval();
   p.classes = weights_classes(request, meta, head.num_classes);
-  spdlog::info("--weights {}: {} with a {} head for {} classes{}", request.weights, arch_name,
-               head_kind_name(head.kind), head.num_classes,
-               meta ? " (classes and transform from " + export_meta_path(request.weights) + ")"
-                    : "");
+  spdlog::info(
+      "--weights {}: {} with a {} head for {} classes{}", request.weights, arch_name,
+      head_kind_name(head.kind), head.num_classes,
+      meta ? " (classes and transform from " + export_meta_path(request.weights) + ")" : "");
   p.eval.device = device;
   if (meta) {
     p.loader.image_size = meta->image_size;

@@ -33,12 +33,12 @@ void check_schedule_kept(const Config& saved, const Config& resumed, const std::
                          const TrainRequest& request) {
   const std::vector<KeyChange> changes = schedule_key_changes(saved, resumed);
   if (changes.empty()) return;
-  throw ConfigError("--resume " + checkpoint +
-                        ": --set changes what the run's schedule depends on: " +
-                        describe_changes(changes),
-                    "a resumed run keeps its schedule: drop those --set; to train on with another "
-                    "schedule, start a new run from its weights: ltfit train --init-from " +
-                        checkpoint + joined_sets(request.sets));
+  throw ConfigError(
+      "--resume " + checkpoint +
+          ": --set changes what the run's schedule depends on: " + describe_changes(changes),
+      "a resumed run keeps its schedule: drop those --set; to train on with another "
+      "schedule, start a new run from its weights: ltfit train --init-from " +
+          checkpoint + joined_sets(request.sets));
 }
 
 // The run is complete when the checkpoint holds every epoch of its plan and the run directory
@@ -61,8 +61,7 @@ std::optional<std::string> completed_summary(const CheckpointMeta& meta, const C
 
 // A checkpoint carries its run's config: resuming uses it, with the --set overrides on top.
 // Fills out's config, resume and completed_summary.
-void continue_from(const std::string& checkpoint, const TrainRequest& request,
-                   ResolvedTrain& out) {
+void continue_from(const std::string& checkpoint, const TrainRequest& request, ResolvedTrain& out) {
   if (!request.config.empty()) {
     spdlog::info("resuming: the checkpoint's own config is used; --config {} is not read",
                  request.config);
@@ -125,14 +124,13 @@ ResolvedTrain resolve_init_from(const TrainRequest& request) {
   const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
   const Config saved = load_config_from_string(meta.config_yaml, checkpoint);
   ResolvedTrain out;
-  out.config = request.config.empty()
-                   ? load_config_from_string(meta.config_yaml, checkpoint,
-                                             parse_cli_overrides(request.sets))
-                   : load_cli_config(request.config, request.sets);
+  out.config = request.config.empty() ? load_config_from_string(meta.config_yaml, checkpoint,
+                                                                parse_cli_overrides(request.sets))
+                                      : load_cli_config(request.config, request.sets);
   const ModelConfig& m = out.config.model;
   if (m.arch != saved.model.arch || m.head != saved.model.head) {
-    throw ConfigError("--init-from " + checkpoint + ": the checkpoint holds a " +
-                          saved.model.arch + " with a " + head_kind_name(saved.model.head) +
+    throw ConfigError("--init-from " + checkpoint + ": the checkpoint holds a " + saved.model.arch +
+                          " with a " + head_kind_name(saved.model.head) +
                           " head; the config asks for model.arch " + m.arch + ", model.head " +
                           head_kind_name(m.head),
                       "set model.arch and model.head to the checkpoint's, or leave --config out "

@@ -146,8 +146,8 @@ torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& val
 
 // The final model's confusion matrix over the whole validation set (a data-parallel run's
 // loader holds rank 0's part), for TensorBoard when no TTA pass gave it: one more plain pass.
-torch::Tensor validation_confusion(const Config& config, Classifier& model, const TrainingSetup& setup,
-                                   Loader& valid_loader, bool sharded,
+torch::Tensor validation_confusion(const Config& config, Classifier& model,
+                                   const TrainingSetup& setup, Loader& valid_loader, bool sharded,
                                    const torch::Device& device) {
   std::optional<Loader> whole;
   if (sharded) whole.emplace(setup.index.valid, setup.valid_options);
@@ -239,8 +239,7 @@ namespace {
 // The run in its opened directory (run_dir empty on the ranks other than 0): set-up, training,
 // TTA, summary.
 RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options, DistSession& dist,
-                            const fs::path& run_dir,
-                            std::chrono::steady_clock::time_point start) {
+                            const fs::path& run_dir, std::chrono::steady_clock::time_point start) {
   const bool owner = dist.is_root();
   torch::manual_seed(config.run.seed);
   const torch::Device device = dist.device;
@@ -356,7 +355,8 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   summary.classes = index.classes;
   summary.epochs = trainer.state().global_epoch;
   summary.train_images = train_loader.planned();  // readable: what each epoch is planned over
-  summary.train_skipped_images = static_cast<std::int64_t>(index.train.size()) - summary.train_images;
+  summary.train_skipped_images =
+      static_cast<std::int64_t>(index.train.size()) - summary.train_images;
   summary.valid_images = static_cast<std::int64_t>(index.valid.size());
   summary.accuracy = history.empty() ? resumed.accuracy : history.back().accuracy;
   summary.error_rate = 1.0 - summary.accuracy;
@@ -412,8 +412,7 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
 // next run of its name takes the folder (run_dir.h).
 void record_failure(ScopedLogFile& log_file, const fs::path& run_dir, bool fresh_run) {
   const ErrorReport report = describe_exception(std::current_exception());
-  const std::string text =
-      report.message + (report.hint.empty() ? "" : "\nHINT: " + report.hint);
+  const std::string text = report.message + (report.hint.empty() ? "" : "\nHINT: " + report.hint);
   log_file.write_only_here(text, /*error=*/report.code != ExitCode::kInterrupted);
   if (fresh_run && report.code != ExitCode::kInterrupted && !run_has_progress(run_dir)) {
     mark_run_failed(run_dir, text);

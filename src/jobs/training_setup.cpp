@@ -44,8 +44,10 @@ void check_readable_splits(const Config& config, const TrainingSetup& setup, boo
                     "add images, replace the unreadable ones or lower data.batch_size");
   }
   if (with_valid && first_readable(setup.index.valid, setup.valid_options.limits) < 0) {
-    throw DataError("the validation split of data.root '" + config.data.root + "' has no readable "
-                        "image (" + std::to_string(setup.index.valid.size()) +
+    throw DataError("the validation split of data.root '" + config.data.root +
+                        "' has no readable "
+                        "image (" +
+                        std::to_string(setup.index.valid.size()) +
                         " file(s), none passes the header check)",
                     "replace the unreadable validation files (see data.max_pixels and "
                     "data.formats), or add readable ones");
@@ -71,14 +73,15 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
     valid = std::vector<Sample>(valid.begin() + part.begin, valid.begin() + part.end);
   }
   setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
-  if (with_valid) setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
+  if (with_valid)
+    setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
   check_readable_splits(config, setup, with_valid);
-  spdlog::info("loader: {} worker thread(s), batch {} at {} px{}", setup.train_loader->workers(),
-               config.data.batch_size, config.data.image_size,
-               dist != nullptr && dist->active()
-                   ? fmt::format(" (global; {} per rank)",
-                                 config.data.batch_size / dist->world_size())
-                   : std::string());
+  spdlog::info(
+      "loader: {} worker thread(s), batch {} at {} px{}", setup.train_loader->workers(),
+      config.data.batch_size, config.data.image_size,
+      dist != nullptr && dist->active()
+          ? fmt::format(" (global; {} per rank)", config.data.batch_size / dist->world_size())
+          : std::string());
 
   setup.model = build_model(config.model, static_cast<std::int64_t>(setup.index.classes.size()));
   setup.model->to(device);

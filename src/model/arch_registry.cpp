@@ -39,10 +39,9 @@ const ArchInfo& arch_info(const std::string& name) {
     if (info.name == name) return info;
   }
   const std::string suggestion = closest(name, model_arch_names());
-  throw ConfigError("model.arch: expected one of " + join(model_arch_names()) + ", got '" + name +
-                        "'",
-                    suggestion.empty() ? "`ltfit models` lists them"
-                                       : "did you mean '" + suggestion + "'?");
+  throw ConfigError(
+      "model.arch: expected one of " + join(model_arch_names()) + ", got '" + name + "'",
+      suggestion.empty() ? "`ltfit models` lists them" : "did you mean '" + suggestion + "'?");
 }
 
 Classifier make_classifier(const std::string& name, std::int64_t num_classes, HeadKind head,
@@ -62,8 +61,7 @@ std::string arch_table() {
   for (const ArchInfo& a : arch_registry()) {
     out += fmt::format("| {} | {} | {:.1f} M | {:.2f} % | {} | {} {} -> {} | {} |\n", a.name,
                        a.family, static_cast<double>(a.parameters) / 1e6, a.imagenet_top1,
-                       a.weights_file, a.interpolation, a.eval_resize, a.eval_crop,
-                       a.layer_groups);
+                       a.weights_file, a.interpolation, a.eval_resize, a.eval_crop, a.layer_groups);
   }
   return out;
 }

@@ -225,8 +225,8 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
   }
   if (!unexpected.empty()) {
     throw CheckpointError("'" + source + "' has " + std::to_string(unexpected.size()) +
-                              " tensor(s) the " + arch + " model does not: " +
-                              list_keys(unexpected) + " (model.pretrained)",
+                              " tensor(s) the " + arch +
+                              " model does not: " + list_keys(unexpected) + " (model.pretrained)",
                           "is it a " + arch + " weight file?");
   }
 
@@ -304,8 +304,8 @@ WeightsHead weights_head(const StateDict& state, const std::string& arch,
   if (head.num_classes > 0) return head;
   throw CheckpointError(
       "'" + source + "' holds neither fastai's head (" + kFastaiHeadLast + ") nor " + arch +
-          "'s torchvision classifier (" + classifier + "*); its tensors: " +
-          list_keys(state_keys(state)),
+          "'s torchvision classifier (" + classifier +
+          "*); its tensors: " + list_keys(state_keys(state)),
       "give a torchvision " + arch + " .pth or an `ltfit export` of a " + arch + " checkpoint");
 }
 

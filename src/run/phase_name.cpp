@@ -10,8 +10,8 @@ namespace ltfit {
 namespace {
 
 constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
-    "data_wait", "host_to_device", "forward", "backward",
-    "optimizer", "validation",     "tta",     "checkpoint", "grad_sync"};
+    "data_wait", "host_to_device", "forward",  "backward", "optimizer", "validation",
+    "tta",       "checkpoint",     "grad_sync"};
 
 }  // namespace
 

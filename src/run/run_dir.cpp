@@ -161,8 +161,7 @@ void clear_failed_run(const fs::path& dir) {
   }
   fs::remove_all(dir / "tb", ec);
   fs::remove(dir / "checkpoints", ec);  // empty: run_has_progress found no checkpoint
-  spdlog::info("{}: taking the folder of a run that failed before its first step",
-               dir.string());
+  spdlog::info("{}: taking the folder of a run that failed before its first step", dir.string());
 }
 
 OpenRunDir create_run_dir(const RunConfig& run, const std::optional<std::string>& explicit_dir) {

@@ -207,8 +207,8 @@ std::string format_phase_table(const PhaseSeconds& phases) {
   std::string table = fmt::format("{:<15} {:>8} {:>6}\n", "phase", "time", "share");
   for (int i = 0; i < kPhaseCount; ++i) {
     const double share = total > 0.0 ? 100.0 * phases[i] / total : 0.0;
-    table +=
-        fmt::format("{:<15} {:>8} {:>5.1f}%\n", phase_name(static_cast<Phase>(i)), format_mm_ss(phases[i]), share);
+    table += fmt::format("{:<15} {:>8} {:>5.1f}%\n", phase_name(static_cast<Phase>(i)),
+                         format_mm_ss(phases[i]), share);
   }
   table +=
       fmt::format("{:<15} {:>8} {:>5.1f}%", "total", format_mm_ss(total), total > 0 ? 100.0 : 0.0);

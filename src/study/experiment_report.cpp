@@ -79,10 +79,10 @@ std::vector<std::pair<std::string, std::string>> gpu_rows(const nlohmann::json& 
     const auto& g = gpus[i];
     const bool has_mib = g.is_object() && g.contains("memory_mib") && g["memory_mib"].is_number();
     const std::string mib = has_mib ? fmt::format("{:.0f}", g["memory_mib"].get<double>()) : kNone;
-    rows.emplace_back(gpus.size() == 1 ? "GPU" : fmt::format("GPU {}", i),
-                      fmt::format("{}, {} MiB = {} GiB, compute capability {}", env_text(g, "name"),
-                                  mib, env_text(g, "memory_gib"),
-                                  env_text(g, "compute_capability")));
+    rows.emplace_back(
+        gpus.size() == 1 ? "GPU" : fmt::format("GPU {}", i),
+        fmt::format("{}, {} MiB = {} GiB, compute capability {}", env_text(g, "name"), mib,
+                    env_text(g, "memory_gib"), env_text(g, "compute_capability")));
   }
   if (rows.empty()) rows.emplace_back("GPU", "none");
   return rows;
@@ -93,11 +93,11 @@ std::string machine_table(const nlohmann::json& env) {
   const auto t = [&](const char* path) { return env_text(env, path); };
   std::vector<std::pair<std::string, std::string>> rows = {
       {"CPU", t("cpu.model")},
-      {"cores", fmt::format("{} physical, {} threads, {} available to ltfit",
-                            t("cpu.physical_cores"), t("cpu.logical_threads"),
-                            t("cpu.available_cores"))},
-      {"memory", fmt::format("{} GiB ({} GiB available)", t("memory.total_gib"),
-                             t("memory.available_gib"))},
+      {"cores",
+       fmt::format("{} physical, {} threads, {} available to ltfit", t("cpu.physical_cores"),
+                   t("cpu.logical_threads"), t("cpu.available_cores"))},
+      {"memory",
+       fmt::format("{} GiB ({} GiB available)", t("memory.total_gib"), t("memory.available_gib"))},
       {"/dev/shm", fmt::format("{} GiB ({} GiB free)", t("shm.total_gib"), t("shm.free_gib"))}};
   const auto gpus = gpu_rows(env);
   rows.insert(rows.end(), gpus.begin(), gpus.end());

@@ -94,7 +94,7 @@ ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
 
 // Spawns `args` with stdout/stderr to the given files and waits for its end.
 ChildEnd spawn_and_wait(const std::vector<std::string>& args, const std::string& out_path,
-                   const std::string& err_path, const std::function<bool()>& stop_signal) {
+                        const std::string& err_path, const std::function<bool()>& stop_signal) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

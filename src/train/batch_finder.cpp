@@ -12,12 +12,12 @@
 #include <torch/cuda.h>
 
 #include "ltfit/model/model_factory.h"
+#include "ltfit/run/envinfo.h"
 #include "ltfit/run/timing.h"
-#include "ltfit/util/precision.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/trainer.h"
-#include "ltfit/run/envinfo.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/precision.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)

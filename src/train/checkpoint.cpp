@@ -64,7 +64,8 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
   w.string("phase_seconds");  // {phase name: seconds}
   w.empty_dict();
   w.mark();
-  for (int i = 0; i < kPhaseCount; ++i) real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
+  for (int i = 0; i < kPhaseCount; ++i)
+    real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
   w.set_items();
   const auto positions = [&w](const char* key, const std::vector<std::int64_t>& list) {
     w.string(key);
@@ -234,7 +235,8 @@ CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
 
 // Checks every parameter and buffer of `model` against the saved tensors; returns the copies.
 std::vector<std::pair<torch::Tensor, torch::Tensor>> stage_model(const CheckpointFields& f,
-                                                                 const Value& root, Classifier& model) {
+                                                                 const Value& root,
+                                                                 Classifier& model) {
   const Value& saved = f.of_kind(f.at(root, "model", ""), Kind::kDict, "model");
   std::unordered_map<std::string_view, const Value*> by_name;
   for (const auto& [key, value] : saved.entries) {
@@ -271,9 +273,9 @@ std::vector<std::pair<torch::Tensor, torch::Tensor>> stage_model(const Checkpoin
     std::string names;
     for (std::size_t i = 0; i < sorted.size() && i < 5; ++i) names += (i ? ", " : "") + sorted[i];
     if (sorted.size() > 5) names += " and " + std::to_string(sorted.size() - 5) + " more";
-    throw CheckpointError("checkpoint '" + f.file() + "' has tensors the model does not have: " +
-                              names,
-                          "was it saved for another model.arch or model.head?");
+    throw CheckpointError(
+        "checkpoint '" + f.file() + "' has tensors the model does not have: " + names,
+        "was it saved for another model.arch or model.head?");
   }
   return copies;
 }
@@ -363,10 +365,12 @@ CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, C
 
 CheckpointError weights_only_error(const std::string& path) {
   return CheckpointError(
-      "checkpoint '" + path + "' holds weights only (no optimizer state): a run cannot continue "
-      "from it",
+      "checkpoint '" + path +
+          "' holds weights only (no optimizer state): a run cannot continue "
+          "from it",
       "continue the run from its checkpoints/last.ckpt, or start a new run from these weights: "
-      "ltfit train --init-from " + path + " [--config FILE] [--set key=value]...");
+      "ltfit train --init-from " +
+          path + " [--config FILE] [--set key=value]...");
 }
 
 RngStates capture_rng_states() {

@@ -67,9 +67,8 @@ std::vector<fs::path> numbered_checkpoints(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (step_of(entry.path())) numbered.push_back(entry.path());
   }
-  std::sort(numbered.begin(), numbered.end(), [](const fs::path& a, const fs::path& b) {
-    return *step_of(a) < *step_of(b);
-  });
+  std::sort(numbered.begin(), numbered.end(),
+            [](const fs::path& a, const fs::path& b) { return *step_of(a) < *step_of(b); });
   return numbered;
 }
 

@@ -39,9 +39,8 @@ void add_to_smoothed_loss(TrainPosition& at, double loss) {
 std::int64_t TrainContext::stage_step() const {
   const std::int64_t done = state.position.batch_in_epoch / accumulate;  // steps of this epoch
   const std::int64_t planned = steps_per_epoch, have = steps_this_epoch;
-  const std::int64_t in_epoch = have >= planned || have <= 1
-                                    ? done
-                                    : (done * (planned - 1) + (have - 1) / 2) / (have - 1);
+  const std::int64_t in_epoch =
+      have >= planned || have <= 1 ? done : (done * (planned - 1) + (have - 1) / 2) / (have - 1);
   return static_cast<std::int64_t>(state.position.epoch_in_stage) * steps_per_epoch + in_epoch;
 }
 
@@ -76,8 +75,8 @@ void Trainer::fire(void (Hook::*event)(TrainContext&)) {
 
 std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const TrainState& start) {
   state_ = start;
-  const bool fresh = start.global_step == 0 && start.global_epoch == 0 &&
-                     start.position == TrainPosition{};
+  const bool fresh =
+      start.global_step == 0 && start.global_epoch == 0 && start.position == TrainPosition{};
   if (fresh) {
     state_.scaler = scaler_.state();  // the scaler's own initial scale
   } else {
@@ -202,8 +201,8 @@ void Trainer::one_batch(const Batch& batch) {
   TrainPosition& at = state_.position;
   const std::int64_t group_start = at.batch_in_epoch / c.accumulate * c.accumulate;
   c.batch_in_step = static_cast<int>(at.batch_in_epoch - group_start);
-  c.batches_in_step = static_cast<int>(
-      std::min<std::int64_t>(c.accumulate, c.batches_this_epoch - group_start));
+  c.batches_in_step =
+      static_cast<int>(std::min<std::int64_t>(c.accumulate, c.batches_this_epoch - group_start));
   c.step_now = c.batch_in_step + 1 >= c.batches_in_step;
   c.cancel_batch = c.skip_step = false;
   if (c.batch_in_step == 0) c.step_loss = 0.0;

@@ -5,12 +5,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "ltfit/util/temp_files.h"
 

@@ -3,8 +3,8 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -17,17 +17,17 @@ namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr int kInterruptedExit = 130;
 
-volatile std::sig_atomic_t g_signal = 0;       // the first stop signal received, 0 if none
-std::atomic<std::int64_t> g_first_ms{0};       // when it arrived (CLOCK_MONOTONIC)
-std::atomic<int> g_mode{0};                    // the outermost StopSignals' StopMode
-struct sigaction g_old[sizeof kStopSignals / sizeof kStopSignals[0]] {};
+volatile std::sig_atomic_t g_signal = 0;  // the first stop signal received, 0 if none
+std::atomic<std::int64_t> g_first_ms{0};  // when it arrived (CLOCK_MONOTONIC)
+std::atomic<int> g_mode{0};               // the outermost StopSignals' StopMode
+struct sigaction g_old[sizeof kStopSignals / sizeof kStopSignals[0]]{};
 std::mutex g_mutex;  // guards g_depth and the installation
 int g_depth = 0;     // live StopSignals objects
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "used in a signal handler");
 
 std::int64_t monotonic_ms() {  // clock_gettime is async-signal-safe
-  timespec now {};
+  timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
   return std::int64_t(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
 }
@@ -70,7 +70,7 @@ StopSignals::StopSignals(StopMode mode) {
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   for (int s : kStopSignals) sigaddset(&action.sa_mask, s);  // one handler at a time
-  action.sa_flags = SA_RESTART;  // reads and waits in progress carry on
+  action.sa_flags = SA_RESTART;                              // reads and waits in progress carry on
   for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
     sigaction(kStopSignals[i], &action, &g_old[i]);
   }

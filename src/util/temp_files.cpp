@@ -31,7 +31,8 @@ struct Slot {
 Slot g_slots[kSlots];
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool all_of(const std::string& s, std::size_t from, std::size_t count, int (*pred)(int)) {
@@ -71,8 +72,7 @@ bool remove_if_stale(const std::string& path, int min_age) {
   if (fd < 0) return false;
   struct stat st {};
   bool stale = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-               std::time(nullptr) - st.st_mtime >= min_age &&
-               ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+               std::time(nullptr) - st.st_mtime >= min_age && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
   // The name must still be that file (not replaced since it was opened).
   struct stat now {};
   stale = stale && ::lstat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino &&
@@ -109,15 +109,16 @@ bool is_temp_file_name(const std::string& name, const std::string& target) {
   return is_atomic_temp(name, target) || is_partial_download(name, target);
 }
 
-std::vector<std::string> remove_stale_temp_files(const std::string& dir,
-                                                 const std::string& target, int min_age_seconds) {
+std::vector<std::string> remove_stale_temp_files(const std::string& dir, const std::string& target,
+                                                 int min_age_seconds) {
   std::vector<std::string> removed;
   std::error_code ec;
   for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!is_temp_file_name(name, target)) continue;
-    if (remove_if_stale(it->path().string(), min_age_seconds)) removed.push_back(it->path().string());
+    if (remove_if_stale(it->path().string(), min_age_seconds))
+      removed.push_back(it->path().string());
   }
   return removed;
 }

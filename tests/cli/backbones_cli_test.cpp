@@ -32,8 +32,8 @@ std::string family_config(const fs::path& root, const fs::path& out, const std::
 std::string run_python(const fs::path& dir, const std::string& script, const std::string& arg) {
   const fs::path file = dir / "check.py", out = dir / "check.out";
   ltfit::testing::write_file(file, script);
-  const int status =
-      std::system(("python3 " + file.string() + " " + arg + " > " + out.string() + " 2>&1").c_str());
+  const int status = std::system(
+      ("python3 " + file.string() + " " + arg + " > " + out.string() + " 2>&1").c_str());
   const std::string text = ltfit::testing::read_file(out);
   INFO(text);
   CHECK(status == 0);
@@ -58,9 +58,8 @@ TEST_CASE("ltfit models lists every registered arch, and a misspelt arch exits 2
 
   ltfit::testing::TempDir dir;
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config,
-                             family_config(dir.path() / "data", dir.path() / "runs",
-                                           "convnext_tiy", "pretrained: none"));
+  ltfit::testing::write_file(config, family_config(dir.path() / "data", dir.path() / "runs",
+                                                   "convnext_tiy", "pretrained: none"));
   const auto r = run_ltfit("train --config " + config.string());
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("model.arch") && Contains("did you mean 'convnext_tiny'"));
@@ -84,33 +83,36 @@ TEST_CASE("ConvNeXt and EfficientNet train, export for torchvision, reload and p
 
   // export: torchvision's model of the same arch (2 classes) loads the file strictly.
   const fs::path pth = dir.path() / (arch + ".pth");
-  const auto exported = run_ltfit("export --checkpoint " + ckpt.string() + " --out " + pth.string());
+  const auto exported =
+      run_ltfit("export --checkpoint " + ckpt.string() + " --out " + pth.string());
   INFO(exported.output);
   REQUIRE(exported.exit_code == 0);
-  const std::string checked = run_python(
-      dir.path(),
-      "import sys, torch\n"
-      "sd = torch.load(sys.argv[1], weights_only=True)\n"
-      "try:\n"
-      "    import torchvision\n"
-      "except ImportError:\n"
-      "    print('OK (torch.load only:', len(sd), 'tensors)'); sys.exit(0)\n"
-      "getattr(torchvision.models, '" + arch + "')(num_classes=2).load_state_dict(sd, strict=True)\n"
-      "print('OK')\n",
-      pth.string());
+  const std::string checked =
+      run_python(dir.path(),
+                 "import sys, torch\n"
+                 "sd = torch.load(sys.argv[1], weights_only=True)\n"
+                 "try:\n"
+                 "    import torchvision\n"
+                 "except ImportError:\n"
+                 "    print('OK (torch.load only:', len(sd), 'tensors)'); sys.exit(0)\n"
+                 "getattr(torchvision.models, '" +
+                     arch +
+                     "')(num_classes=2).load_state_dict(sd, strict=True)\n"
+                     "print('OK')\n",
+                 pth.string());
   CHECK_THAT(checked, Contains("OK"));
 
   // The exported file as model.pretrained under a fastai head: the body loads, the classifier is
   // replaced (said in the log).
   const fs::path again = dir.path() / (arch + "-pretrained.yaml");
-  ltfit::testing::write_file(again, family_config(dir.path() / "data", dir.path() / "runs2", arch,
-                                                  "pretrained: " + pth.string() + ", head: fastai"));
+  ltfit::testing::write_file(again,
+                             family_config(dir.path() / "data", dir.path() / "runs2", arch,
+                                           "pretrained: " + pth.string() + ", head: fastai"));
   const auto fine_tuned = run_ltfit("train --json --config " + again.string());
   INFO(fine_tuned.output);
   REQUIRE(fine_tuned.exit_code == 0);
   CHECK_THAT(fine_tuned.output, Contains("classifier.") && Contains("replaced by the new head"));
-  const fs::path run2 =
-      nlohmann::json::parse(fine_tuned.stdout_text)["run_dir"].get<std::string>();
+  const fs::path run2 = nlohmann::json::parse(fine_tuned.stdout_text)["run_dir"].get<std::string>();
 
   const std::string image = (dir.path() / "data/valid/dog/00000.jpg").string();
   const auto predicted = run_ltfit("predict --json --checkpoint " +
@@ -125,8 +127,8 @@ TEST_CASE("ConvNeXt and EfficientNet train, export for torchvision, reload and p
 
   // predict --weights FILE --arch A uses the file as it is: its own 2-class classifier, named by
   // the FILE.json export wrote beside it (it never puts a fresh 1000-class classifier there).
-  const auto own =
-      run_ltfit("predict --json --top 3 --weights " + pth.string() + " --arch " + arch + " " + image);
+  const auto own = run_ltfit("predict --json --top 3 --weights " + pth.string() + " --arch " +
+                             arch + " " + image);
   INFO(own.output);
   REQUIRE(own.exit_code == 0);
   const auto own_top = nlohmann::json::parse(own.stdout_text)["top"];

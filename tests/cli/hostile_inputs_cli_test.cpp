@@ -16,8 +16,8 @@
 
 #include "ltfit/run/run_dir.h"
 #include "ltfit/util/utf8.h"
-#include "support/http_server.h"
 #include "support/child_cap.h"
+#include "support/http_server.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -269,7 +269,9 @@ TEST_CASE("SIGTERM or SIGHUP stops a pretrained-weights download in train: exit 
                              "  sleep 0.05\n"
                              "done\n"
                              "sleep 0.3\n"
-                             "kill -" + signal + " $pid\n"
+                             "kill -" +
+                             signal +
+                             " $pid\n"
                              "start=$(date +%s%N)\n"
                              "wait $pid\n"
                              "echo $? $(( ($(date +%s%N) - start) / 1000000 ))\n";

@@ -63,8 +63,8 @@ TEST_CASE("predict --weights of an export: its own head and class names, as --ch
   const auto by_weights = predict("--json --logits --weights " + pth + " " + photos);  // no --arch
   INFO(by_weights.output);
   REQUIRE(by_weights.exit_code == 0);
-  CHECK_THAT(by_weights.output, Contains("resnet18 with a fastai head for 2 classes") &&
-                                    !Contains("replaced"));
+  CHECK_THAT(by_weights.output,
+             Contains("resnet18 with a fastai head for 2 classes") && !Contains("replaced"));
   const auto expected = json_lines(by_checkpoint.stdout_text);
   const auto lines = json_lines(by_weights.stdout_text);
   REQUIRE(lines.size() == 4);

@@ -14,8 +14,8 @@
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/temp_files.h"
-#include "support/http_server.h"
 #include "support/child_cap.h"
+#include "support/http_server.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -35,7 +35,9 @@ const std::string kLimits =
 // ~40 steps of a few hundred ms on two cores: long enough to be interrupted mid-run.
 std::string slow_config(const fs::path& root) {
   return "run: {name: slow, seed: 5, deterministic: true}\n"
-         "data: {root: " + root.string() + ", image_size: 64, batch_size: 16, workers: 2}\n"
+         "data: {root: " +
+         root.string() +
+         ", image_size: 64, batch_size: 16, workers: 2}\n"
          "model: {arch: resnet18, pretrained: none, head: fastai}\n"
          "train: {recipe: one_cycle, epochs: 8, lr: 2.0e-3, device: cpu,\n"
          "        checkpoint: {every_minutes: 0, keep: 2}}\n"
@@ -44,8 +46,11 @@ std::string slow_config(const fs::path& root) {
 
 // A seconds-long run: 16 + 8 images of 32 px, one epoch.
 std::string tiny_config(const fs::path& root, const fs::path& out) {
-  return "run: {name: tiny, out_dir: \"" + out.string() + "\", seed: 5}\n"
-         "data: {root: \"" + root.string() + "\", image_size: 32, batch_size: 8, workers: 2}\n"
+  return "run: {name: tiny, out_dir: \"" + out.string() +
+         "\", seed: 5}\n"
+         "data: {root: \"" +
+         root.string() +
+         "\", image_size: 32, batch_size: 8, workers: 2}\n"
          "model: {arch: resnet18, pretrained: none, head: linear}\n"
          "train: {recipe: one_cycle, epochs: 1, lr: 2.0e-3, device: cpu}\n"
          "eval: {tta: false}\n";
@@ -60,8 +65,12 @@ void synth(const fs::path& dir, int train, int valid) {
 // Bash: waits (up to 60 s) until `file` has more than `rows` lines or the process `$pid` ended.
 std::string wait_for_rows(const fs::path& file, int rows) {
   return "for i in $(seq 1 1200); do\n"
-         "  n=$(wc -l < " + file.string() + " 2>/dev/null || echo 0)\n"
-         "  [ \"$n\" -gt " + std::to_string(rows) + " ] && break\n"
+         "  n=$(wc -l < " +
+         file.string() +
+         " 2>/dev/null || echo 0)\n"
+         "  [ \"$n\" -gt " +
+         std::to_string(rows) +
+         " ] && break\n"
          "  kill -0 $pid 2>/dev/null || break\n"
          "  sleep 0.05\n"
          "done\n";
@@ -102,10 +111,11 @@ TEST_CASE("train: SIGTERM twice 50 ms apart, or SIGHUP, is one stop: checkpoint 
   INFO(kills);
   const fs::path run = dir.path() / "run";
   fs::remove_all(run);
-  const std::string status = run_bash(
-      dir.path(), std::string(LTFIT_BINARY) + " train --config " + dir.str() + "/c.yaml --run-dir " +
-                      run.string() + " >" + dir.str() + "/log 2>&1 &\npid=$!\n" +
-                      wait_for_rows(run / "steps.csv", 4) + kills + "\nwait $pid\necho $?\n");
+  const std::string status =
+      run_bash(dir.path(), std::string(LTFIT_BINARY) + " train --config " + dir.str() +
+                               "/c.yaml --run-dir " + run.string() + " >" + dir.str() +
+                               "/log 2>&1 &\npid=$!\n" + wait_for_rows(run / "steps.csv", 4) +
+                               kills + "\nwait $pid\necho $?\n");
   const std::string log = read_file(dir.path() / "log");
   INFO(log);
   CHECK(std::stoi(status) == 130);
@@ -158,9 +168,9 @@ TEST_CASE("stdout that cannot be written (> /dev/full) is exit 5 for every comma
       "configs " + dir.str() + "/c.yaml"};
   for (const std::string& command : commands) {
     INFO(command);
-    const std::string out = run_bash(
-        dir.path(), kLimits + LTFIT_BINARY + " " + command + " >/dev/full 2>" + dir.str() +
-                        "/err </dev/null\necho $?\n");
+    const std::string out =
+        run_bash(dir.path(), kLimits + LTFIT_BINARY + " " + command + " >/dev/full 2>" + dir.str() +
+                                 "/err </dev/null\necho $?\n");
     const std::string err = read_file(dir.path() / "err");
     INFO(err);
     CHECK(std::stoi(out) == 5);
@@ -178,8 +188,8 @@ TEST_CASE("a file-size limit (ulimit -f) is handled as a full disk: exit 5, no t
   // 20 MB: the logs and CSVs fit, a resnet18 checkpoint (~90 MB) does not.
   const std::string out =
       run_bash(dir.path(), "ulimit -f 20000; " + kLimits + LTFIT_BINARY + " train --config " +
-                               dir.str() + "/c.yaml --run-dir " + run.string() + " >" +
-                               dir.str() + "/log 2>&1\necho $?\n");
+                               dir.str() + "/c.yaml --run-dir " + run.string() + " >" + dir.str() +
+                               "/log 2>&1\necho $?\n");
   const std::string log = read_file(dir.path() / "log");
   INFO(log);
   CHECK(std::stoi(out) == 5);
@@ -188,8 +198,7 @@ TEST_CASE("a file-size limit (ulimit -f) is handled as a full disk: exit 5, no t
   CHECK(temp_files_in(run).empty());
 }
 
-TEST_CASE("closed stdin, stdout or stderr never make a file of the run receive the log",
-          "[cli]") {
+TEST_CASE("closed stdin, stdout or stderr never make a file of the run receive the log", "[cli]") {
   TempDir dir;
   synth(dir.path() / "data", 16, 8);
   write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
@@ -197,9 +206,9 @@ TEST_CASE("closed stdin, stdout or stderr never make a file of the run receive t
   INFO(closing);
   const fs::path run = dir.path() / "run";
   fs::remove_all(run);
-  const std::string out = run_bash(
-      dir.path(), kLimits + LTFIT_BINARY + " train --config " + dir.str() + "/c.yaml --run-dir " +
-                      run.string() + " " + closing + "\necho $?\n");
+  const std::string out =
+      run_bash(dir.path(), kLimits + LTFIT_BINARY + " train --config " + dir.str() +
+                               "/c.yaml --run-dir " + run.string() + " " + closing + "\necho $?\n");
   CHECK(std::stoi(out) == 0);
   const std::string epochs = read_file(run / "epochs.csv");
   INFO(epochs);
@@ -227,10 +236,11 @@ TEST_CASE("stale temporaries of a killed writer are removed on start, live ones 
 
   const fs::path csv = dir.path() / "pred" / "p.csv";
   dated(dir.path() / "pred" / ".p.csv.Zz99Yy.tmp");  // a killed predict --out
-  ltfit::AtomicFile live(csv.string());  // another writer of p.csv, still at work
+  ltfit::AtomicFile live(csv.string());              // another writer of p.csv, still at work
   fs::last_write_time(live.temp_path(), fs::file_time_type::clock::now() - std::chrono::minutes(5));
-  const auto predicted = run_ltfit("predict --checkpoint " + (run / "checkpoints/last.ckpt").string() +
-                                   " --out " + csv.string() + " " + dir.str() + "/data/valid");
+  const auto predicted =
+      run_ltfit("predict --checkpoint " + (run / "checkpoints/last.ckpt").string() + " --out " +
+                csv.string() + " " + dir.str() + "/data/valid");
   INFO(predicted.output);
   CHECK(predicted.exit_code == 0);
   CHECK(fs::exists(csv));
@@ -249,8 +259,8 @@ TEST_CASE("evaluate, predict and lr-find stopped by a signal exit 130 without te
     std::string started;  // a log line printed once the work is under way
   };
   const std::vector<Case> cases = {
-      {"evaluate --tta --checkpoint " + ckpt + " --data " + dir.str() + "/many --out " +
-           dir.str() + "/eval",
+      {"evaluate --tta --checkpoint " + ckpt + " --data " + dir.str() + "/many --out " + dir.str() +
+           "/eval",
        "evaluating"},
       {"predict --tta --batch-size 1 --checkpoint " + ckpt + " --out " + dir.str() +
            "/pred/p.csv " + dir.str() + "/many/valid",
@@ -263,7 +273,9 @@ TEST_CASE("evaluate, predict and lr-find stopped by a signal exit 130 without te
       dir.path(), std::string(LTFIT_BINARY) + " " + c.args + " >" + dir.str() + "/log 2>&1 &\n" +
                       "pid=$!\n"
                       "for i in $(seq 1 1200); do\n"
-                      "  grep -q '" + c.started + "' " + dir.str() + "/log && break\n"
+                      "  grep -q '" +
+                      c.started + "' " + dir.str() +
+                      "/log && break\n"
                       "  kill -0 $pid 2>/dev/null || break\n"
                       "  sleep 0.05\n"
                       "done\n"
@@ -286,9 +298,9 @@ TEST_CASE("a mirror streaming more than the weight file's size is cut off at tha
   write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
   ltfit::testing::HttpServer server(served.path());
   // 200 MB for resnet18-f37072fd.pth (46830571 bytes), with no Content-Length to refuse early.
-  const auto r = run_ltfit("train --config " + dir.str() + "/c.yaml --set model.pretrained=imagenet",
-                           "TORCH_HOME=" + dir.str() + "/hub LTFIT_WEIGHTS_BASE_URL=" +
-                               server.flood_url(200000000, ""));
+  const auto r = run_ltfit(
+      "train --config " + dir.str() + "/c.yaml --set model.pretrained=imagenet",
+      "TORCH_HOME=" + dir.str() + "/hub LTFIT_WEIGHTS_BASE_URL=" + server.flood_url(200000000, ""));
   INFO(r.output);
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.output, Contains("more than 46830977 bytes") && Contains("HINT"));

@@ -28,8 +28,8 @@ const std::string kLimits =
 // A one-cycle run `tiny` of `epochs` epochs under `out`, reading `root` (relative to the folder
 // ltfit runs in, or absolute).
 std::string tiny_config(const std::string& root, const fs::path& out, int epochs = 1) {
-  return "run: {name: tiny, out_dir: \"" + out.string() + "\", seed: 5}\n" +
-         "data: {root: \"" + root + "\", image_size: 32, batch_size: 8, workers: 2}\n" +
+  return "run: {name: tiny, out_dir: \"" + out.string() + "\", seed: 5}\n" + "data: {root: \"" +
+         root + "\", image_size: 32, batch_size: 8, workers: 2}\n" +
          "model: {arch: resnet18, pretrained: none, head: linear}\n" +
          "train: {recipe: one_cycle, epochs: " + std::to_string(epochs) +
          ", lr: 2.0e-3, device: cpu}\neval: {tta: false}\n";
@@ -66,13 +66,14 @@ TEST_CASE("train --resume: a complete run changes nothing, a schedule change exi
   CHECK(run_ltfit("train --resume auto --run-dir " + run.string(), kLimits).exit_code == 0);
   CHECK(read_file(run / "timing.json") == timing);
 
-  const auto reshaped =
-      run_ltfit("train --resume " + last + " --set train.epochs=5 --set data.batch_size=4", kLimits);
+  const auto reshaped = run_ltfit(
+      "train --resume " + last + " --set train.epochs=5 --set data.batch_size=4", kLimits);
   CHECK(reshaped.exit_code == 2);
   CHECK_THAT(reshaped.output, Contains("train.epochs 1 -> 5") &&
                                   Contains("data.batch_size 8 -> 4") && Contains("--init-from"));
 
-  const auto best = run_ltfit("train --resume " + (run / "checkpoints/best.ckpt").string(), kLimits);
+  const auto best =
+      run_ltfit("train --resume " + (run / "checkpoints/best.ckpt").string(), kLimits);
   CHECK(best.exit_code == 4);
   CHECK_THAT(best.output, Contains("weights only") && Contains("last.ckpt"));
 }
@@ -96,12 +97,12 @@ TEST_CASE("train --init-from: a new run from a checkpoint's weights, same classe
   for (const char* split : {"train", "valid"}) {
     fs::rename(dir.path() / "other" / split / "dog", dir.path() / "other" / split / "fox");
   }
-  const auto other = run_ltfit(
-      "train --init-from " + best + " --set data.root=" + dir.str() + "/other", kLimits);
+  const auto other =
+      run_ltfit("train --init-from " + best + " --set data.root=" + dir.str() + "/other", kLimits);
   CHECK(other.exit_code == 4);
   CHECK_THAT(other.output, Contains("[cat, dog]") && Contains("[cat, fox]"));
-  const auto both = run_ltfit("train --init-from " + best + " --resume auto --run-dir " +
-                                  run.string(), kLimits);
+  const auto both =
+      run_ltfit("train --init-from " + best + " --resume auto --run-dir " + run.string(), kLimits);
   CHECK(both.exit_code == 2);
 }
 
@@ -110,10 +111,10 @@ TEST_CASE("a relative data.root is stored absolute: evaluate works from another 
   TempDir dir, elsewhere;
   const fs::path run = train_tiny(dir.path());
   CHECK_THAT(read_file(run / "config.yaml"), Contains((dir.path() / "data").string()));
-  const auto evaluated = run_ltfit(
-      "evaluate --checkpoint " + (run / "checkpoints/best.ckpt").string() + " --out " +
-          elsewhere.str() + "/o",
-      "cd " + elsewhere.str() + " && " + kLimits);
+  const auto evaluated =
+      run_ltfit("evaluate --checkpoint " + (run / "checkpoints/best.ckpt").string() + " --out " +
+                    elsewhere.str() + "/o",
+                "cd " + elsewhere.str() + " && " + kLimits);
   INFO(evaluated.output);
   CHECK(evaluated.exit_code == 0);
 }

@@ -28,9 +28,8 @@ std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 
          root.string() +
          ", image_size: 32, batch_size: 8, workers: 2}\n"
          "model: {arch: resnet18, pretrained: none, head: linear}\n"
-         "train: {recipe: one_cycle, epochs: " + std::to_string(epochs) +
-         ", lr: 2.0e-3, device: cpu" +
-         train + "}\neval: {tta: false}\n";
+         "train: {recipe: one_cycle, epochs: " +
+         std::to_string(epochs) + ", lr: 2.0e-3, device: cpu" + train + "}\neval: {tta: false}\n";
 }
 
 }  // namespace
@@ -52,8 +51,8 @@ TEST_CASE("a run that fails before its first step says why, and the next run tak
     CHECK_THAT(failed, Contains("before its first training step") &&
                            Contains((dir.path() / "data").string()) && Contains("HINT: "));
     const std::string log = read_file(runs / "tiny" / "train.log");
-    CHECK_THAT(log, Contains("error: ") && Contains((dir.path() / "data").string()) &&
-                        Contains("HINT: "));
+    CHECK_THAT(
+        log, Contains("error: ") && Contains((dir.path() / "data").string()) && Contains("HINT: "));
   }
 
   REQUIRE(run_ltfit("synth --out " + (dir.path() / "data").string() + " --train 16 --valid 8")

@@ -434,14 +434,14 @@ TEST_CASE("every unknown key and invalid value of one load is reported, then exi
   // Before, only the first (data.batchsize) was reported: fixing it revealed the next, and so on.
   const std::string yaml =
       "data:\n"
-      "  batchsize: 8\n"        // 2: unknown, close to batch_size
-      "  image_size: 8\n"       // 3: out of range
+      "  batchsize: 8\n"   // 2: unknown, close to batch_size
+      "  image_size: 8\n"  // 3: out of range
       "model:\n"
-      "  arch: resnet33\n"      // 5: not an arch, close to resnet34
-      "trian:\n"                // 6: unknown, close to train
+      "  arch: resnet33\n"  // 5: not an arch, close to resnet34
+      "trian:\n"            // 6: unknown, close to train
       "  epochs: 2\n"
       "train:\n"
-      "  lr: fast\n"            // 9: wrong type
+      "  lr: fast\n"                                   // 9: wrong type
       "  optimizer: {bettas: [0.9, 0.9], eps: -1}\n";  // 10: unknown and out of range
   try {
     load_config_from_string(yaml, "t.yaml");
@@ -470,8 +470,7 @@ TEST_CASE("every unknown key and invalid value of one load is reported, then exi
         "t.yaml:2: data.batch_size: expected a positive integer, got -4");
 }
 
-TEST_CASE("contradictions are refused and ignored keys warned about at load time",
-          "[config]") {
+TEST_CASE("contradictions are refused and ignored keys warned about at load time", "[config]") {
   // Before, data.valid_count 0 trained a whole epoch and then failed with no checkpoint.
   CHECK_THAT(error_of_string("data:\n  valid_count: 0\n"),
              Contains("t.yaml:2: data.valid_count: expected an integer >= 1"));
@@ -479,8 +478,7 @@ TEST_CASE("contradictions are refused and ignored keys warned about at load time
   CHECK_THAT(error_of_string("train:\n  recipe: fine_tune\n  frozen: true\n"),
              Contains("t.yaml:3: train.frozen: expected false under train.recipe fine_tune"));
   CHECK_THAT(error_of_string("train: {frozen: true}\n"), Contains("train.frozen: expected false"));
-  CHECK(load_config_from_string("train: {recipe: one_cycle, frozen: true}", "t.yaml")
-            .train.frozen);
+  CHECK(load_config_from_string("train: {recipe: one_cycle, frozen: true}", "t.yaml").train.frozen);
   // Keys that are merely ignored load, and config_warnings names them and why.
   CHECK(config_warnings(load_config_from_string("", "t.yaml")).empty());
   const Config one_cycle =
@@ -577,21 +575,21 @@ namespace ltfit {
 TEST_CASE("data.augment: none turns every augmentation off and is written back as none",
           "[config]") {
   const Config off = load_config_from_string("data:\n  augment: none\n", "t.yaml");
-  const AugmentConfig none = {/*flip=*/false,   /*max_rotate=*/0.0, /*max_zoom=*/1.0,
-                              /*max_lighting=*/0.0, /*max_warp=*/0.0, /*p_affine=*/0.0,
-                              /*p_lighting=*/0.0, /*random_crop=*/false};
+  const AugmentConfig none = {/*flip=*/false,       /*max_rotate=*/0.0,   /*max_zoom=*/1.0,
+                              /*max_lighting=*/0.0, /*max_warp=*/0.0,     /*p_affine=*/0.0,
+                              /*p_lighting=*/0.0,   /*random_crop=*/false};
   CHECK(off.data.augment == none);
   const std::string yaml = to_yaml(off);
   CHECK_THAT(yaml, Contains("augment: none"));
   CHECK(load_config_from_string(yaml, "written").data.augment == none);
   // The same from the command line, and a default config keeps its mapping.
-  CHECK(load_config_from_string("", "t.yaml", {parse_override("data.augment=none")})
-            .data.augment == none);
+  CHECK(load_config_from_string("", "t.yaml", {parse_override("data.augment=none")}).data.augment ==
+        none);
   CHECK_THAT(to_yaml(load_config_from_string("", "t.yaml")), Contains("max_rotate: 10"));
   CHECK(load_config_from_string("", "t.yaml").data.augment.random_crop);
   // random_crop alone: still a mapping (other keys at their defaults), written back as false.
-  const Config centred = load_config_from_string("data:\n  augment:\n    random_crop: false\n",
-                                                 "t.yaml");
+  const Config centred =
+      load_config_from_string("data:\n  augment:\n    random_crop: false\n", "t.yaml");
   CHECK_FALSE(centred.data.augment.random_crop);
   CHECK(centred.data.augment.max_rotate == 10);
   CHECK_THAT(to_yaml(centred), Contains("random_crop: false"));

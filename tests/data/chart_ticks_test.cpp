@@ -59,14 +59,13 @@ TEST_CASE("log axes tick at decades, with 2 and 5 only over few decades", "[plot
   CHECK(labels_of(ltfit::log_ticks(1e-7, 10)) ==
         Labels{"1e-7", "1e-6", "1e-5", "1e-4", "0.001", "0.01", "0.1", "1", "10"});
   CHECK(labels_of(ltfit::log_ticks(2e-3, 3e-2)) == Labels{"0.002", "0.005", "0.01", "0.02"});
-  CHECK(labels_of(ltfit::log_ticks(3e-6, 1.2e-5)) == Labels{"3e-6", "4e-6", "5e-6", "6e-6", "7e-6",
-                                                           "8e-6", "9e-6", "1e-5"});
+  CHECK(labels_of(ltfit::log_ticks(3e-6, 1.2e-5)) ==
+        Labels{"3e-6", "4e-6", "5e-6", "6e-6", "7e-6", "8e-6", "9e-6", "1e-5"});
   CHECK(labels_of(ltfit::log_ticks(1e-20, 1)).size() == 11);  // every other decade
   CHECK(ltfit::log_ticks(0, 1).empty());
 }
 
-TEST_CASE("tick labels are distinct and within a thousandth of a step of their values",
-          "[plot]") {
+TEST_CASE("tick labels are distinct and within a thousandth of a step of their values", "[plot]") {
   std::mt19937 rng(21);  // fixed seed: the same 2000 ranges every run
   std::uniform_real_distribution<double> exponent(-9, 9), unit(0, 1);
   for (int i = 0; i < 2000; ++i) {

@@ -181,8 +181,7 @@ TEST_CASE("a training batch left with one readable image is refilled: train exit
               .exit_code == 0);
   // 4 training images, batches of 2: whichever batch holds the broken one has one readable. Its
   // header is sound (a PNG without pixels), so it stays in the plan and only its decode fails.
-  ltfit::testing::write_file(data / "train/cat/00000.jpg",
-                             ltfit::testing::png_claiming(32, 32));
+  ltfit::testing::write_file(data / "train/cat/00000.jpg", ltfit::testing::png_claiming(32, 32));
   const fs::path config = dir.path() / "c.yaml";
   ltfit::testing::write_file(config,
                              "run: {name: one, out_dir: " + (dir.path() / "runs").string() +

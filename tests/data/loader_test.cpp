@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -10,9 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <set>
-#include <algorithm>
 #include <opencv2/imgcodecs.hpp>
+#include <set>
 #include <thread>
 
 #include "data/hostile_images.h"

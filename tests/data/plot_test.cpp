@@ -91,8 +91,9 @@ TEST_CASE("stacked line charts are one image of all panels", "[experiment]") {
   CHECK(img.rows == 500);
 }
 
-TEST_CASE("line charts: whole-number step ticks, a legend beside the data, identical lines all seen",
-          "[plot]") {
+TEST_CASE(
+    "line charts: whole-number step ticks, a legend beside the data, identical lines all seen",
+    "[plot]") {
   ltfit::testing::TempDir dir;
   std::vector<double> x, y;
   for (int i = 0; i < 18; ++i) x.push_back(i), y.push_back(1.0 + 0.1 * std::sin(i));
@@ -111,7 +112,8 @@ TEST_CASE("line charts: whole-number step ticks, a legend beside the data, ident
   CHECK_FALSE(layout.legend.empty());
   CHECK_FALSE(layout.legend.overlaps(layout.plot));
   CHECK(layout.legend.x1 <= layout.width);
-  for (const auto& t : layout.x_ticks) CHECK((t.pixel >= layout.plot.x0 && t.pixel <= layout.plot.x1));
+  for (const auto& t : layout.x_ticks)
+    CHECK((t.pixel >= layout.plot.x0 && t.pixel <= layout.plot.x1));
   REQUIRE(layout.marks.size() == 4);
 
   const std::string path = (dir.path() / "lines.png").string();
@@ -123,7 +125,7 @@ TEST_CASE("line charts: whole-number step ticks, a legend beside the data, ident
     CHECK(mark.kind == ltfit::ChartMark::Kind::kLine);
     CHECK(layout.plot.contains(mark.extent));
     CHECK(mark.extent.width() > 10);
-    CHECK(count_color(img, mark.color, mark.extent) > 40);  // seen, though drawn over each other
+    CHECK(count_color(img, mark.color, mark.extent) > 40);    // seen, though drawn over each other
     CHECK(count_color(img, mark.color, layout.legend) > 10);  // and named in the legend
   }
   std::set<ltfit::Bgr> colors;
@@ -131,8 +133,7 @@ TEST_CASE("line charts: whole-number step ticks, a legend beside the data, ident
   CHECK(colors.size() == 4);
 }
 
-TEST_CASE("line charts: log x ticks at decades, markers in their own colours and named",
-          "[plot]") {
+TEST_CASE("line charts: log x ticks at decades, markers in their own colours and named", "[plot]") {
   ltfit::testing::TempDir dir;
   std::vector<double> x, y;
   for (int i = 0; i <= 80; ++i) {
@@ -141,8 +142,8 @@ TEST_CASE("line charts: log x ticks at decades, markers in their own colours and
   }
   ltfit::ChartOptions options;
   options.log_x = true;
-  options.markers = {{"valley: 0.000316", 3.16e-4}, {"steepest: 0.000316", 3.16e-4},
-                     {"outside: 5", 5.0}};
+  options.markers = {
+      {"valley: 0.000316", 3.16e-4}, {"steepest: 0.000316", 3.16e-4}, {"outside: 5", 5.0}};
   const ltfit::ChartLayout layout = ltfit::line_chart_layout(x, {{"smoothed loss", y}}, options);
   CHECK(tick_labels(layout.x_ticks) == Labels{"1e-6", "1e-5", "1e-4", "0.001", "0.01"});
   CHECK_FALSE(layout.legend.overlaps(layout.plot));

@@ -87,7 +87,7 @@ TEST_CASE("the plan over readable images is the same for any worker count, shard
     CHECK(a[i].indices == b[i].indices);
     CHECK(torch::equal(a[i].images, b[i].images));
   }
-  CHECK(one_epoch(one, 4)[0].indices != a[0].indices);  // a new shuffle each epoch
+  CHECK(one_epoch(one, 4)[0].indices != a[0].indices);   // a new shuffle each epoch
   const auto resumed = one_epoch(three, 3, /*skip=*/4);  // mid-epoch resume
   REQUIRE(resumed.size() == 2);
   CHECK(resumed[0].indices == a[4].indices);
@@ -118,7 +118,8 @@ TEST_CASE("check_readable names what the header check refuses and keeps the rest
   const fs::path bad = dir.path() / "bad";
   ltfit::testing::write_file(bad / "empty.jpg", "");
   ltfit::testing::write_file(bad / "text.jpg", "not an image at all");
-  ltfit::testing::write_file(bad / "truncated.jpg", good.substr(0, good.size() - 8));  // the end cut off
+  ltfit::testing::write_file(bad / "truncated.jpg",
+                             good.substr(0, good.size() - 8));  // the end cut off
   ltfit::testing::write_file(bad / "huge.png", ltfit::testing::png_claiming(20000, 20000));
   ltfit::testing::write_file(bad / "body.png", ltfit::testing::png_claiming(30, 30));
   for (const char* name : {"empty.jpg", "text.jpg", "truncated.jpg", "huge.png", "body.png"}) {

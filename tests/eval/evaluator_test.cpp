@@ -4,8 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/eval/evaluator.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/util/error.h"
 
 TEST_CASE("evaluation precision resolves per device", "[eval]") {

@@ -5,11 +5,11 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
 #include "ltfit/eval/tta_views.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 

@@ -9,8 +9,8 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/config/config_loader.h"
-#include "ltfit/model/model_factory.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/model_factory.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/train/checkpoint.h"
 
@@ -30,7 +30,7 @@ inline std::string tiny_job_config(const std::filesystem::path& data,
 // A checkpoint at `path` of a randomly initialised model of `config_yaml`'s model for classes
 // cat, dog (seeded: the same every call); returns that model, in eval mode.
 inline Classifier write_job_checkpoint(const std::filesystem::path& path,
-                                   const std::string& config_yaml) {
+                                       const std::string& config_yaml) {
   const Config config = load_config_from_string(config_yaml, "test config");
   torch::manual_seed(11);
   Classifier model = build_model(config.model, 2);

@@ -1,6 +1,6 @@
 // run_lr_find_job: the sweep on the training setup, its CSV and chart, and where they go.
-#include <catch2/catch.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <catch2/catch.hpp>
 
 #include <opencv2/imgcodecs.hpp>
 

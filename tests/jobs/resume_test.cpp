@@ -243,8 +243,8 @@ TEST_CASE("resolve_resume --resume refuses a --set that changes the schedule, na
   request.sets = {"train.epochs=5", "data.workers=2", "data.batch_size=12"};
   const ConfigError e = config_error_of(request);
   CHECK(e.exit_code() == ltfit::ExitCode::kUsage);
-  CHECK_THAT(e.what(), Contains("--resume " + ckpt.string()) &&
-                           Contains("train.epochs 1 -> 5") && Contains("data.batch_size 24 -> 12"));
+  CHECK_THAT(e.what(), Contains("--resume " + ckpt.string()) && Contains("train.epochs 1 -> 5") &&
+                           Contains("data.batch_size 24 -> 12"));
   CHECK_THAT(e.what(), !Contains("data.workers"));
   CHECK_THAT(e.hint(), Contains("ltfit train --init-from " + ckpt.string()) &&
                            Contains("--set train.epochs=5"));
@@ -288,11 +288,13 @@ TEST_CASE("resolve_resume --resume auto takes the newest readable checkpoint", "
   request.resume = "auto";
   request.run_dir = run.string();
   // last.ckpt gone: the newest numbered one, not a fresh start.
-  CHECK(resolve_resume(request).options.resume == (run / "checkpoints/step-000000004.ckpt").string());
+  CHECK(resolve_resume(request).options.resume ==
+        (run / "checkpoints/step-000000004.ckpt").string());
   // A torn last.ckpt and a torn newest numbered one: skipped.
   write_file(run / "checkpoints/last.ckpt", "PK torn");
   write_file(run / "checkpoints/step-000000004.ckpt", "torn");
-  CHECK(resolve_resume(request).options.resume == (run / "checkpoints/step-000000002.ckpt").string());
+  CHECK(resolve_resume(request).options.resume ==
+        (run / "checkpoints/step-000000002.ckpt").string());
 }
 
 TEST_CASE("resolve_resume --resume of a complete run names its summary.json", "[jobs][resume]") {

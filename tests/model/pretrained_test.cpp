@@ -1,5 +1,5 @@
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
+#include "ltfit/model/arch_registry.h"
 
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
@@ -16,8 +16,8 @@
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
-using ltfit::HeadKind;
 using ltfit::Classifier;
+using ltfit::HeadKind;
 using ltfit::StateDict;
 using ltfit::testing::HttpServer;
 using ltfit::testing::TempDir;

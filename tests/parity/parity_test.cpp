@@ -75,7 +75,8 @@ TEST_CASE("every registered arch's logits equal torchvision's on the same weight
   }
 }
 
-TEST_CASE("every registered arch: torchvision's eval transform, normalisation and predictions", "[parity]") {
+TEST_CASE("every registered arch: torchvision's eval transform, normalisation and predictions",
+          "[parity]") {
   const std::filesystem::path dir = parity_dir();
   for (const ltfit::ArchInfo& info : ltfit::arch_registry()) {
     INFO(info.name << " (" << info.weights_file << ")");
@@ -128,8 +129,7 @@ TEST_CASE("load_eval_image gives the bytes of torchvision's Resize and CenterCro
     REQUIRE(got->numel() == static_cast<std::int64_t>(want.size()));
     const torch::Tensor expected =
         torch::from_blob(const_cast<char*>(want.data()), got->sizes(), torch::kUInt8);
-    const int max_diff =
-        (got->to(torch::kInt) - expected.to(torch::kInt)).abs().max().item<int>();
+    const int max_diff = (got->to(torch::kInt) - expected.to(torch::kInt)).abs().max().item<int>();
     CHECK(max_diff == 0);
   }
 }

@@ -25,7 +25,8 @@ namespace {
 ltfit::ExperimentPlan two_platform_plan() {
   ltfit::ExperimentPlan plan;
   plan.study.source = "study.yaml";
-  plan.study.platforms = {{"kaggle", "Kaggle P100", "", "", ""}, {"colab", "Colab K80", "", "", ""}};
+  plan.study.platforms = {{"kaggle", "Kaggle P100", "", "", ""},
+                          {"colab", "Colab K80", "", "", ""}};
   plan.study.runs = {{"s1", "s1", {{677.0, "11:17"}, {1194.0, "19:54"}}},
                      {"s2", "s2", {{767.0, "12:47 (slower than fp32)"}, {997.0, "16:37"}}}};
   return plan;

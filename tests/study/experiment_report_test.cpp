@@ -164,13 +164,14 @@ TEST_CASE("a full-size report compares measured times and shows the machine", "[
   auto outcomes = fabricate_runs(dir.path(), 1.0);
   // Over an hour: h:mm:ss; speed-up from the measured total.
   outcomes[0] = fabricate_ok_run(dir.path() / "runs" / "ok_run", 1.0, 3695.0);
-  write_file(dir.path() / "runs" / "ok_run" / "env.json",
-             "{\"cpu\": {\"model\": \"Test CPU\", \"physical_cores\": 2, \"logical_threads\": 4,"
-             " \"available_cores\": 2}, \"memory\": {\"total_gib\": 23.54, \"available_gib\": 22.71,"
-             " \"total_bytes\": 25276063744}, \"gpus\": [], \"driver_version\": \"none\","
-             " \"libtorch_version\": \"2.15.0\", \"libtorch_cuda\": \"13.2\","
-             " \"libtorch_cudnn\": \"9.26.0\", \"opencv_version\": \"4.6.0\","
-             " \"shm\": {\"total_gib\": 23.54, \"free_gib\": 23.54, \"path\": \"/dev/shm\"}}");
+  write_file(
+      dir.path() / "runs" / "ok_run" / "env.json",
+      "{\"cpu\": {\"model\": \"Test CPU\", \"physical_cores\": 2, \"logical_threads\": 4,"
+      " \"available_cores\": 2}, \"memory\": {\"total_gib\": 23.54, \"available_gib\": 22.71,"
+      " \"total_bytes\": 25276063744}, \"gpus\": [], \"driver_version\": \"none\","
+      " \"libtorch_version\": \"2.15.0\", \"libtorch_cuda\": \"13.2\","
+      " \"libtorch_cudnn\": \"9.26.0\", \"opencv_version\": \"4.6.0\","
+      " \"shm\": {\"total_gib\": 23.54, \"free_gib\": 23.54, \"path\": \"/dev/shm\"}}");
   ltfit::write_experiment_report(dir.str(), study_plan(), outcomes, {});
   const std::string md = read_file(dir.path() / "report.md");
   CHECK_THAT(md, !Contains("REHEARSAL") && !Contains("estimate"));
@@ -178,13 +179,13 @@ TEST_CASE("a full-size report compares measured times and shows the machine", "[
   CHECK_THAT(md, Contains("| CPU | Test CPU |") &&
                      Contains("| cores | 2 physical, 4 threads, 2 available to ltfit |") &&
                      Contains("| memory | 23.5 GiB (22.7 GiB available) |") &&
-                     Contains("| /dev/shm | 23.5 GiB (23.5 GiB free) |") && Contains("| GPU | none |") &&
-                     Contains("| driver | — |") &&
+                     Contains("| /dev/shm | 23.5 GiB (23.5 GiB free) |") &&
+                     Contains("| GPU | none |") && Contains("| driver | — |") &&
                      Contains("| LibTorch | 2.15.0 (built with CUDA 13.2, cuDNN 9.26.0) |") &&
                      Contains("| OpenCV | 4.6.0 |"));
   CHECK_THAT(md, !Contains("total_bytes") && !Contains("- cpu."));
-  const auto machine = md.substr(md.find("## This machine"), md.find("## Settings") -
-                                                                  md.find("## This machine"));
+  const auto machine =
+      md.substr(md.find("## This machine"), md.find("## Settings") - md.find("## This machine"));
   CHECK(std::count(machine.begin(), machine.end(), '\n') < 25);
   const std::string ok = line_with(md, "| 3 epochs, bs 16, fp32 |");
   CHECK_THAT(ok, Contains("| 1:01:35 | 00:30 | 1:02:05 |"));

@@ -505,9 +505,10 @@ TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refu
   }
 }
 
-TEST_CASE("a checkpoint written before phase_seconds and decode_failures existed loads with "
-          "their defaults",
-          "[parity][checkpoint]") {
+TEST_CASE(
+    "a checkpoint written before phase_seconds and decode_failures existed loads with "
+    "their defaults",
+    "[parity][checkpoint]") {
   if (!python_torch()) {
     WARN("SKIPPED: Python torch is not installed (the oracle of this test)");
     return;

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/dist/group.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/data_parallel.h"
 #include "ltfit/train/optimizer.h"
@@ -84,8 +84,8 @@ struct RankResult {
 // Trains 2 epochs on each of 2 ranks; `extra(rank)` adds hooks to a rank.
 std::array<RankResult, 2> train_two_ranks(
     const std::function<RankBatches(int)>& data,
-    const std::function<std::vector<ltfit::Hook*>(int, ltfit::Classifier&, torch::optim::Optimizer&)>&
-        extra) {
+    const std::function<std::vector<ltfit::Hook*>(int, ltfit::Classifier&,
+                                                  torch::optim::Optimizer&)>& extra) {
   const int port = ltfit::testing::free_loopback_port();
   std::array<RankResult, 2> results;
   std::array<ltfit::Classifier, 2> models{ltfit::Classifier(nullptr), ltfit::Classifier(nullptr)};
@@ -217,8 +217,7 @@ TEST_CASE("images that failed to decode on either rank leave the next epoch on b
     CHECK(r.error.empty());
     CHECK(r.found == std::vector<std::int64_t>{2, 5, 7});
     // Epoch 0 planned with none left out, epoch 1 without every rank's failures.
-    CHECK(r.left_out ==
-          std::vector<std::vector<std::int64_t>>{{}, {2, 5, 7}});
+    CHECK(r.left_out == std::vector<std::vector<std::int64_t>>{{}, {2, 5, 7}});
   }
 }
 

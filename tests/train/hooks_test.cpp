@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/lr_finder.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/standard_hooks.h"

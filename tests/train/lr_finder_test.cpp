@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/synth.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/lr_finder.h"
 #include "ltfit/train/optimizer.h"
 #include "support/test_support.h"

@@ -80,6 +80,7 @@ TEST_CASE("ConvNeXt's layer scales and LayerNorms are exempt from weight decay",
     const double factor = 1.0 - 0.1 * 0.5;
     CHECK(torch::allclose(params["features.1.0.block.0.weight"], dw * factor));
     CHECK(torch::allclose(params["features.1.0.layer_scale"], wd_bn_bias ? scale * factor : scale));
-    CHECK(torch::allclose(params["features.1.0.block.2.weight"], wd_bn_bias ? norm * factor : norm));
+    CHECK(
+        torch::allclose(params["features.1.0.block.2.weight"], wd_bn_bias ? norm * factor : norm));
   }
 }

@@ -9,16 +9,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/hostile_images.h"
 #include "ltfit/config/config_loader.h"
-#include "ltfit/model/model_factory.h"
-#include "ltfit/train/checkpoint.h"
-#include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/jobs/resume.h"
 #include "ltfit/jobs/train_job.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/model_factory.h"
+#include "ltfit/train/checkpoint.h"
+#include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"
-#include "data/hostile_images.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -34,7 +34,9 @@ ltfit::Config resume_config(const fs::path& data, const std::string& arch = "res
       "data: {root: " +
           data.string() +
           ", image_size: 32, batch_size: 8, workers: 2}\n"
-          "model: {arch: " + arch + ", pretrained: none, head: fastai}\n"
+          "model: {arch: " +
+          arch +
+          ", pretrained: none, head: fastai}\n"
           "train: {recipe: fine_tune, freeze_epochs: 1, epochs: 2, lr: 2.0e-3, device: cpu,\n"
           "        checkpoint: {every_minutes: 0, keep: 2}}\n"
           "eval: {tta: false}\n",

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ltfit/model/arch_registry.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/data/synth.h"
 #include "ltfit/eval/evaluator.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/trainer.h"

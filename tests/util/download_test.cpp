@@ -224,8 +224,7 @@ TEST_CASE("max_bytes: a download stops as soon as the server sends more than the
   SECTION("streamed without a Content-Length: cut off at the bound") {
     const auto start = std::chrono::steady_clock::now();
     try {
-      ltfit::download_file(server.flood_url(400000000, "blob.bin"), dest.string(),
-                           bounded(100000));
+      ltfit::download_file(server.flood_url(400000000, "blob.bin"), dest.string(), bounded(100000));
       FAIL("a 400 MB stream was accepted for a file of at most 100000 bytes");
     } catch (const ltfit::RuntimeError& e) {
       CHECK_THAT(e.what(), Catch::Matchers::Contains("more than 100000 bytes"));

@@ -31,11 +31,11 @@ TEST_CASE("is_temp_file_name knows AtomicFile's and the download's names only", 
   CHECK(is_temp_file_name(".step-12.ckpt.Ab12Cd.tmp", "step-12.ckpt"));
   CHECK_FALSE(is_temp_file_name(".step-12.ckpt.Ab12Cd.tmp", "step-1.ckpt"));
   CHECK(is_temp_file_name("resnet18-f37072fd.pth.partial-0123456789abcdef"));
-  CHECK(is_temp_file_name("resnet18-f37072fd.pth.partial-0123456789abcdef",
-                          "resnet18-f37072fd.pth"));
-  for (const char* name : {"step-12.ckpt", ".hidden.tmp", "notes.Ab12Cd.tmp", ".x.Ab12C.tmp",
-                           ".x.Ab-2Cd.tmp", ".x.Ab12Cd.tmp.bak", "x.partial-0123",
-                           "x.partial-0123456789abcdeg", ".Ab12Cd.tmp"}) {
+  CHECK(
+      is_temp_file_name("resnet18-f37072fd.pth.partial-0123456789abcdef", "resnet18-f37072fd.pth"));
+  for (const char* name :
+       {"step-12.ckpt", ".hidden.tmp", "notes.Ab12Cd.tmp", ".x.Ab12C.tmp", ".x.Ab-2Cd.tmp",
+        ".x.Ab12Cd.tmp.bak", "x.partial-0123", "x.partial-0123456789abcdeg", ".Ab12Cd.tmp"}) {
     INFO(name);
     CHECK_FALSE(is_temp_file_name(name));
   }

@@ -212,17 +212,17 @@ struct EvalConfig {
   bool tta = true;                  // also evaluate with test-time augmentation
   TtaMode tta_mode = TtaMode::kV1;  // v1: 8 corner-zoom x flip views | v2: tta_n augmented views
   double tta_beta = default_tta_beta(TtaMode::kV1);  // final = beta * plain + (1 - beta) * aug.
-  double tta_scale = 1.35;  // v1: corner zoom factor
-  int tta_n = 4;            // v2: augmented passes
+  double tta_scale = 1.35;                           // v1: corner zoom factor
+  int tta_n = 4;                                     // v2: augmented passes
 
   bool operator==(const EvalConfig&) const = default;
 };
 
 // `dist:` data-parallel training when launched by torchrun, srun or RANK/WORLD_SIZE variables.
 struct DistConfig {
-  DistBackend backend = DistBackend::kAuto;  // auto | gloo | nccl | off
-  double timeout_seconds = 300.0;            // a collective waiting longer fails the run (exit 5)
-  double bucket_mb = 25.0;                   // gradients all-reduced per bucket, MiB (DDP's 25)
+  DistBackend backend = DistBackend::kAuto;    // auto | gloo | nccl | off
+  double timeout_seconds = 300.0;              // a collective waiting longer fails the run (exit 5)
+  double bucket_mb = 25.0;                     // gradients all-reduced per bucket, MiB (DDP's 25)
   BnBuffers bn_buffers = BnBuffers::kAverage;  // average | rank0
   std::string interface;  // network interface for Gloo (GLOO_SOCKET_IFNAME); "" = MASTER_ADDR's
 

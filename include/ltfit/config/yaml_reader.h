@@ -79,8 +79,7 @@ Located item(const Located& parent, std::size_t index);
 void expect_map(const Context& context, const Located& at, const std::vector<std::string>& keys);
 // The same, but each unknown key goes to `report` (the error expect_map would throw for it), so
 // a reader can name every one; a node that is not a map still throws.
-void check_map_keys(const Context& context, const Located& at,
-                    const std::vector<std::string>& keys,
+void check_map_keys(const Context& context, const Located& at, const std::vector<std::string>& keys,
                     const std::function<void(const ConfigError&)>& report);
 
 // ---- typed readers (types only; ranges are the caller's rules) --------------------------------

@@ -16,8 +16,8 @@ struct AxisTick {
 
 // The ticks of a linear axis and the range they span: `lo`..`hi` widened to whole steps.
 struct LinearAxis {
-  double lo = 0.0, hi = 1.0;   // the axis range, multiples of `step`
-  double step = 1.0;           // 1, 2 or 5 x 10^k (whole numbers for an integer axis)
+  double lo = 0.0, hi = 1.0;    // the axis range, multiples of `step`
+  double step = 1.0;            // 1, 2 or 5 x 10^k (whole numbers for an integer axis)
   std::vector<AxisTick> ticks;  // lo, lo + step, ..., hi
 };
 

@@ -5,18 +5,19 @@
 // workers need them). Each epoch's order and each sample's augmentation derive from (seed,
 // epoch, sample index) only, so batches are identical whatever the worker count. Unreadable
 // images (including files over data.max_pixels or of a format not in data.formats, FIFOs,
-// directories and dangling links) are skipped, counted once and named in the log; an exception in a worker is re-raised on the
-// caller's thread. A training loader checks every file's header when it starts
-// (readable_images.h) and plans each epoch over the readable images only: unreadable files are
-// not batches, and no readable image repeats to stand in for them. The check depends on the files
-// alone, so every rank and a resumed run plan the same epochs, and batches_per_epoch() (which the
-// one-cycle schedule's length is computed from) is fixed for the loader's life. A file that
+// directories and dangling links) are skipped, counted once and named in the log; an exception in a
+// worker is re-raised on the caller's thread. A training loader checks every file's header when it
+// starts (readable_images.h) and plans each epoch over the readable images only: unreadable files
+// are not batches, and no readable image repeats to stand in for them. The check depends on the
+// files alone, so every rank and a resumed run plan the same epochs, and batches_per_epoch() (which
+// the one-cycle schedule's length is computed from) is fixed for the loader's life. A file that
 // passes the check but fails to decode (a corrupt body) is refilled in its training batch, in a
 // fixed order, from the images after it in the epoch's order, so the batch keeps its size and a
 // resumed run sees the same batches; found_unreadable() reports it, and the Trainer leaves it out
-// of later epochs' plans (leave_out: such an epoch has fewer batches, and ends early). Decoding holds memory from a DecodeBudget shared by all workers (and, by default, all
-// loaders), so data.workers does not multiply the worst case. A Loader is used from one thread;
-// its destructor joins its workers.
+// of later epochs' plans (leave_out: such an epoch has fewer batches, and ends early). Decoding
+// holds memory from a DecodeBudget shared by all workers (and, by default, all loaders), so
+// data.workers does not multiply the worst case. A Loader is used from one thread; its destructor
+// joins its workers.
 #pragma once
 
 #include <cstdint>

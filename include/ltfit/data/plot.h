@@ -126,11 +126,11 @@ struct ChartMark {
 };
 
 struct ChartLayout {
-  int width = 0, height = 0;  // the image
-  PixelBox plot;              // the data region, inside the axes
-  PixelBox legend;            // right of `plot`; empty when nothing is named
-  std::vector<ChartTick> x_ticks, y_ticks;  // a bar chart has no x ticks (its groups)
-  std::vector<ChartMark> marks;             // in drawing order
+  int width = 0, height = 0;                      // the image
+  PixelBox plot;                                  // the data region, inside the axes
+  PixelBox legend;                                // right of `plot`; empty when nothing is named
+  std::vector<ChartTick> x_ticks, y_ticks;        // a bar chart has no x ticks (its groups)
+  std::vector<ChartMark> marks;                   // in drawing order
   double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;  // the axes' ranges (log_x: of log10 x)
   bool log_x = false;
   int inset = 0;             // the axes' ends lie this many pixels inside `plot`

@@ -22,7 +22,7 @@ struct UnreadableImage {
 };
 
 struct ReadableImages {
-  std::vector<std::int64_t> readable;      // positions that pass, ascending
+  std::vector<std::int64_t> readable;       // positions that pass, ascending
   std::vector<UnreadableImage> unreadable;  // positions that fail, ascending
 };
 

@@ -38,7 +38,8 @@ torch::Tensor blend_tta(const torch::Tensor& plain, const torch::Tensor& augment
 // v1 in one pass over `loader` (not shuffled): per batch of N the plain forward, then the 8
 // views as 4 forwards of 2N images (a corner zoom and its mirror), so at most twice the batch
 // goes through the model at once. Uses eval.tta_scale and eval.tta_beta.
-TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval, const EvalOptions& options);
+TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
+                 const EvalOptions& options);
 
 // v2: a plain evaluate() over `loader`, then eval.tta_n passes over loader.samples() through a
 // second Loader made from `loader_options` (the validation options: size, batch, seed, augment)

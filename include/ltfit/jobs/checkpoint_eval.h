@@ -26,8 +26,8 @@ struct SkippedImages;
 
 struct LoadedModel {
   Classifier model{nullptr};  // weights loaded, on the requested device
-  Config config;          // the run's resolved config
-  CheckpointMeta meta;    // classes, epochs, ...
+  Config config;              // the run's resolved config
+  CheckpointMeta meta;        // classes, epochs, ...
 };
 
 // Rebuilds and loads the model of `checkpoint` onto `device`. CheckpointError (exit 4) names

@@ -7,8 +7,9 @@
 // where label and predicted are class names, prob_* are the reported probabilities (the
 // TTA-blended ones when TTA ran, and `predicted` is their argmax), loss is the image's
 // cross-entropy -ln prob_<label> of those (p clamped to >= 1e-12; its mean is the reported loss)
-// and plain_prob_* the plain ones. Paths and class names are escaped in the CSV and the JSON alike (util/utf8.h: valid
-// UTF-8 kept, `\` -> `\\`, any other byte -> `\xNN`). Pure formatting, thread-safe.
+// and plain_prob_* the plain ones. Paths and class names are escaped in the CSV and the JSON alike
+// (util/utf8.h: valid UTF-8 kept, `\` -> `\\`, any other byte -> `\xNN`). Pure formatting,
+// thread-safe.
 #pragma once
 
 #include <filesystem>

@@ -16,14 +16,14 @@
 namespace ltfit {
 
 struct ExportMeta {
-  std::string arch;                  // model.arch, e.g. "resnet18"
-  std::string head;                  // "fastai" | "linear" (head_kind_name)
-  std::vector<std::string> classes;  // class names in label order
+  std::string arch;                   // model.arch, e.g. "resnet18"
+  std::string head;                   // "fastai" | "linear" (head_kind_name)
+  std::vector<std::string> classes;   // class names in label order
   std::int64_t feature_channels = 0;  // channels of the body's feature map (fastai head: 2x in)
-  std::int64_t head_hidden = 512;    // fastai head: width of its hidden linear layer
-  double dropout = 0.0;              // fastai head: the last dropout p (the first is half)
-  ImageNormalization normalization;  // input mean/std, 0-1 scale
-  int image_size = 0;                // eval transform: the centre square resized to this side
+  std::int64_t head_hidden = 512;     // fastai head: width of its hidden linear layer
+  double dropout = 0.0;               // fastai head: the last dropout p (the first is half)
+  ImageNormalization normalization;   // input mean/std, 0-1 scale
+  int image_size = 0;                 // eval transform: the centre square resized to this side
 };
 
 // The sidecar of a weight file: `FILE.pth` -> `FILE.json`; any other name gets `.json` appended.

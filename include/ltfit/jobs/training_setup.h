@@ -25,7 +25,7 @@ struct TrainingSetup {
   LoaderOptions train_options, valid_options;
   std::unique_ptr<Loader> train_loader;  // shuffled, augmented
   std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for
-  Classifier model{nullptr};                 // on the device, in channels_last if configured
+  Classifier model{nullptr};             // on the device, in channels_last if configured
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
 };
 

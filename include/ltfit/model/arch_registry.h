@@ -36,18 +36,18 @@ ArchConstructor family_constructor(Spec spec) {
 }
 
 struct ArchInfo {
-  std::string name;                // model.arch, e.g. "convnext_tiny"
-  std::string family;              // "resnet", "convnext", "efficientnet"
-  ArchConstructor make;            // the model
-  std::string weights_file;        // torchvision's IMAGENET1K file, "<name>-<sha256 prefix>.pth"
-  ImageNormalization normalization;  // input mean/std (0-1 scale) the weights were trained with
-  std::string interpolation;       // torchvision's eval resize: "bilinear" or "bicubic"
-  int eval_resize = 256;           // torchvision's eval transform: resize the short side ...
-  int eval_crop = 224;             // ... then centre-crop this square
-  std::string classifier_prefix;   // the torchvision classifier replaced by a new head: "fc."
+  std::string name;                   // model.arch, e.g. "convnext_tiny"
+  std::string family;                 // "resnet", "convnext", "efficientnet"
+  ArchConstructor make;               // the model
+  std::string weights_file;           // torchvision's IMAGENET1K file, "<name>-<sha256 prefix>.pth"
+  ImageNormalization normalization;   // input mean/std (0-1 scale) the weights were trained with
+  std::string interpolation;          // torchvision's eval resize: "bilinear" or "bicubic"
+  int eval_resize = 256;              // torchvision's eval transform: resize the short side ...
+  int eval_crop = 224;                // ... then centre-crop this square
+  std::string classifier_prefix;      // the torchvision classifier replaced by a new head: "fc."
   std::int64_t feature_channels = 0;  // channels of the body's feature map (the head's input)
-  std::int64_t parameters = 0;     // with torchvision's 1000-class classifier
-  double imagenet_top1 = 0;        // torchvision's documented ImageNet-1K acc@1 for the file
+  std::int64_t parameters = 0;        // with torchvision's 1000-class classifier
+  double imagenet_top1 = 0;           // torchvision's documented ImageNet-1K acc@1 for the file
   // fastai's layer groups, in words, for `ltfit models` and the docs.
   std::string layer_groups;
 };

@@ -1,7 +1,7 @@
 // The model everything downstream takes: a backbone (any registered family) with its classifier.
 //
-// A family (Classifier, ConvNeXt, EfficientNet, ...) derives from ClassifierImpl, registers its body
-// under torchvision's names (so torchvision state dicts map one to one), then either its own
+// A family (Classifier, ConvNeXt, EfficientNet, ...) derives from ClassifierImpl, registers its
+// body under torchvision's names (so torchvision state dicts map one to one), then either its own
 // torchvision classifier (HeadKind::kLinear: `fc`, `classifier`) or fastai's head through
 // add_fastai_head (registered as `head`). The trainer, evaluator, checkpoints and exports see only
 // this interface: forward, the feature map, fastai's three layer groups, the normalisation layers

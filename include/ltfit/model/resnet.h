@@ -29,11 +29,11 @@ namespace ltfit {
 
 // The shape of one ResNet.
 struct ResNetSpec {
-  std::string arch;             // resnet18 ... resnet152, resnext50_32x4d, wide_resnet50_2
-  bool bottleneck = false;      // Bottleneck (expansion 4) or BasicBlock (expansion 1)
-  std::vector<int> blocks;      // blocks per stage, e.g. {2, 2, 2, 2}
-  int groups = 1;               // grouped 3x3 convolution in bottlenecks (ResNeXt: 32)
-  int width_per_group = 64;     // bottleneck width per group at 64 planes (Wide: 128)
+  std::string arch;          // resnet18 ... resnet152, resnext50_32x4d, wide_resnet50_2
+  bool bottleneck = false;   // Bottleneck (expansion 4) or BasicBlock (expansion 1)
+  std::vector<int> blocks;   // blocks per stage, e.g. {2, 2, 2, 2}
+  int groups = 1;            // grouped 3x3 convolution in bottlenecks (ResNeXt: 32)
+  int width_per_group = 64;  // bottleneck width per group at 64 planes (Wide: 128)
   std::int64_t feature_channels() const { return bottleneck ? 2048 : 512; }
 };
 

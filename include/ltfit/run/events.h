@@ -1,7 +1,7 @@
 // What the trainer reports while it runs, and the interface of those who listen.
 //
-// Observers are called on the training thread (through ObserverHook), in registration order; they must not throw
-// for ordinary conditions (an I/O failure in one is a real error and stops the run).
+// Observers are called on the training thread (through ObserverHook), in registration order; they
+// must not throw for ordinary conditions (an I/O failure in one is a real error and stops the run).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Writes epochs.csv and steps.csv as training goes (README.md "The run directory"), one flushed row per event,
-// so the files are complete up to the last finished step even after a crash.
+// Writes epochs.csv and steps.csv as training goes (README.md "The run directory"), one flushed row
+// per event, so the files are complete up to the last finished step even after a crash.
 #pragma once
 
 #include <cstdint>

@@ -4,8 +4,8 @@
 // (format, config text, classes, counters, position, loss scaler), the model's parameters and
 // buffers as an OrderedDict of tensors, the optimizer state in the shape of PyTorch's
 // `Optimizer.state_dict()` ({"state": {index: {...}}, "param_groups": [...]}) and the random
-// generators' states as uint8 tensors. Entries added since (`phase_seconds`, `decode_failures`) are optional: a file
-// without them loads with their defaults. Python reads one with `torch.load(path,
+// generators' states as uint8 tensors. Entries added since (`phase_seconds`, `decode_failures`) are
+// optional: a file without them loads with their defaults. Python reads one with `torch.load(path,
 // weights_only=True)`; ltfit reads it with its restricted reader (torch_archive.h), which runs
 // nothing in the file. A TorchScript archive (what ltfit wrote before format 3) is refused from
 // its record names, before anything in it is read, with a hint to `ltfit convert-checkpoint`.
@@ -22,8 +22,8 @@
 
 #include <torch/optim/optimizer.h>
 
-#include "ltfit/model/read_limits.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/read_limits.h"
 #include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/util/error.h"

@@ -43,20 +43,20 @@
 #include <torch/types.h>
 
 #include "ltfit/model/classifier.h"
+#include "ltfit/run/events.h"
 #include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint.h"
-#include "ltfit/run/events.h"
 #include "ltfit/train/recipe.h"
 
 namespace ltfit {
 
 // Everything the trainer counts, as saved in and restored from a checkpoint.
 struct TrainState {
-  TrainPosition position;        // stage, epoch in stage, batch in epoch, smoothed loss
-  std::int64_t global_step = 0;  // completed optimizer steps
-  int global_epoch = 0;          // completed epochs over all stages
-  GradScalerState scaler;        // fp16 loss scaler (its state even when not scaling)
+  TrainPosition position;          // stage, epoch in stage, batch in epoch, smoothed loss
+  std::int64_t global_step = 0;    // completed optimizer steps
+  int global_epoch = 0;            // completed epochs over all stages
+  GradScalerState scaler;          // fp16 loss scaler (its state even when not scaling)
   DecodeFailures decode_failures;  // training images left out once their decoding failed
 };
 
@@ -83,9 +83,9 @@ struct TrainContext {
 
   // ---- the stage (from stage_begin)
   const StagePlan* stage = nullptr;
-  int accumulate = 1;                   // batches per optimizer step (set at fit_begin)
-  std::int64_t batches_per_epoch = 0;   // loader batches
-  std::int64_t steps_per_epoch = 0;     // optimizer steps: ceil(batches / accumulate)
+  int accumulate = 1;                  // batches per optimizer step (set at fit_begin)
+  std::int64_t batches_per_epoch = 0;  // loader batches
+  std::int64_t steps_per_epoch = 0;    // optimizer steps: ceil(batches / accumulate)
   // The schedule's position: optimizer steps of this stage before the current batch. An epoch
   // with fewer steps than planned (images left out once their decoding failed) spreads its steps
   // over the epoch's whole span, its last at the span's end, so the schedule still ends at its
@@ -134,7 +134,8 @@ struct TrainContext {
 // Orders of the built-in hooks (lower runs first). A new hook picks its place between them.
 namespace hook_order {
 inline constexpr int kAccumulate = -300;  // sets ctx.accumulate; divides the loss
-inline constexpr int kSchedule = -200;    // sets LR and momentum before the batch (one-cycle, lr-find)
+inline constexpr int kSchedule =
+    -200;  // sets LR and momentum before the batch (one-cycle, lr-find)
 inline constexpr int kLossCheck = -150;   // a non-finite loss stops fp32/bf16 runs
 inline constexpr int kGradSync = -120;    // data-parallel: all-reduces gradients and votes
 inline constexpr int kLossScaler = -100;  // scales the loss; unscales the gradients first of all

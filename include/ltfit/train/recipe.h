@@ -1,6 +1,7 @@
 // Training recipes as data: which stages run, frozen or not, with which peak LRs.
 //
-// Pure functions of TrainConfig (tested against fastai's definitions: learner.fine_tune, fit_one_cycle):
+// Pure functions of TrainConfig (tested against fastai's definitions: learner.fine_tune,
+// fit_one_cycle):
 //   one_cycle: one stage, `epochs` epochs, body unfrozen, LRs from train.lr; with train.frozen
 //     the body stays frozen and a single LR v gives [v/10, v/10, v] (fastai v1's slice(v)).
 //   fine_tune (fastai v2): a frozen stage of `freeze_epochs` at slice(base) with pct_start 0.99,

@@ -20,8 +20,8 @@
 #include "ltfit/dist/group.h"
 #include "ltfit/model/classifier.h"
 #include "ltfit/train/hooks.h"
-#include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/recipe.h"
+#include "ltfit/train/standard_hooks.h"
 
 namespace ltfit {
 

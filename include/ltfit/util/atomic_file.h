@@ -4,11 +4,12 @@
 //
 // AtomicFile writes through a plain file descriptor to a hidden temporary file next to `path`
 // (`.<name>.<random>.tmp`, created exclusively, so two writers never share one; flock'ed and
-// registered as live while it exists, util/temp_files.h), checking every write (EINTR retried); commit() fsyncs it, renames it over `path` and fsyncs the directory. If
-// commit() is never reached (an exception, a full disk), the destructor closes and removes the
-// temporary file and never throws. A failure throws WriteError, which keeps errno so that
-// callers can tell a full disk (ENOSPC, EDQUOT, EFBIG) from the rest. Not thread-safe (one
-// AtomicFile per writer); distinct AtomicFiles may run in parallel, even for the same path.
+// registered as live while it exists, util/temp_files.h), checking every write (EINTR retried);
+// commit() fsyncs it, renames it over `path` and fsyncs the directory. If commit() is never reached
+// (an exception, a full disk), the destructor closes and removes the temporary file and never
+// throws. A failure throws WriteError, which keeps errno so that callers can tell a full disk
+// (ENOSPC, EDQUOT, EFBIG) from the rest. Not thread-safe (one AtomicFile per writer); distinct
+// AtomicFiles may run in parallel, even for the same path.
 #pragma once
 
 #include <cstdint>

@@ -15,8 +15,9 @@
 // (LTFIT_DOWNLOAD_CONNECT_TIMEOUT, LTFIT_DOWNLOAD_LOW_SPEED_LIMIT,
 // LTFIT_DOWNLOAD_LOW_SPEED_TIME; whole numbers of seconds and bytes per second).
 //
-// SIGINT/SIGTERM/SIGHUP stop a download (util/signals.h; the handlers are installed for the download if
-// the command has not): the partial file is removed and InterruptedError (exit 130) thrown.
+// SIGINT/SIGTERM/SIGHUP stop a download (util/signals.h; the handlers are installed for the
+// download if the command has not): the partial file is removed and InterruptedError (exit 130)
+// thrown.
 //
 // The progress bar is drawn on stderr with '\r' when stderr is a terminal; otherwise a log
 // line is written every ~10 % (or every 10 s when the size is unknown). Thread-safe: each call

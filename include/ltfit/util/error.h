@@ -3,9 +3,9 @@
 //
 // User and I/O errors throw one of the Error subclasses below; the CLI has one top-level catch
 // that prints what() and hint() and returns exit_code(). Exit codes are part of the public
-// contract (README.md "Exit codes"): 2 usage/config, 3 data, 4 checkpoint/weights, 5 runtime, 130 interrupted.
-// describe_exception maps every other exception (LibTorch's, the standard library's) to one of
-// them too, so nothing ends ltfit with an undocumented code such as 1. LTFIT_CHECK guards
+// contract (README.md "Exit codes"): 2 usage/config, 3 data, 4 checkpoint/weights, 5 runtime, 130
+// interrupted. describe_exception maps every other exception (LibTorch's, the standard library's)
+// to one of them too, so nothing ends ltfit with an undocumented code such as 1. LTFIT_CHECK guards
 // internal invariants and stays on in release builds. Thread-safe.
 #pragma once
 
