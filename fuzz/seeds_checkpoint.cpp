@@ -33,6 +33,10 @@ std::string saved_checkpoint(CheckpointFixture& fixture, bool sgd) {
   meta.epochs_done = 1;
   meta.global_step = 10;
   meta.position.batch_in_epoch = 3;
+  meta.decode_failures.found = {2, 5};
+  // A hook's state (the schedule's plateau counters, a weight average): the fuzzer mutates it.
+  meta.hook_states = {{"schedule", 1, {}, {{"stage", 0}, {"best", 0.5}, {"decays", 1}}},
+                      {"ema", 1, {{"w", torch::ones({2, 2})}}, {}}};
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("ltfit-fuzz-seed-" + std::to_string(::getpid()) + ".ckpt");
   save_checkpoint(path.string(), fixture.model, sgd ? fixture.sgd.get() : fixture.adamw.get(),

@@ -27,6 +27,12 @@ const EnumNames<Recipe>& recipes() {
   return names;
 }
 
+const EnumNames<ScheduleKind>& schedule_kinds() {
+  static const EnumNames<ScheduleKind> names{
+      "train.schedule", {"one_cycle", "flat_cos", "cosine", "multistep", "plateau", "constant"}};
+  return names;
+}
+
 const EnumNames<TtaMode>& tta_modes() {
   static const EnumNames<TtaMode> names{"eval.tta_mode", {"v1", "v2"}};
   return names;
@@ -55,6 +61,8 @@ const std::string& optimizer_kind_name(OptimizerKind kind) { return optimizer_ki
 
 Recipe parse_recipe(std::string_view text) { return recipes().parse(text); }
 const std::string& recipe_name(Recipe recipe) { return recipes().name(recipe); }
+ScheduleKind parse_schedule_kind(std::string_view text) { return schedule_kinds().parse(text); }
+const std::string& schedule_kind_name(ScheduleKind kind) { return schedule_kinds().name(kind); }
 
 TtaMode parse_tta_mode(std::string_view text) { return tta_modes().parse(text); }
 const std::string& tta_mode_name(TtaMode mode) { return tta_modes().name(mode); }

@@ -144,6 +144,12 @@ void convert_one_cycle(const Walk& walk, const Located& at, OneCycleConfig& one_
                      "momentum (Adam's beta1) at the start, at the peak LR and at the end")});
 }
 
+void convert_flat_cos(const Walk& walk, const Located& at, FlatCosConfig& flat_cos) {
+  read_fields(walk, at,
+              {field("pct_start", flat_cos.pct_start, "fraction of the steps at the peak LR"),
+               field("div_final", flat_cos.div_final, "final LR = peak LR / div_final")});
+}
+
 void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& checkpoint) {
   read_fields(walk, at,
               {field("every_minutes", checkpoint.every_minutes,
@@ -171,8 +177,32 @@ void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
              "`slice(low, high)`)"),
        section("optimizer", convert_optimizer, train.optimizer,
                "the optimizer and its hyper-parameters"),
+       field("schedule", parse_schedule_kind, train.schedule,
+             "the LR schedule over each stage's steps: one_cycle (fastai's `fit_one_cycle`, also "
+             "moves the momentum), flat_cos (fastai v2's `fit_flat_cos`), cosine (timm's, per "
+             "step), multistep (torch's `MultiStepLR`), plateau (torch's `ReduceLROnPlateau` on "
+             "the validation loss, its state kept in checkpoints) or constant; the last four warm "
+             "up first (`warmup_epochs`) and leave the momentum at `optimizer.betas[0]`"),
        section("one_cycle", convert_one_cycle, train.one_cycle,
                "the shape of fastai's one-cycle schedule"),
+       section("flat_cos", convert_flat_cos, train.flat_cos,
+               "the shape of fastai v2's flat-then-cosine schedule"),
+       field("warmup_epochs", train.warmup_epochs,
+             "cosine, multistep, plateau, constant: epochs of linear warm-up from `warmup_lr` to "
+             "the peak LR, counted inside the stage (timm's `warmup_prefix: false`)"),
+       field("warmup_lr", train.warmup_lr, "the LR at the warm-up's first step (timm's)"),
+       field("min_lr", train.min_lr, "cosine: the LR it ends at; plateau: the lowest LR"),
+       field("decay_milestones", train.decay_milestones,
+             "multistep: the stage's epochs (0-based) from which the LR is multiplied by "
+             "`decay_rate` once more"),
+       field("decay_rate", train.decay_rate, "multistep, plateau: the LR's factor at each decay"),
+       field("patience_epochs", train.patience_epochs,
+             "plateau: epochs without a better validation loss (relative 1e-4) before a decay"),
+       field("cooldown_epochs", train.cooldown_epochs,
+             "plateau: epochs after a decay before bad epochs count again"),
+       field("label_smoothing", train.label_smoothing,
+             "training loss against (1 − eps)·target + eps/classes (torch's `label_smoothing`); "
+             "validation loss and metrics are never smoothed"),
        field("precision", parse_precision, train.precision,
              "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
        field("channels_last", train.channels_last, "NHWC memory format where it helps"),

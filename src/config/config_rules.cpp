@@ -174,6 +174,32 @@ void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const
           "three momentums in [0, 1] (start, middle, end)", c.moms);
 }
 
+void validate_schedule(const TrainConfig& t, const Rules& fail) {
+  require(fail, t.flat_cos.pct_start >= 0 && t.flat_cos.pct_start < 1, "train.flat_cos.pct_start",
+          "a number in [0, 1)", t.flat_cos.pct_start);
+  require(fail, t.flat_cos.div_final >= 1 && t.flat_cos.div_final <= kMaxDivisor,
+          "train.flat_cos.div_final", "a number in [1, 1e12]", t.flat_cos.div_final);
+  require(fail, t.warmup_epochs >= 0 && t.warmup_epochs <= kMaxEpochs, "train.warmup_epochs",
+          "a number of epochs in [0, 100000]", t.warmup_epochs);
+  require(fail, t.warmup_lr >= 0 && t.warmup_lr <= kMaxLr, "train.warmup_lr", "a number in [0, 10]",
+          t.warmup_lr);
+  require(fail, t.min_lr >= 0 && t.min_lr <= kMaxLr, "train.min_lr", "a number in [0, 10]",
+          t.min_lr);
+  const auto& m = t.decay_milestones;
+  const bool ascending =
+      std::is_sorted(m.begin(), m.end()) && std::adjacent_find(m.begin(), m.end()) == m.end();
+  require(fail, ascending && all_in(m, 0, kMaxEpochs, true), "train.decay_milestones",
+          "ascending epochs in [0, 100000]", m);
+  require(fail, t.decay_rate > 0 && t.decay_rate <= 1, "train.decay_rate", "a number in (0, 1]",
+          t.decay_rate);
+  require(fail, t.patience_epochs >= 0 && t.patience_epochs <= kMaxEpochs, "train.patience_epochs",
+          "an integer in [0, 100000]", t.patience_epochs);
+  require(fail, t.cooldown_epochs >= 0 && t.cooldown_epochs <= kMaxEpochs, "train.cooldown_epochs",
+          "an integer in [0, 100000]", t.cooldown_epochs);
+  require(fail, t.label_smoothing >= 0 && t.label_smoothing < 1, "train.label_smoothing",
+          "a number in [0, 1)", t.label_smoothing);
+}
+
 void validate_train(const TrainConfig& train, const Rules& fail) {
   require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
   require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
@@ -187,6 +213,7 @@ void validate_train(const TrainConfig& train, const Rules& fail) {
   require(fail, lr_ok, "train.lr",
           "a positive number or [low, high] with 0 < low <= high, at most 10", lr);
   validate_optimizer(train.optimizer, train.one_cycle, fail);
+  validate_schedule(train, fail);
   require(fail, train.accumulate >= 1 && train.accumulate <= kMaxAccumulate, "train.accumulate",
           "an integer in [1, 1024]", train.accumulate);
   require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6, "train.clip_grad_norm",

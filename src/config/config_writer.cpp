@@ -147,6 +147,19 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
     put_list(out, "lr", train.lr);
   }
   emit_optimizer(out, train.optimizer, train.one_cycle);
+  put_string(out, "schedule", schedule_kind_name(train.schedule));
+  begin_section(out, "flat_cos");
+  put_plain(out, "pct_start", format_number(train.flat_cos.pct_start));
+  put_plain(out, "div_final", format_number(train.flat_cos.div_final));
+  out << YAML::EndMap;
+  put_plain(out, "warmup_epochs", format_number(train.warmup_epochs));
+  put_plain(out, "warmup_lr", format_number(train.warmup_lr));
+  put_plain(out, "min_lr", format_number(train.min_lr));
+  put_list(out, "decay_milestones", train.decay_milestones);
+  put_plain(out, "decay_rate", format_number(train.decay_rate));
+  put_plain(out, "patience_epochs", std::to_string(train.patience_epochs));
+  put_plain(out, "cooldown_epochs", std::to_string(train.cooldown_epochs));
+  put_plain(out, "label_smoothing", format_number(train.label_smoothing));
   put_string(out, "precision", precision_name(train.precision));
   put_bool(out, "channels_last", train.channels_last);
   put_plain(out, "accumulate", std::to_string(train.accumulate));

@@ -82,10 +82,7 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
                options.end_lr, precision_name(config.train.precision),
                config.train.channels_last ? ", channels_last" : "");
   // The training run's precision and memory format: the sweep measures what training will do.
-  TrainerOptions trainer;
-  trainer.device = device;
-  trainer.channels_last = config.train.channels_last;
-  trainer.precision = config.train.precision;
+  const TrainerOptions trainer = trainer_options(config, device);
   LrFindJobResult result;
   try {
     result.sweep = lr_find(setup.model, *setup.optimizer, *setup.train_loader, trainer, options);

@@ -252,14 +252,13 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   Loader& valid_loader = *setup.valid_loader;
   Classifier& model = setup.model;
   auto& optimizer = setup.optimizer;
-  const bool channels_last = config.train.channels_last;
 
   CheckpointMeta resumed;
   TrainState start_state;
   if (options.resume) {
     resumed = resume_from(*options.resume, model, *optimizer, index.classes);
-    start_state = {resumed.position, resumed.global_step, resumed.epochs_done, resumed.scaler,
-                   resumed.decode_failures};
+    start_state = {resumed.position, resumed.global_step,     resumed.epochs_done,
+                   resumed.scaler,   resumed.decode_failures, resumed.hook_states};
     check_decode_failures(resumed.decode_failures, train_loader.size(), *options.resume);
   }
   if (options.init_from) init_weights_from(*options.init_from, model, index.classes);
@@ -295,7 +294,7 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   Profiler profiler(device, config.train.profile);
   profiler.add_earlier(resumed.phase_seconds);  // timing.json covers every session
   EpochLog epoch_log;
-  OneCycleHook schedule;
+  ScheduleHook schedule;
   AccumulateHook accumulate(config.train.accumulate);
   std::optional<ClipGradHook> clip;
   std::optional<ObserverHook> progress_hook, metrics_hook;
@@ -310,13 +309,9 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
   }
   if (config.train.clip_grad_norm > 0) hooks.push_back(&clip.emplace(config.train.clip_grad_norm));
   if (dist.active()) hooks.push_back(&data_parallel.emplace(*dist.group, config.dist));
-  const TrainerOptions trainer_options{.device = device,
-                                       .channels_last = channels_last,
-                                       .precision = config.train.precision,
-                                       .scaler = std::nullopt,
-                                       .group = dist.group.get()};
   Trainer trainer(model, *optimizer, tensorboard ? tensorboard->tap(train_loader) : train_loader,
-                  &valid_loader, trainer_options, hooks, &profiler);
+                  &valid_loader, trainer_options(config, device, dist.group.get()), hooks,
+                  &profiler);
   const std::vector<StagePlan> plan = plan_recipe(config.train);
   std::vector<EpochStats> history;
   bool stopped_after_last_epoch = false;

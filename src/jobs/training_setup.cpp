@@ -56,6 +56,17 @@ void check_readable_splits(const Config& config, const TrainingSetup& setup, boo
 
 }  // namespace
 
+TrainerOptions trainer_options(const Config& config, const torch::Device& device,
+                               DistGroup* group) {
+  TrainerOptions options;
+  options.device = device;
+  options.channels_last = config.train.channels_last;
+  options.precision = config.train.precision;
+  options.group = group;
+  options.label_smoothing = config.train.label_smoothing;
+  return options;
+}
+
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
                                   bool with_valid, const DistSession* dist) {
   TrainingSetup setup;

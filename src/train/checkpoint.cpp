@@ -1,7 +1,9 @@
 #include "ltfit/train/checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -132,6 +134,39 @@ void write_rng(TorchArchiveWriter& out, const RngStates& rng) {
   w.set_items();
 }
 
+// `hook_states`: {name: {"version": int, "tensors": {key: tensor}, "scalars": {key: float}}}.
+void write_hook_states(TorchArchiveWriter& out, const std::vector<HookState>& states) {
+  pickle::PickleWriter& w = out.pickle();
+  w.string("hook_states");
+  w.empty_dict();
+  w.mark();
+  for (const HookState& state : states) {
+    w.string(state.name);
+    w.empty_dict();
+    w.mark();
+    w.string("version");
+    w.integer(state.version);
+    w.string("tensors");
+    w.empty_dict();
+    w.mark();
+    for (const auto& [key, tensor] : state.tensors) {
+      w.string(key);
+      out.tensor(tensor);
+    }
+    w.set_items();
+    w.string("scalars");
+    w.empty_dict();
+    w.mark();
+    for (const auto& [key, value] : state.scalars) {
+      w.string(key);
+      w.real(value);
+    }
+    w.set_items();
+    w.set_items();
+  }
+  w.set_items();
+}
+
 // ---- reading ---------------------------------------------------------------------------------
 
 TorchArchive open_checkpoint(const std::string& path) {
@@ -199,6 +234,44 @@ void read_decode_failures(const CheckpointFields& f, const Value& root, DecodeFa
   read("found", out.found);
 }
 
+// One dict of a hook state, {key: value}, read by `read` into `out` (keys unique, non-empty).
+template <typename T, typename Read>
+void read_state_dict(const CheckpointFields& f, const Value& dict, const std::string& path,
+                     std::map<std::string, T>& out, Read read) {
+  f.of_kind(dict, Kind::kDict, path);
+  for (const auto& [key, value] : dict.entries) {
+    const std::string& name = f.of_kind(*key, Kind::kString, path).text;
+    if (name.empty() || out.count(name) != 0) f.fail(path, "has an empty or repeated key");
+    out.emplace(name, read(*value, path + "." + name));
+  }
+}
+
+// `hook_states`, optional (none in files written before ltfit kept it).
+void read_hook_states(const CheckpointFields& f, const Value& root, std::vector<HookState>& out) {
+  const Value* states = pickle::find_entry(root, "hook_states");
+  if (states == nullptr) return;
+  f.of_kind(*states, Kind::kDict, "hook_states");
+  for (const auto& [key, value] : states->entries) {
+    HookState state;
+    state.name = f.of_kind(*key, Kind::kString, "hook_states").text;
+    const std::string path = "hook_states." + state.name;
+    const bool repeated = std::any_of(
+        out.begin(), out.end(), [&](const HookState& seen) { return seen.name == state.name; });
+    if (state.name.empty() || repeated) f.fail("hook_states", "has an empty or repeated name");
+    state.version = f.integer(*value, "version", path);
+    read_state_dict(f, f.at(*value, "tensors", path), path + ".tensors", state.tensors,
+                    [&f](const Value& v, const std::string& key_path) {
+                      return f.of_kind(v, Kind::kTensor, key_path).tensor.clone();
+                    });
+    read_state_dict(f, f.at(*value, "scalars", path), path + ".scalars", state.scalars,
+                    [&f](const Value& v, const std::string& key_path) {
+                      if (v.kind == Kind::kInt) return static_cast<double>(v.integer);
+                      return f.of_kind(v, Kind::kFloat, key_path).real;
+                    });
+    out.push_back(std::move(state));
+  }
+}
+
 CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   check_format(f, root);
   CheckpointMeta meta;
@@ -215,6 +288,7 @@ CheckpointMeta read_meta(const CheckpointFields& f, const Value& root) {
   meta.train_seconds = f.real(root, "train_seconds", "");
   read_phase_seconds(f, root, meta.phase_seconds);
   read_decode_failures(f, root, meta.decode_failures);
+  read_hook_states(f, root, meta.hook_states);
   const Value* optimizer_type = pickle::find_entry(root, "optimizer_type");
   meta.weights_only = optimizer_type != nullptr && optimizer_type->kind == Kind::kString &&
                       optimizer_type->text == "none";
@@ -402,6 +476,7 @@ void save_checkpoint(const std::string& path, Classifier& model, torch::optim::O
   w.empty_dict();
   w.mark();
   write_meta(w, meta);
+  write_hook_states(out, meta.hook_states);
   write_model(out, model);
   w.string("optimizer_type");
   w.string(optimizer ? detail::optimizer_type(*optimizer) : "none");

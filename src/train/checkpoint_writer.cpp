@@ -115,7 +115,7 @@ bool CheckpointWriter::checkpoint_due() const {
 }
 
 void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, const char* reason,
-                            const Profiler* profiler) {
+                            const Profiler* profiler, std::vector<HookState> hook_states) {
   const auto start = Clock::now();
   if (epoch != nullptr) {
     last_accuracy_ = epoch->accuracy;
@@ -132,6 +132,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   meta.best_accuracy = best_accuracy_;
   meta.scaler = state.scaler;
   meta.decode_failures = state.decode_failures;
+  meta.hook_states = std::move(hook_states);
   meta.train_seconds = options_.prior_train_seconds + seconds_between(options_.train_start, start);
   if (profiler != nullptr) meta.phase_seconds = profiler->totals();
   if (!options_.write) {  // a data-parallel rank other than 0: rank 0 writes
@@ -165,7 +166,7 @@ void CheckpointWriter::after_step(TrainContext& ctx) {
   if (!stop && !ctx.vote_save) return;
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
-    save(ctx.state, nullptr, stop ? "stop" : "periodic", &ctx.profiler);
+    save(ctx.state, nullptr, stop ? "stop" : "periodic", &ctx.profiler, ctx.hook_states());
   }
   if (stop) {
     ctx.interrupt = "training stopped at step " + std::to_string(ctx.state.global_step) +
@@ -184,7 +185,7 @@ void CheckpointWriter::validation_end(TrainContext& /*ctx*/) {
 void CheckpointWriter::epoch_end(TrainContext& ctx) {
   {
     ScopedPhase phase(ctx.profiler, Phase::kCheckpoint);
-    save(ctx.state, ctx.epoch, "epoch", &ctx.profiler);
+    save(ctx.state, ctx.epoch, "epoch", &ctx.profiler, ctx.hook_states());
   }
   if (ctx.agree(stop_requested())) {
     ctx.interrupt = "training stopped after epoch " + std::to_string(ctx.epoch->epoch) +

@@ -32,22 +32,24 @@ std::vector<double> spread_lrs(const std::vector<double>& lr, int groups, bool s
 }
 
 std::vector<StagePlan> plan_recipe(const TrainConfig& train) {
+  const ScheduleConfig schedule = schedule_config(train);
   if (train.recipe == Recipe::kOneCycle) {
     // Frozen, a single LR is fastai v1's slice(lr): lr/10 for the body's BatchNorm layers.
     return {{"one_cycle", train.epochs, train.frozen,
-             spread_lrs(train.lr, kLayerGroups, /*slice_of_one=*/train.frozen), train.one_cycle}};
+             spread_lrs(train.lr, kLayerGroups, /*slice_of_one=*/train.frozen), schedule}};
   }
+  // fine_tune's own one-cycle shapes (fastai v2's fine_tune); other schedules run as configured.
   std::vector<StagePlan> plan;
   double base = train.lr.back();
   if (train.freeze_epochs > 0) {
-    OneCycleConfig frozen_shape = train.one_cycle;
-    frozen_shape.pct_start = kFineTuneFrozenPctStart;
+    ScheduleConfig frozen_shape = schedule;
+    frozen_shape.one_cycle.pct_start = kFineTuneFrozenPctStart;
     plan.push_back({"frozen", train.freeze_epochs, true,
                     spread_lrs({base}, kLayerGroups, /*slice_of_one=*/true), frozen_shape});
   }
   base /= 2.0;
-  OneCycleConfig unfrozen_shape = train.one_cycle;
-  unfrozen_shape.div = kFineTuneDiv;
+  ScheduleConfig unfrozen_shape = schedule;
+  unfrozen_shape.one_cycle.div = kFineTuneDiv;
   const std::vector<double> slice =
       train.lr.size() == 2 ? train.lr : std::vector<double>{base / kFineTuneLrMult, base};
   plan.push_back(

@@ -10,22 +10,52 @@
 
 namespace ltfit {
 
-void OneCycleHook::stage_begin(TrainContext& ctx) {
+void ScheduleHook::stage_begin(TrainContext& ctx) {
   const StagePlan& stage = *ctx.stage;
-  const auto& s = stage.shape;
-  schedules_.clear();
-  for (const double lr : stage.group_lrs) {
-    schedules_.push_back({ctx.steps_per_epoch * stage.epochs, lr, s.pct_start, s.div, s.div_final,
-                          s.moms[0], s.moms[1], s.moms[2]});
+  schedule_ =
+      make_schedule(stage.schedule, ctx.steps_per_epoch * stage.epochs, ctx.steps_per_epoch);
+  peaks_ = stage.group_lrs;
+  stage_ = ctx.state.position.stage;
+  if (pending_) {
+    const auto saved = pending_->scalars.find("stage");
+    if (saved != pending_->scalars.end() && saved->second == stage_) {
+      std::map<std::string, double> state = pending_->scalars;
+      state.erase("stage");
+      schedule_->load(state);
+    }
+    pending_.reset();
   }
 }
 
-void OneCycleHook::before_batch(TrainContext& ctx) {
+void ScheduleHook::before_batch(TrainContext& ctx) {
   const std::int64_t step = ctx.stage_step();
-  ctx.lrs.resize(schedules_.size());
-  for (std::size_t g = 0; g < schedules_.size(); ++g) ctx.lrs[g] = lr_at(schedules_[g], step);
-  ctx.momentum = momentum_at(schedules_.front(), step);
+  ctx.lrs.resize(peaks_.size());
+  for (std::size_t g = 0; g < peaks_.size(); ++g) ctx.lrs[g] = schedule_->lr(peaks_[g], step);
+  ctx.momentum = schedule_->momentum(step);
   set_hyper_parameters(ctx.optimizer, ctx.lrs, ctx.momentum);
+}
+
+void ScheduleHook::epoch_end(TrainContext& ctx) {
+  std::optional<double> valid_loss;
+  if (ctx.valid_accuracy && ctx.epoch != nullptr) valid_loss = ctx.epoch->valid_loss;
+  schedule_->epoch_end(ctx.stage_step(), valid_loss);
+}
+
+HookState ScheduleHook::save_state() const {
+  HookState state;
+  state.version = 1;
+  if (schedule_) state.scalars = schedule_->state();
+  state.scalars["stage"] = stage_;
+  return state;
+}
+
+void ScheduleHook::load_state(const HookState& state) {
+  if (state.version != 1) {
+    throw CheckpointError("the checkpoint's schedule state has version " +
+                              std::to_string(state.version) + "; this ltfit reads version 1",
+                          "use the ltfit that wrote it, or a newer one");
+  }
+  pending_ = state;
 }
 
 AccumulateHook::AccumulateHook(int batches) : batches_(batches) {

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <set>
+
+#include <spdlog/spdlog.h>
 
 #include <torch/nn/functional/loss.h>
 
@@ -30,6 +33,14 @@ GradScalerOptions scaler_options(const TrainerOptions& options) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tensor& target) const {
+  namespace F = torch::nn::functional;
+  // Class indices or a [N,K] distribution (PyTorch's cross_entropy takes both); fp32 under
+  // autocast. Label smoothing mixes either with the uniform distribution.
+  return F::cross_entropy(output, target,
+                          F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing));
+}
 
 void add_to_smoothed_loss(TrainPosition& at, double loss) {
   at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
@@ -62,6 +73,35 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
   hooks_.push_back(&loss_check_);
   std::stable_sort(hooks_.begin(), hooks_.end(),
                    [](const Hook* a, const Hook* b) { return a->order() < b->order(); });
+  std::set<std::string> names;
+  for (const Hook* hook : hooks_) {
+    const std::string name = hook->state_name();
+    if (!name.empty() && !names.insert(name).second) {
+      throw RuntimeError("two training hooks keep their state under the name '" + name + "'");
+    }
+  }
+  ctx_.hook_states = [this] {
+    std::vector<HookState> states;
+    for (const Hook* hook : hooks_) {
+      if (hook->state_name().empty()) continue;
+      states.push_back(hook->save_state());
+      states.back().name = hook->state_name();
+    }
+    return states;
+  };
+}
+
+void Trainer::restore_hook_states(const std::vector<HookState>& states) {
+  for (const HookState& state : states) {
+    const auto owner = std::find_if(hooks_.begin(), hooks_.end(),
+                                    [&](const Hook* h) { return h->state_name() == state.name; });
+    if (owner == hooks_.end()) {
+      spdlog::warn("the checkpoint keeps the state of '{}', which this run does not use: ignored",
+                   state.name);
+      continue;
+    }
+    (*owner)->load_state(state);
+  }
 }
 
 void Trainer::fire(void (Hook::*event)(TrainContext&)) {
@@ -85,6 +125,7 @@ std::vector<EpochStats> Trainer::fit(const std::vector<StagePlan>& plan, const T
   ctx_.stop = false;
   std::vector<EpochStats> stats;
   fire(&Hook::fit_begin);
+  restore_hook_states(start.hook_states);
   for (int s = start.position.stage; s < static_cast<int>(plan.size()) && !ctx_.stop; ++s) {
     if (s != start.position.stage) state_.position = {s, 0, 0, 0.0, 0};
     run_stage(plan[static_cast<std::size_t>(s)], stats);
@@ -205,6 +246,7 @@ void Trainer::one_batch(const Batch& batch) {
       static_cast<int>(std::min<std::int64_t>(c.accumulate, c.batches_this_epoch - group_start));
   c.step_now = c.batch_in_step + 1 >= c.batches_in_step;
   c.cancel_batch = c.skip_step = false;
+  c.targets = torch::Tensor();
   if (c.batch_in_step == 0) c.step_loss = 0.0;
   {
     ScopedPhase phase(*profiler_, Phase::kHostToDevice);
@@ -223,7 +265,7 @@ void Trainer::one_batch(const Batch& batch) {
     ScopedPhase phase(*profiler_, Phase::kForward);
     AutocastGuard autocast(options_.device.type(), c.amp_dtype);
     c.output = model_->forward(c.images);
-    c.loss = torch::nn::functional::cross_entropy(c.output, c.labels);  // fp32 under autocast
+    c.loss = batch_loss(c.output, c.targets.defined() ? c.targets : c.labels);
   }
   c.backward_loss = c.loss;
   c.loss_value = c.loss.item<double>();

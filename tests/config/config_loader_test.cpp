@@ -389,6 +389,16 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.train.lr = {1.0e-5, 3.0e-3};
     c.train.optimizer = {OptimizerKind::kSgd, {0.8, 0.95}, 1e-7, 0.1};
     c.train.one_cycle = {0.25, 10, 1e4, {0.9, 0.8, 0.9}};
+    c.train.schedule = ScheduleKind::kPlateau;
+    c.train.flat_cos = {0.5, 1e3};
+    c.train.warmup_epochs = 1.5;
+    c.train.warmup_lr = 2e-6;
+    c.train.min_lr = 1e-7;
+    c.train.decay_milestones = {3, 7.5};
+    c.train.decay_rate = 0.25;
+    c.train.patience_epochs = 4;
+    c.train.cooldown_epochs = 2;
+    c.train.label_smoothing = 0.1;
     c.train.precision = Precision::kBf16;
     c.train.channels_last = false;
     c.train.device = "cuda:1";
@@ -596,6 +606,33 @@ TEST_CASE("data.augment: none turns every augmentation off and is written back a
   CHECK_FALSE(load_config_from_string(to_yaml(centred), "w").data.augment.random_crop);
   CHECK_THAT(error_of_string("data:\n  augment: off\n"),
              Contains("data.augment: expected none, or a map"));
+}
+
+}  // namespace ltfit
+
+namespace ltfit {
+
+TEST_CASE("train.schedule and its settings: parsed, bounded, and refused with the key",
+          "[config]") {
+  const Config c = load_config_from_string(
+      "train:\n  schedule: cosine\n  warmup_epochs: 2\n  min_lr: 1.0e-6\n  label_smoothing: 0.1\n",
+      "t.yaml");
+  CHECK(c.train.schedule == ScheduleKind::kCosine);
+  CHECK(c.train.warmup_epochs == 2.0);
+  CHECK(c.train.min_lr == 1e-6);
+  CHECK(c.train.label_smoothing == 0.1);
+  CHECK(load_config_from_string("", "t.yaml").train.schedule == ScheduleKind::kOneCycle);
+  CHECK_THAT(
+      config_error_of([] { load_config_from_string("train: {schedule: cosin}\n", "t.yaml"); }),
+      Contains("train.schedule") && Contains("cosine"));
+  CHECK_THAT(config_error_of(
+                 [] { load_config_from_string("train: {decay_milestones: [5, 2]}\n", "t.yaml"); }),
+             Contains("train.decay_milestones: expected ascending epochs"));
+  CHECK_THAT(
+      config_error_of([] { load_config_from_string("train: {label_smoothing: 1}\n", "t.yaml"); }),
+      Contains("train.label_smoothing: expected a number in [0, 1)"));
+  CHECK_THAT(config_error_of([] { load_config_from_string("train: {decay_rate: 0}\n", "t.yaml"); }),
+             Contains("train.decay_rate"));
 }
 
 }  // namespace ltfit

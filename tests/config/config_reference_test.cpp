@@ -82,7 +82,7 @@ TEST_CASE("the reference's sections come in the config's order", "[config]") {
     if (entry.section) sections.push_back(entry.path);
   }
   CHECK(sections == std::vector<std::string>{"run", "data", "data.augment", "model", "train",
-                                             "train.optimizer", "train.one_cycle",
+                                             "train.optimizer", "train.one_cycle", "train.flat_cos",
                                              "train.checkpoint", "eval", "dist"});
 }
 
@@ -93,6 +93,8 @@ TEST_CASE("the reference's types, defaults and rules come from the loader, confi
   CHECK(keys.at("data.layout").type == "one of auto, folders, kaggle");
   CHECK(keys.at("train.precision").type == "one of fp32, fp16, bf16");
   CHECK(keys.at("eval.tta_mode").type == "one of v1, v2");
+  CHECK(keys.at("train.schedule").type ==
+        "one of one_cycle, flat_cos, cosine, multistep, plateau, constant");
   CHECK(keys.at("data.workers").type == "auto, or an integer");
   CHECK(keys.at("data.batch_size").type == "integer");
   CHECK(keys.at("run.tensorboard").type == "boolean");

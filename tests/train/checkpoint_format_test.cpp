@@ -484,11 +484,30 @@ TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refu
   ltfit::CheckpointMeta meta = sample_meta();
   for (int i = 0; i < ltfit::kPhaseCount; ++i) meta.phase_seconds[i] = 0.5 + i;
   meta.decode_failures = {{3, 17}, {3, 17, 40'000'000'000}};
+  ltfit::HookState ema{"ema",
+                       2,
+                       {{"weights", torch::arange(6, torch::kFloat).view({2, 3})},
+                        {"count", torch::tensor({7}, torch::kLong)}},
+                       {{"decay", 0.999}, {"best", -1.5e300}}};
+  meta.hook_states = {ema, ltfit::HookState{"plain", 1, {}, {}}};
   const std::string full = (dir.path() / "full.ckpt").string();
   ltfit::save_checkpoint(full, model, optimizer.get(), meta);
   const ltfit::CheckpointMeta read = ltfit::read_checkpoint_meta(full);
   CHECK(read.phase_seconds == meta.phase_seconds);
   CHECK(read.decode_failures == meta.decode_failures);
+  REQUIRE(read.hook_states.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const ltfit::HookState &got = read.hook_states[i], &want = meta.hook_states[i];
+    CHECK(got.name == want.name);
+    CHECK(got.version == want.version);
+    CHECK(got.scalars == want.scalars);
+    REQUIRE(got.tensors.size() == want.tensors.size());
+    for (const auto& [key, tensor] : want.tensors) {
+      REQUIRE(got.tensors.count(key) == 1);
+      CHECK(got.tensors.at(key).scalar_type() == tensor.scalar_type());
+      CHECK(torch::equal(got.tensors.at(key), tensor));
+    }
+  }
   CHECK_FALSE(read.weights_only);
 
   const std::string weights = (dir.path() / "weights.ckpt").string();
@@ -506,8 +525,8 @@ TEST_CASE("checkpoints carry the phase totals, weights-only ones say so and refu
 }
 
 TEST_CASE(
-    "a checkpoint written before phase_seconds and decode_failures existed loads with "
-    "their defaults",
+    "a checkpoint written before phase_seconds, decode_failures and hook_states existed loads "
+    "with their defaults",
     "[parity][checkpoint]") {
   if (!python_torch()) {
     WARN("SKIPPED: Python torch is not installed (the oracle of this test)");
@@ -520,13 +539,17 @@ TEST_CASE(
   ltfit::CheckpointMeta meta = sample_meta();
   meta.phase_seconds.fill(2.0);
   meta.decode_failures.found = {1, 2};
+  meta.hook_states = {{"ema", 1, {{"w", torch::ones({3})}}, {{"decay", 0.9}}}};
   const std::string path = (dir.path() / "new.ckpt").string();
   ltfit::save_checkpoint(path, model, optimizer.get(), meta);
   const std::string half = (dir.path() / "half.ckpt").string();
+  const std::string third = (dir.path() / "third.ckpt").string();
   const std::string old = (dir.path() / "old.ckpt").string();
+  // torch.load(weights_only=True) reads every entry, hook_states included, on the way.
   const auto [status, output] = ltfit::testing::run_command(
       "python3 " + oracle() + " strip " + path + " " + half + " phase_seconds && python3 " +
-      oracle() + " strip " + half + " " + old + " decode_failures");
+      oracle() + " strip " + half + " " + third + " decode_failures && python3 " + oracle() +
+      " strip " + third + " " + old + " hook_states");
   INFO(output);
   REQUIRE(status == 0);
   ltfit::Classifier loaded = ltfit::make_classifier("resnet18", 2);
@@ -536,5 +559,7 @@ TEST_CASE(
   check_same_meta(got, sample_meta());
   CHECK(got.phase_seconds == ltfit::PhaseSeconds{});
   CHECK(got.decode_failures == ltfit::DecodeFailures{});
+  CHECK(got.hook_states.empty());
+  CHECK(ltfit::read_checkpoint_meta(third).hook_states.size() == 1);
   check_same_parameters(model, loaded);
 }

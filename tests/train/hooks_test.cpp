@@ -11,6 +11,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/lr_finder.h"
+#include "ltfit/train/one_cycle.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
@@ -257,7 +258,7 @@ TEST_CASE("accumulation: the schedule counts optimizer steps, and a short last g
     }
     std::vector<double> ratios;
   } divisors;
-  ltfit::OneCycleHook schedule;
+  ltfit::ScheduleHook schedule;
   ltfit::AccumulateHook accumulate(2);
   ltfit::ObserverHook observe(steps);
   ltfit::StagePlan stage = plain_stage(2);
@@ -372,4 +373,66 @@ TEST_CASE("lr-find runs under the training precision: bf16 on CPU really trains 
     for (const auto d : probe.dtypes) CHECK(d == expected);
     CHECK(torch::equal(before, model->parameters()[0]));  // restored afterwards
   }
+}
+
+TEST_CASE("the loss takes a target distribution from a hook, and label smoothing as torch's",
+          "[train][hooks]") {
+  FixedBatches data(1, 4);
+  const ltfit::Batch batch = data.concatenated();
+  // Captures the first batch's output and loss; no backward, no step.
+  struct Capture : ltfit::Hook {
+    int order() const override { return 500; }
+    void after_loss(ltfit::TrainContext& ctx) override {
+      output = ctx.output.detach().to(torch::kDouble);
+      loss = ctx.loss.item<double>();
+      ctx.cancel_batch = true;
+    }
+    torch::Tensor output;
+    double loss = 0.0;
+  };
+  // Sets a distribution: `mix` of the one-hot label, the rest on class 0.
+  struct SoftTargets : ltfit::Hook {
+    explicit SoftTargets(double mix) : mix_(mix) {}
+    void before_batch(ltfit::TrainContext& ctx) override {
+      const torch::Tensor one_hot = torch::one_hot(ctx.labels, 2).to(torch::kFloat);
+      const torch::Tensor first =
+          torch::one_hot(torch::zeros_like(ctx.labels), 2).to(torch::kFloat);
+      ctx.targets = mix_ * one_hot + (1.0 - mix_) * first;
+    }
+    double mix_;
+  };
+  const auto run = [&](ltfit::Hook* targets, double smoothing) {
+    auto model = small_model();
+    auto optimizer = sgd_like(model);
+    NoBatchStatistics eval_mode;
+    Capture capture;
+    std::vector<ltfit::Hook*> hooks{&eval_mode, &capture};
+    if (targets != nullptr) hooks.push_back(targets);
+    OneBatch source(batch);
+    ltfit::TrainerOptions options;
+    options.label_smoothing = smoothing;
+    ltfit::Trainer trainer(model, *optimizer, source, nullptr, options, hooks);
+    trainer.fit({plain_stage()});
+    return capture;
+  };
+  const torch::Tensor labels = batch.labels;
+  const Capture hard = run(nullptr, 0.0);
+  const torch::Tensor log_p = torch::log_softmax(hard.output, 1);
+  const torch::Tensor one_hot = torch::one_hot(labels, 2).to(torch::kDouble);
+  const auto cross_entropy = [&](const torch::Tensor& target) {
+    return -(target * log_p).sum(1).mean().item<double>();
+  };
+  CHECK(hard.loss == Approx(cross_entropy(one_hot)).epsilon(1e-5));
+
+  SoftTargets exact(1.0);  // the one-hot distribution: the same loss as the labels
+  CHECK(run(&exact, 0.0).loss == Approx(hard.loss).epsilon(1e-6));
+  SoftTargets mixed(0.7);
+  const torch::Tensor mix = 0.7 * one_hot + 0.3 * torch::one_hot(torch::zeros_like(labels), 2);
+  CHECK(run(&mixed, 0.0).loss == Approx(cross_entropy(mix.to(torch::kDouble))).epsilon(1e-5));
+  // torch's label_smoothing: the target becomes (1 - eps) * target + eps / K, labels or not.
+  const double eps = 0.1;
+  CHECK(run(nullptr, eps).loss ==
+        Approx(cross_entropy((1 - eps) * one_hot + eps / 2)).epsilon(1e-5));
+  CHECK(run(&mixed, eps).loss == Approx(cross_entropy((1 - eps) * mix + eps / 2)).epsilon(1e-5));
+  CHECK(cross_entropy(mix) != Approx(hard.loss).epsilon(1e-3));  // the cases differ
 }

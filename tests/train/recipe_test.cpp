@@ -32,7 +32,7 @@ TEST_CASE("one_cycle is one unfrozen stage with the configured shape", "[train][
   CHECK_FALSE(plan[0].frozen);
   CHECK(plan[0].epochs == 4);
   CHECK(plan[0].group_lrs == std::vector<double>{2e-3, 2e-3, 2e-3});
-  CHECK(plan[0].shape.pct_start == Approx(0.3));
+  CHECK(plan[0].schedule.one_cycle.pct_start == Approx(0.3));
   CHECK(ltfit::total_epochs(plan) == 4);
   // train.frozen: fastai v1's fit_one_cycle(4, slice(2e-3)) on a freshly created cnn learner.
   train.frozen = true;
@@ -55,12 +55,12 @@ TEST_CASE("fine_tune is fastai v2's: frozen slice(base) at pct 0.99, then slice(
   REQUIRE(plan.size() == 2);
   CHECK(plan[0].frozen);
   CHECK(plan[0].epochs == 1);
-  CHECK(plan[0].shape.pct_start == Approx(0.99));
+  CHECK(plan[0].schedule.one_cycle.pct_start == Approx(0.99));
   CHECK(plan[0].group_lrs[0] == Approx(2e-4));
   CHECK(plan[0].group_lrs[2] == Approx(2e-3));
   CHECK_FALSE(plan[1].frozen);
   CHECK(plan[1].epochs == 3);
-  CHECK(plan[1].shape.div == Approx(5.0));
+  CHECK(plan[1].schedule.one_cycle.div == Approx(5.0));
   CHECK(plan[1].group_lrs[0] == Approx(1e-5));
   CHECK(plan[1].group_lrs[2] == Approx(1e-3));
   CHECK(ltfit::total_epochs(plan) == 4);

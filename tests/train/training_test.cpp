@@ -11,6 +11,7 @@
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
+#include "ltfit/train/one_cycle.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/trainer.h"
 #include "ltfit/util/error.h"
@@ -77,10 +78,10 @@ TEST_CASE("the Trainer runs a one-cycle stage, applying the schedule per step", 
     void on_step(const ltfit::StepStats& s) override { steps.push_back(s); }
     void on_epoch_end(const ltfit::EpochStats& e) override { epochs.push_back(e); }
   } recorder;
-  ltfit::OneCycleHook schedule;
+  ltfit::ScheduleHook schedule;
   ltfit::ObserverHook observe(recorder);
   ltfit::Trainer trainer(model, *optimizer, train, &valid, {}, {&schedule, &observe});
-  ltfit::StagePlan stage{"one_cycle", 2, false, {1e-4, 1e-3, 1e-2}, ltfit::OneCycleConfig{}};
+  ltfit::StagePlan stage{"one_cycle", 2, false, {1e-4, 1e-3, 1e-2}, ltfit::ScheduleConfig{}};
   const auto stats = trainer.fit({stage});
 
   REQUIRE(stats.size() == 2);

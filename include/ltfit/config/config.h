@@ -56,6 +56,20 @@ enum class Recipe {
 Recipe parse_recipe(std::string_view text);  // "fine_tune" | "one_cycle"
 const std::string& recipe_name(Recipe recipe);
 
+// `train.schedule`: how the LR (and momentum) move over each stage's optimizer steps
+// (ltfit/train/schedule.h).
+enum class ScheduleKind {
+  kOneCycle,   // fastai's fit_one_cycle (train.one_cycle)
+  kFlatCos,    // fastai v2's fit_flat_cos (train.flat_cos)
+  kCosine,     // timm's cosine, per step, after the warm-up
+  kMultistep,  // torch's MultiStepLR at train.decay_milestones, after the warm-up
+  kPlateau,    // torch's ReduceLROnPlateau on the validation loss, after the warm-up
+  kConstant,   // the peak LR, after the warm-up
+};
+// "one_cycle" | "flat_cos" | "cosine" | "multistep" | "plateau" | "constant"
+ScheduleKind parse_schedule_kind(std::string_view text);
+const std::string& schedule_kind_name(ScheduleKind kind);
+
 // `dist.backend`: the c10d process group of a data-parallel run (ltfit/dist/launch.h).
 enum class DistBackend {
   kAuto,  // nccl when train.device is CUDA, gloo otherwise; single process when not launched
@@ -176,6 +190,14 @@ struct OneCycleConfig {
   bool operator==(const OneCycleConfig&) const = default;
 };
 
+// `train.flat_cos:` fastai v2's fit_flat_cos: the peak LR, then a cosine to peak / div_final.
+struct FlatCosConfig {
+  double pct_start = 0.75;   // fraction of the steps at the peak LR
+  double div_final = 1.0e5;  // final LR = peak LR / div_final
+
+  bool operator==(const FlatCosConfig&) const = default;
+};
+
 // `train.checkpoint:` when checkpoints are written and how many are kept.
 struct CheckpointConfig {
   double every_minutes = 10.0;  // also checkpoint mid-epoch this often; 0 disables
@@ -192,9 +214,20 @@ struct TrainConfig {
   int freeze_epochs = 1;              // fine_tune: frozen epochs first
   bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
                         // fit_one_cycle on a new cnn learner, as in the 2019 study)
-  std::vector<double> lr = {1.0e-3};         // max LR, or [low, high] slice over layer groups
-  OptimizerConfig optimizer;                 // optimizer settings
-  OneCycleConfig one_cycle;                  // schedule shape
+  std::vector<double> lr = {1.0e-3};  // max LR, or [low, high] slice over layer groups
+  OptimizerConfig optimizer;          // optimizer settings
+  ScheduleKind schedule = ScheduleKind::kOneCycle;  // the LR schedule of each stage
+  OneCycleConfig one_cycle;                         // schedule: one_cycle
+  FlatCosConfig flat_cos;                           // schedule: flat_cos
+  // cosine, multistep, plateau and constant (timm's scheduler arguments of the same names):
+  double warmup_epochs = 0.0;                // linear warm-up from warmup_lr to the peak LR
+  double warmup_lr = 1.0e-5;                 // LR at the first step of the warm-up
+  double min_lr = 0.0;                       // cosine: the final LR; plateau: the lowest LR
+  std::vector<double> decay_milestones;      // multistep: stage epochs where LR *= decay_rate
+  double decay_rate = 0.1;                   // multistep, plateau: the LR's factor per decay
+  int patience_epochs = 10;                  // plateau: epochs without improvement before a decay
+  int cooldown_epochs = 0;                   // plateau: epochs after a decay before counting again
+  double label_smoothing = 0.0;              // training loss: target (1 - eps)·y + eps/K
   Precision precision = Precision::kFp32;    // fp32 | fp16 | bf16
   bool channels_last = true;                 // NHWC memory format where it helps
   int accumulate = 1;                        // batches whose gradients add up to one optimizer step

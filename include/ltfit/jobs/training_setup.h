@@ -17,6 +17,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/train/trainer.h"
 
 namespace ltfit {
 
@@ -37,6 +38,13 @@ struct TrainingSetup {
 // each global batch, the validation loader this rank's part of the validation set (shard.h),
 // and the loaders' workers are this process's share of the machine.
 struct DistSession;
+
+// How the Trainer runs a step under `config` (device, memory format, precision, the loss's label
+// smoothing; the data-parallel `group`, null for one process): train and lr-find share it, so the
+// sweep measures the step training will take.
+TrainerOptions trainer_options(const Config& config, const torch::Device& device,
+                               DistGroup* group = nullptr);
+
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
                                   bool with_valid, const DistSession* dist = nullptr);
 

@@ -4,18 +4,19 @@
 // (format, config text, classes, counters, position, loss scaler), the model's parameters and
 // buffers as an OrderedDict of tensors, the optimizer state in the shape of PyTorch's
 // `Optimizer.state_dict()` ({"state": {index: {...}}, "param_groups": [...]}) and the random
-// generators' states as uint8 tensors. Entries added since (`phase_seconds`, `decode_failures`) are
-// optional: a file without them loads with their defaults. Python reads one with `torch.load(path,
-// weights_only=True)`; ltfit reads it with its restricted reader (torch_archive.h), which runs
-// nothing in the file. A TorchScript archive (what ltfit wrote before format 3) is refused from
-// its record names, before anything in it is read, with a hint to `ltfit convert-checkpoint`.
-// Saving writes to `<path>.tmp`, flushes it and renames it over `path`, so a crash or a full disk
-// never destroys the previous file. Loading checks every tensor's name and shape before touching
-// the model or the optimizer and throws CheckpointError (exit 4) naming the file for anything
-// missing, corrupt or mismatched; a failed save throws RuntimeError (exit 5).
+// generators' states as uint8 tensors. Entries added since (`phase_seconds`, `decode_failures`,
+// `hook_states`) are optional: a file without them loads with their defaults. Python reads one with
+// `torch.load(path, weights_only=True)`; ltfit reads it with its restricted reader
+// (torch_archive.h), which runs nothing in the file. A TorchScript archive (what ltfit wrote before
+// format 3) is refused from its record names, before anything in it is read, with a hint to `ltfit
+// convert-checkpoint`. Saving writes to `<path>.tmp`, flushes it and renames it over `path`, so a
+// crash or a full disk never destroys the previous file. Loading checks every tensor's name and
+// shape before touching the model or the optimizer and throws CheckpointError (exit 4) naming the
+// file for anything missing, corrupt or mismatched; a failed save throws RuntimeError (exit 5).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,17 @@ struct DecodeFailures {
   bool operator==(const DecodeFailures&) const = default;
 };
 
+// A hook's own state, kept in the checkpoint so that a resumed run continues it (Hook::save_state,
+// hooks.h): a weight average, a plateau counter, early stopping's best value. Saved as
+// `hook_states: {name: {"version": int, "tensors": {key: tensor}, "scalars": {key: float}}}`;
+// read with the archive's limits, tensors on the CPU. The hook checks `version` when it loads.
+struct HookState {
+  std::string name;  // unique among a fit's hooks
+  std::int64_t version = 1;
+  std::map<std::string, torch::Tensor> tensors;
+  std::map<std::string, double> scalars;
+};
+
 struct CheckpointMeta {
   std::string config_yaml;           // the resolved config of the run
   std::vector<std::string> classes;  // class names, label order
@@ -68,6 +80,8 @@ struct CheckpointMeta {
   PhaseSeconds phase_seconds{};
   // Decoding failures so far (empty in a file written before ltfit kept them).
   DecodeFailures decode_failures;
+  // The hooks' own states, by name (none in a file written before ltfit kept them).
+  std::vector<HookState> hook_states;
   // Read only: the file holds no optimizer state (best.ckpt, or save_checkpoint without an
   // optimizer). It loads for evaluation, predict, export and `train --init-from`, not --resume.
   bool weights_only = false;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/optim/optimizer.h>
 
@@ -60,9 +61,10 @@ class CheckpointWriter : public Hook {
 
   // Saves the full training state; `epoch` holds the stats when called at an epoch's end.
   // `reason` says why ("epoch", "periodic", "stop") for the log; `profiler`, when given, supplies
-  // the phase totals the checkpoint carries (timing.json of a resumed run sums them).
+  // the phase totals the checkpoint carries (timing.json of a resumed run sums them);
+  // `hook_states`, the stateful hooks' records (TrainContext::hook_states).
   void save(const TrainState& state, const EpochStats* epoch, const char* reason,
-            const Profiler* profiler = nullptr);
+            const Profiler* profiler = nullptr, std::vector<HookState> hook_states = {});
 
   double best_accuracy() const { return best_accuracy_; }
   std::string last_path() const { return dir_ + "/last.ckpt"; }

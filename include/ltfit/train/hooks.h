@@ -31,6 +31,11 @@
 // may set ctx.stop (end the fit after this batch, e.g. lr-find's divergence) or ctx.interrupt
 // (the trainer throws InterruptedError with that message once the event is done, after the
 // checkpoint hook saved). A hook throws only for real errors; the exception ends the fit.
+//
+// A hook whose state must survive a resume (a weight average, a plateau counter) names it with
+// state_name() (unique among the fit's hooks) and returns it from save_state(); every checkpoint
+// keeps it (checkpoint.h's HookState). A resumed fit hands the saved record back through
+// load_state() right after fit_begin; a saved record no hook claims is logged and ignored.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +63,9 @@ struct TrainState {
   int global_epoch = 0;            // completed epochs over all stages
   GradScalerState scaler;          // fp16 loss scaler (its state even when not scaling)
   DecodeFailures decode_failures;  // training images left out once their decoding failed
+  // The hooks' own states: given to the hooks after fit_begin when a fit starts from this
+  // state (a resume); the Trainer does not update it (a save asks the hooks, TrainContext).
+  std::vector<HookState> hook_states;
 };
 
 struct TrainContext {
@@ -103,8 +111,11 @@ struct TrainContext {
   std::optional<double> valid_accuracy;  // after validation_end
 
   // ---- the batch
-  torch::Tensor images;         // float [N,3,H,W], normalized, on the device
-  torch::Tensor labels;         // int64 [N]
+  torch::Tensor images;  // float [N,3,H,W], normalized, on the device
+  torch::Tensor labels;  // int64 [N]: the hard labels (metrics use them)
+  // float [N,K] target distribution (MixUp, CutMix): when a hook sets it at before_batch, the
+  // loss is the cross-entropy against it instead of `labels`; undefined at each batch's start.
+  torch::Tensor targets;
   torch::Tensor output;         // logits [N,C] (under autocast: its dtype)
   torch::Tensor loss;           // the batch's mean cross-entropy (fp32)
   torch::Tensor backward_loss;  // what backward() runs on (scaled, divided by hooks)
@@ -123,6 +134,9 @@ struct TrainContext {
   bool vote_save = false;    // checkpoint after this step: cast and agreed like vote_stop
   // OR of `local` over the ranks (a collective: every rank calls it at the same point).
   std::function<bool(bool local)> agree = [](bool local) { return local; };
+
+  // ---- what a checkpoint saves besides the TrainState: every stateful hook's state, now
+  std::function<std::vector<HookState>()> hook_states = [] { return std::vector<HookState>{}; };
 
   // ---- requests from hooks
   bool cancel_batch = false;  // skip backward and step for this batch (its gradients dropped)
@@ -162,6 +176,13 @@ class Hook {
   virtual void epoch_end(TrainContext& /*ctx*/) {}
   virtual void stage_end(TrainContext& /*ctx*/) {}
   virtual void fit_end(TrainContext& /*ctx*/) {}
+
+  // State kept across a resume: empty name, none.
+  virtual std::string state_name() const { return {}; }
+  // The state now (tensors may stay on the device: the checkpoint copies them).
+  virtual HookState save_state() const { return {}; }
+  // The saved state (tensors on the CPU); throws CheckpointError for a version it cannot read.
+  virtual void load_state(const HookState& /*state*/) {}
 };
 
 }  // namespace ltfit

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ltfit/config/config.h"
-#include "ltfit/train/one_cycle.h"
+#include "ltfit/train/schedule.h"
 
 namespace ltfit {
 
@@ -24,7 +24,7 @@ struct StagePlan {
   int epochs = 1;                 // epochs in this stage
   bool frozen = false;            // body frozen (its BatchNorm layers still train)
   std::vector<double> group_lrs;  // peak LR per layer group
-  OneCycleConfig shape;           // schedule shape for this stage
+  ScheduleConfig schedule;        // the stage's LR schedule
 };
 
 // Peak LR per layer group, fastai's lr_range: one value -> the same for every group;

@@ -5,23 +5,36 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ltfit/train/hooks.h"
-#include "ltfit/train/one_cycle.h"
+#include "ltfit/train/schedule.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 
-// fastai's one-cycle per stage: LR per layer group and momentum at the stage's optimizer step.
-class OneCycleHook : public Hook {
+// Each stage's schedule (its StagePlan::schedule, schedule.h): the LR of every layer group and
+// the momentum at the stage's optimizer step, set before each batch. A schedule with state
+// (plateau) updates it at each epoch end, before the checkpoint, and keeps it as the hook state
+// "schedule" (with the stage it belongs to: a new stage starts afresh).
+class ScheduleHook : public Hook {
  public:
   int order() const override { return hook_order::kSchedule; }
   void stage_begin(TrainContext& ctx) override;
   void before_batch(TrainContext& ctx) override;
+  void epoch_end(TrainContext& ctx) override;
+  std::string state_name() const override { return "schedule"; }
+  HookState save_state() const override;
+  void load_state(const HookState& state) override;
 
  private:
-  std::vector<OneCycleSchedule> schedules_;  // one per layer group
+  std::unique_ptr<Schedule> schedule_;
+  std::vector<double> peaks_;         // per layer group
+  int stage_ = -1;                    // the stage index schedule_ serves
+  std::optional<HookState> pending_;  // loaded before its stage began
 };
 
 // train.accumulate: `batches` batches per optimizer step, each batch's loss divided by the

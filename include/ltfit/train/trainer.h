@@ -34,6 +34,9 @@ struct TrainerOptions {
   // A data-parallel run's group: validation results are summed over its ranks (each evaluates
   // its own shard). Null: one process. The gradients are the data-parallel hook's.
   DistGroup* group = nullptr;
+  // The training loss's label smoothing (torch's cross_entropy label_smoothing): the target
+  // becomes (1 - eps) * target + eps / K. Validation loss and metrics never smooth.
+  double label_smoothing = 0.0;
 };
 
 // Folds a batch's loss into the smoothed training loss (fastai's SmoothenValue, beta 0.98).
@@ -60,6 +63,10 @@ class Trainer {
   void start_epoch();
   std::int64_t train_epoch();
   void one_batch(const Batch& batch);
+  // The training loss of `output` against class indices or a target distribution.
+  torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
+  // Hands each saved hook state to the hook of its name (after fit_begin).
+  void restore_hook_states(const std::vector<HookState>& states);
   // Adds the training images whose decoding failed (on any rank: a collective in a
   // data-parallel run) to state_.decode_failures.found; at each epoch end and before each save.
   void share_decode_failures();
