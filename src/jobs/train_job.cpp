@@ -144,15 +144,30 @@ torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& val
   return tta.plain.confusion;
 }
 
-// The final model's confusion matrix over the whole validation set (a data-parallel run's
-// loader holds rank 0's part), for TensorBoard when no TTA pass gave it: one more plain pass.
-torch::Tensor validation_confusion(const Config& config, Classifier& model,
-                                   const TrainingSetup& setup, Loader& valid_loader, bool sharded,
+// The loader over the whole validation set for the final passes (TTA, the confusion matrix):
+// the run's own, or, in a data-parallel run whose loader holds this rank's part, one over every
+// image, built once on first use.
+class WholeValidation {
+ public:
+  WholeValidation(const TrainingSetup& setup, bool sharded) : setup_(setup), sharded_(sharded) {}
+  Loader& get() {
+    if (!sharded_) return *setup_.valid_loader;
+    if (!whole_) whole_.emplace(setup_.index.valid, setup_.valid_options);
+    return *whole_;
+  }
+
+ private:
+  const TrainingSetup& setup_;
+  bool sharded_;
+  std::optional<Loader> whole_;
+};
+
+// The final model's confusion matrix over the whole validation set, for TensorBoard when no TTA
+// pass gave it: one more plain pass.
+torch::Tensor validation_confusion(const Config& config, Classifier& model, Loader& whole,
                                    const torch::Device& device) {
-  std::optional<Loader> whole;
-  if (sharded) whole.emplace(setup.index.valid, setup.valid_options);
   const EvalResult result = evaluate(
-      model, whole ? *whole : valid_loader,
+      model, whole,
       {device, config.train.channels_last, resolve_eval_precision(config.train.precision, device)});
   spdlog::info("validation confusion matrix for TensorBoard: {} images in {:.1f} s", result.count,
                result.seconds);
@@ -370,18 +385,13 @@ RunSummary train_in_run_dir(const Config& config, const TrainJobOptions& options
     return summary;
   }
   torch::Tensor confusion;  // the final model's over the validation set, for TensorBoard
+  WholeValidation whole(setup, dist.active());
   if (config.eval.tta) {
     ScopedPhase phase(profiler, Phase::kTta);
-    // A data-parallel run's validation loader holds rank 0's part: TTA takes the whole set.
-    std::optional<Loader> whole;
-    if (dist.active()) whole.emplace(index.valid, setup.valid_options);
-    confusion = run_final_tta(config, model, whole ? *whole : valid_loader, setup.valid_options,
-                              device, summary);
+    confusion = run_final_tta(config, model, whole.get(), setup.valid_options, device, summary);
   }
   if (tensorboard) {
-    if (!confusion.defined()) {
-      confusion = validation_confusion(config, model, setup, valid_loader, dist.active(), device);
-    }
+    if (!confusion.defined()) confusion = validation_confusion(config, model, whole.get(), device);
     tensorboard->finish(confusion);
     spdlog::info("TensorBoard events: {} ({} bytes)", tensorboard->writer().path(),
                  tensorboard->writer().bytes());

@@ -141,9 +141,9 @@ class Plateau final : public WarmedUp {
       const auto it = state.find(key);
       if (it == state.end() || !(it->second >= 0 && it->second <= 1e9) ||
           it->second != std::floor(it->second)) {
-        throw CheckpointError(std::string("the plateau schedule's saved state has no valid '") +
-                                  key + "'",
-                              "use another checkpoint (checkpoints/last.ckpt or best.ckpt)");
+        throw CheckpointError(
+            std::string("the plateau schedule's saved state has no valid '") + key + "'",
+            "use another checkpoint (checkpoints/last.ckpt or best.ckpt)");
       }
       return static_cast<int>(it->second);
     };
@@ -170,9 +170,16 @@ class Plateau final : public WarmedUp {
 }  // namespace
 
 ScheduleConfig schedule_config(const TrainConfig& t) {
-  return {t.schedule,      t.one_cycle,        t.flat_cos,   t.warmup_epochs,
-          t.warmup_lr,     t.min_lr,           t.decay_milestones,
-          t.decay_rate,    t.patience_epochs,  t.cooldown_epochs,
+  return {t.schedule,
+          t.one_cycle,
+          t.flat_cos,
+          t.warmup_epochs,
+          t.warmup_lr,
+          t.min_lr,
+          t.decay_milestones,
+          t.decay_rate,
+          t.patience_epochs,
+          t.cooldown_epochs,
           t.optimizer.betas.empty() ? 0.9 : t.optimizer.betas.front()};
 }
 

@@ -87,8 +87,8 @@ struct StateTap : ltfit::Hook {
   std::vector<std::vector<ltfit::HookState>> saved;
 };
 
-const std::vector<double> kPlateauLosses{1.0,     0.9,  0.95, 0.96, 0.97, 0.89995,
-                                         0.85,    0.86, 0.87, 0.88, 0.89, 0.9};
+const std::vector<double> kPlateauLosses{1.0,  0.9,  0.95, 0.96, 0.97, 0.89995,
+                                         0.85, 0.86, 0.87, 0.88, 0.89, 0.9};
 
 ltfit::StagePlan plateau_stage() {
   ltfit::StagePlan stage;
@@ -105,7 +105,8 @@ ltfit::StagePlan plateau_stage() {
 
 }  // namespace
 
-TEST_CASE("cosine with warm-up is timm's CosineLRScheduler stepped per update", "[train][schedule]") {
+TEST_CASE("cosine with warm-up is timm's CosineLRScheduler stepped per update",
+          "[train][schedule]") {
   ltfit::ScheduleConfig c;
   c.kind = ltfit::ScheduleKind::kCosine;
   c.warmup_epochs = 1;  // 4 steps
@@ -113,27 +114,26 @@ TEST_CASE("cosine with warm-up is timm's CosineLRScheduler stepped per update", 
   c.min_lr = 1e-4;
   // CosineLRScheduler(opt(lr=0.01), t_initial=20, lr_min=1e-4, warmup_t=4, warmup_lr_init=1e-5,
   // t_in_epochs=False): the LR of each of 20 updates.
-  check_close(lrs_of(c, 0.01, 20, 4),
-              {1e-05,
-               0.0025075,
-               0.005005,
-               0.0075025000000000005,
-               0.00905463412215599,
-               0.00855017856687341,
-               0.007959536998847742,
-               0.007297252973710758,
-               0.006579634122155991,
-               0.005824350601949144,
-               0.005050000000000001,
-               0.004275649398050859,
-               0.0035203658778440107,
-               0.0028027470262892437,
-               0.0021404630011522584,
-               0.0015498214331265902,
-               0.0010453658778440107,
-               0.0006395177052675795,
-               0.00034227024433899005,
-               0.0001609427140540686});
+  check_close(lrs_of(c, 0.01, 20, 4), {1e-05,
+                                       0.0025075,
+                                       0.005005,
+                                       0.0075025000000000005,
+                                       0.00905463412215599,
+                                       0.00855017856687341,
+                                       0.007959536998847742,
+                                       0.007297252973710758,
+                                       0.006579634122155991,
+                                       0.005824350601949144,
+                                       0.005050000000000001,
+                                       0.004275649398050859,
+                                       0.0035203658778440107,
+                                       0.0028027470262892437,
+                                       0.0021404630011522584,
+                                       0.0015498214331265902,
+                                       0.0010453658778440107,
+                                       0.0006395177052675795,
+                                       0.00034227024433899005,
+                                       0.0001609427140540686});
   const auto schedule = ltfit::make_schedule(c, 20, 4);
   CHECK(schedule->momentum(7) == Approx(0.9));  // not scheduled: the optimizer's betas[0]
 }
@@ -146,8 +146,7 @@ TEST_CASE("multistep is torch's MultiStepLR, flat_cos is fastai v2's combined_co
   m.decay_rate = 0.1;
   // MultiStepLR(milestones=[2, 4], gamma=0.1), 6 epochs of 3 steps.
   std::vector<double> want;
-  for (const double lr : {0.01, 0.01, 0.001, 0.001, 0.0001, 0.0001})
-    want.insert(want.end(), 3, lr);
+  for (const double lr : {0.01, 0.01, 0.001, 0.001, 0.0001, 0.0001}) want.insert(want.end(), 3, lr);
   check_close(lrs_of(m, 0.01, 18, 3), want);
 
   ltfit::ScheduleConfig f;
