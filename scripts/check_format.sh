@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails (exit 1) when a C++ file tracked by git is not formatted with the project's .clang-format,
+# Fails (exit 1) when a C++ file tracked by git, or new and not ignored, is not formatted with the project's .clang-format,
 # listing each such file and the command that fixes it. `scripts/check_format.sh --fix` formats
 # them in place. CI runs it as its `format` step; clang-format comes from Debian (ci_deps.sh).
 set -euo pipefail
@@ -8,7 +8,7 @@ command -v clang-format >/dev/null || {
   echo "check_format: clang-format is not installed (apt-get install clang-format)" >&2
   exit 1
 }
-mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cc' '*.cu')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.cc' '*.cu')
 if [[ "${1:-}" == "--fix" ]]; then
   clang-format -i "${files[@]}"
   exit 0
