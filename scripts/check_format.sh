@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails (exit 1) when a C++ file tracked by git, or new and not ignored, is not formatted with the project's .clang-format,
-# listing each such file and the command that fixes it. `scripts/check_format.sh --fix` formats
+# Fails (exit 1) when a C++ file tracked by git, or new and not ignored, is not formatted with
+# the project's .clang-format, listing each such file and the command that fixes it. `scripts/check_format.sh --fix` formats
 # them in place. CI runs it as its `format` step; clang-format comes from Debian (ci_deps.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
