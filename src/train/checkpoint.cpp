@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -251,23 +252,22 @@ void read_hook_states(const CheckpointFields& f, const Value& root, std::vector<
   const Value* states = pickle::find_entry(root, "hook_states");
   if (states == nullptr) return;
   f.of_kind(*states, Kind::kDict, "hook_states");
+  std::set<std::string_view> names;  // a hostile file may hold many: no quadratic search
   for (const auto& [key, value] : states->entries) {
     HookState state;
     state.name = f.of_kind(*key, Kind::kString, "hook_states").text;
     const std::string path = "hook_states." + state.name;
-    const bool repeated = std::any_of(
-        out.begin(), out.end(), [&](const HookState& seen) { return seen.name == state.name; });
-    if (state.name.empty() || repeated) f.fail("hook_states", "has an empty or repeated name");
+    if (state.name.empty() || !names.insert(key->text).second) {
+      f.fail("hook_states", "has an empty or repeated name");
+    }
     state.version = f.integer(*value, "version", path);
     read_state_dict(f, f.at(*value, "tensors", path), path + ".tensors", state.tensors,
                     [&f](const Value& v, const std::string& key_path) {
                       return f.of_kind(v, Kind::kTensor, key_path).tensor.clone();
                     });
-    read_state_dict(f, f.at(*value, "scalars", path), path + ".scalars", state.scalars,
-                    [&f](const Value& v, const std::string& key_path) {
-                      if (v.kind == Kind::kInt) return static_cast<double>(v.integer);
-                      return f.of_kind(v, Kind::kFloat, key_path).real;
-                    });
+    read_state_dict(
+        f, f.at(*value, "scalars", path), path + ".scalars", state.scalars,
+        [&f](const Value& v, const std::string& key_path) { return f.number(v, key_path); });
     out.push_back(std::move(state));
   }
 }

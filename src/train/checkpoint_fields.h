@@ -43,9 +43,12 @@ class CheckpointFields {
     return of_kind(at(dict, key, path), Kind::kInt, join(path, key)).integer;
   }
   double real(const Value& dict, std::string_view key, const std::string& path) const {
-    const Value& v = at(dict, key, path);
+    return number(at(dict, key, path), join(path, key));
+  }
+  // A float, or an int read as one.
+  double number(const Value& v, const std::string& key_path) const {
     if (v.kind == Kind::kInt) return double(v.integer);
-    return of_kind(v, Kind::kFloat, join(path, key)).real;
+    return of_kind(v, Kind::kFloat, key_path).real;
   }
   bool boolean(const Value& dict, std::string_view key, const std::string& path) const {
     return of_kind(at(dict, key, path), Kind::kBool, join(path, key)).integer != 0;

@@ -137,25 +137,21 @@ class Plateau final : public WarmedUp {
             {"decays", static_cast<double>(decays_)}};
   }
   void load(const std::map<std::string, double>& state) override {
-    const auto count = [&](const char* key) {
+    // The value of `key`, which `valid` must accept.
+    const auto value = [&](const char* key, auto valid) {
       const auto it = state.find(key);
-      if (it == state.end() || !(it->second >= 0 && it->second <= 1e9) ||
-          it->second != std::floor(it->second)) {
+      if (it == state.end() || !valid(it->second)) {
         throw CheckpointError(
             std::string("the plateau schedule's saved state has no valid '") + key + "'",
             "use another checkpoint (checkpoints/last.ckpt or best.ckpt)");
       }
-      return static_cast<int>(it->second);
+      return it->second;
     };
-    bad_epochs_ = count("bad_epochs");
-    cooldown_left_ = count("cooldown_left");
-    decays_ = count("decays");
-    const auto best = state.find("best");
-    if (best == state.end() || std::isnan(best->second)) {
-      throw CheckpointError("the plateau schedule's saved state has no valid 'best'",
-                            "use another checkpoint (checkpoints/last.ckpt or best.ckpt)");
-    }
-    best_ = best->second;
+    const auto count = [](double v) { return v >= 0 && v <= 1e9 && v == std::floor(v); };
+    bad_epochs_ = static_cast<int>(value("bad_epochs", count));
+    cooldown_left_ = static_cast<int>(value("cooldown_left", count));
+    decays_ = static_cast<int>(value("decays", count));
+    best_ = value("best", [](double v) { return !std::isnan(v); });
   }
 
  private:
