@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config_internal.h"
+#include "ltfit/config/yaml_reader.h"
 
 namespace ltfit {
 namespace {
@@ -39,17 +40,8 @@ void put_plain(YAML::Emitter& out, const char* key, const std::string& text) {
 // scalar drops the blanks; yaml-cpp writes a carriage return unescaped, which reads back as a
 // line break).
 void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
-  const bool null_like =
-      value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
-  const auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
-  const bool edge_blank = !value.empty() && (is_blank(value.front()) || is_blank(value.back()));
-  const bool control = std::any_of(value.begin(), value.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
   out << YAML::Key << key << YAML::Value;
-  if (null_like || edge_blank || control) out << YAML::DoubleQuoted;
-  out << value;
+  yaml::emit_string(out, value);
 }
 
 void put_bool(YAML::Emitter& out, const char* key, bool value) {

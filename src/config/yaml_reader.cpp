@@ -241,12 +241,14 @@ void read_value(const Context& context, const Located& at, bool& out) {
 
 namespace {
 
-// True when yaml-cpp writes `value` (as a map value, as config_writer.cpp does) into YAML that
-// reads back as the same bytes.
+// True when `value`, written as config_writer.cpp writes it (a map value, emit_string), reads
+// back as the same bytes.
 bool survives_yaml_round_trip(const std::string& value) {
   try {
     YAML::Emitter out;
-    out << YAML::BeginMap << YAML::Key << "k" << YAML::Value << value << YAML::EndMap;
+    out << YAML::BeginMap << YAML::Key << "k" << YAML::Value;
+    emit_string(out, value);
+    out << YAML::EndMap;
     return YAML::Load(out.c_str())["k"].as<std::string>() == value;
   } catch (const YAML::Exception&) {
     return false;
@@ -254,6 +256,19 @@ bool survives_yaml_round_trip(const std::string& value) {
 }
 
 }  // namespace
+
+void emit_string(YAML::Emitter& out, const std::string& value) {
+  const bool null_like =
+      value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
+  const auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
+  const bool edge_blank = !value.empty() && (is_blank(value.front()) || is_blank(value.back()));
+  const bool control = std::any_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (null_like || edge_blank || control) out << YAML::DoubleQuoted;
+  out << value;
+}
 
 void read_value(const Context& context, const Located& at, std::string& out) {
   if (!at.node.IsScalar()) fail_type(context, at, "a string");

@@ -555,6 +555,13 @@ TEST_CASE("strings that are not UTF-8 are kept, unless config.yaml could not kee
   const std::string message = ltfit::error_of_string("data:\n  root: \"data/caf\xe9: x\"\n");
   CHECK_THAT(message, Catch::Matchers::Contains("data.root"));
   CHECK_THAT(message, Catch::Matchers::Contains("not UTF-8"));
+  // Found by the fuzz target too: a control character makes config.yaml double-quote the value,
+  // which the round-trip check has to write the same way (emit_string) to see the U+FFFD.
+  // The fuzz input's own value: a plain scalar with a carriage return and 23 bytes 0x84.
+  const std::string quoted = ltfit::error_of_string("model:\n  pretrained: none     \r" +
+                                                    std::string(23, '\x84') + "  interface\n");
+  CHECK_THAT(quoted, Catch::Matchers::Contains("model.pretrained"));
+  CHECK_THAT(quoted, Catch::Matchers::Contains("not UTF-8"));
   for (const std::string root : {"data/caf\xe9", "data/caf\xc3\xa9", "d\\og\xff"}) {
     const ltfit::Config config =
         ltfit::load_config_from_string("data:\n  root: " + root + "\n", "t.yaml");

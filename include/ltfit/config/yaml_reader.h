@@ -93,6 +93,11 @@ void read_value(const Context& context, const Located& at, bool& out);
 void read_value(const Context& context, const Located& at, std::string& out);
 void read_value(const Context& context, const Located& at, std::vector<double>& out);
 
+// Writes the string `value` as config.yaml writes it: double-quoted when a plain scalar would not
+// read back as the same string (empty or null-like, a blank at either end, a control character).
+// read_value above checks a string's round trip through this same function.
+void emit_string(YAML::Emitter& out, const std::string& value);
+
 // Reads `at` into `out` when the key is present; absent keys keep what `out` holds.
 template <typename T>
 void read(const Context& context, const Located& at, T& out) {
