@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Python peers of the benchmarks: torchvision, Pillow, NumPy (bench/loader_bench.sh,
 # the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
-# files with) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
+# files with), timm (the MixUp oracle, tests/train/mixup_oracle.py) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
 # older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
@@ -12,6 +12,7 @@ set -euo pipefail
 PYTHON="${PYTHON:-python3}"
 TORCHVISION_VERSION="${TORCHVISION_VERSION:-0.29.2}"
 TENSORBOARD_VERSION="${TENSORBOARD_VERSION:-2.21.0}"
+TIMM_VERSION="${TIMM_VERSION:-1.0.31}"
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "error: '$PYTHON' cannot import torch; install PyTorch first" >&2
@@ -55,6 +56,14 @@ if "$PYTHON" -c "import tensorboard" 2>/dev/null; then
   echo "tensorboard: $("$PYTHON" -c 'import tensorboard; print(tensorboard.__version__)') (already installed)"
 else
   "$PYTHON" -m pip install --quiet "tensorboard==${TENSORBOARD_VERSION}"
+fi
+
+# timm, the oracle of tests/train/mixup_oracle.py (which loads timm/data/mixup.py by itself, so
+# timm's own dependencies are not needed): --no-deps, torch kept.
+if "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('timm') is None)"; then
+  echo "timm: already installed"
+else
+  "$PYTHON" -m pip install --quiet --no-deps "timm==${TIMM_VERSION}"
 fi
 
 # fastai, the peer of bench/fastai_side_by_side.sh (also --no-deps, torch kept): its own script.

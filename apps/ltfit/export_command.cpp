@@ -10,14 +10,18 @@ namespace ltfit::cli {
 void add_export_command(CLI::App& app, int* exit_code) {
   auto checkpoint = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto weights = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "export",
       "write a checkpoint's weights as a state dict for Python's torch.load, and FILE.json "
       "beside FILE.pth: arch, head, classes, normalization, eval transform (docs/export.md)");
   cmd->add_option("--checkpoint", *checkpoint, "checkpoint file (.ckpt)")->required();
   cmd->add_option("--out", *out, "state dict to write (.pth)")->required();
-  cmd->callback([checkpoint, out, exit_code] {
-    run_export_job(*checkpoint, *out);
+  cmd->add_option("--weights", *weights,
+                  "ema: the moving average of the weights (train.ema); model: the trained "
+                  "weights; auto (default): the average when the checkpoint has one");
+  cmd->callback([checkpoint, out, weights, exit_code] {
+    run_export_job(*checkpoint, *out, *weights);
     *exit_code = 0;
   });
 }

@@ -14,6 +14,7 @@ namespace {
 
 struct TrainArgs {
   TrainRequest request;
+  std::string resume;  // --resume's text, parsed into request.resume
   bool json = false;
 };
 
@@ -31,7 +32,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--run-dir", r.run_dir,
                   "write the run here instead of "
                   "<run.out_dir>/<run.name>");
-  cmd->add_option("--resume", r.resume,
+  cmd->add_option("--resume", args->resume,
                   "continue from a checkpoint (CKPT), or 'auto': the newest checkpoint of the run "
                   "directory (--run-dir, or the config's run.out_dir/run.name), starting the run "
                   "there if it has none");
@@ -41,6 +42,7 @@ void add_train_command(CLI::App& app, int* exit_code) {
                   "the checkpoint's config) and --set");
   cmd->add_flag("--json", args->json, "print summary.json on stdout at the end");
   cmd->callback([args, exit_code] {
+    args->request.resume = parse_resume_request(args->resume);
     ResolvedTrain resolved = resolve_resume(args->request);
     if (resolved.completed_summary) {  // nothing to train, nothing rewritten
       const std::string summary = report_completed_run(*resolved.completed_summary);

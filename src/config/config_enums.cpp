@@ -43,6 +43,22 @@ const EnumNames<DistBackend>& dist_backends() {
   return names;
 }
 
+const EnumNames<MixupMode>& mixup_modes() {
+  static const EnumNames<MixupMode> names{"train.mixup.mode", {"batch", "pair", "elem"}};
+  return names;
+}
+
+const EnumNames<AugmentPolicy>& augment_policies() {
+  static const EnumNames<AugmentPolicy> names{"data.augment.policy",
+                                              {"none", "rand_augment", "trivial_augment"}};
+  return names;
+}
+
+const EnumNames<Monitor>& monitors() {
+  static const EnumNames<Monitor> names{"monitor", {"valid_loss", "accuracy"}};
+  return names;
+}
+
 const EnumNames<BnBuffers>& bn_buffer_modes() {
   static const EnumNames<BnBuffers> names{"dist.bn_buffers", {"average", "rank0"}};
   return names;
@@ -69,6 +85,44 @@ const std::string& tta_mode_name(TtaMode mode) { return tta_modes().name(mode); 
 
 DistBackend parse_dist_backend(std::string_view text) { return dist_backends().parse(text); }
 const std::string& dist_backend_name(DistBackend backend) { return dist_backends().name(backend); }
+
+MixupMode parse_mixup_mode(std::string_view text) { return mixup_modes().parse(text); }
+const std::string& mixup_mode_name(MixupMode mode) { return mixup_modes().name(mode); }
+
+AugmentPolicy parse_augment_policy(std::string_view text) { return augment_policies().parse(text); }
+const std::string& augment_policy_name(AugmentPolicy policy) {
+  return augment_policies().name(policy);
+}
+
+Monitor parse_monitor(std::string_view text) { return monitors().parse(text); }
+const std::string& monitor_name(Monitor monitor) { return monitors().name(monitor); }
+
+PretrainedWeights parse_pretrained(std::string_view text) {
+  if (text == "imagenet") return {};
+  if (text == "none") return {PretrainedWeights::Kind::kNone, ""};
+  if (text.empty()) {
+    throw ChoiceError("model.pretrained", "imagenet, none or the path of a torchvision .pth file",
+                      "", "model.pretrained: imagenet loads torchvision's weights for model.arch");
+  }
+  return PretrainedWeights::file(std::string(text));
+}
+
+std::string pretrained_name(const PretrainedWeights& weights) {
+  switch (weights.kind) {
+    case PretrainedWeights::Kind::kImagenet:
+      return "imagenet";
+    case PretrainedWeights::Kind::kNone:
+      return "none";
+    case PretrainedWeights::Kind::kFile:
+      break;
+  }
+  // A file named like a keyword reads back as the file.
+  return weights.path == "imagenet" || weights.path == "none" ? "./" + weights.path : weights.path;
+}
+
+DeviceRequest parse_train_device(std::string_view text) {
+  return parse_device_request(text, "train.device");
+}
 
 BnBuffers parse_bn_buffers(std::string_view text) { return bn_buffer_modes().parse(text); }
 const std::string& bn_buffers_name(BnBuffers mode) { return bn_buffer_modes().name(mode); }

@@ -47,6 +47,17 @@ void convert_run(const Walk& walk, const Located& at, RunConfig& run) {
              "write TensorBoard events under `<run dir>/tb/` (`tensorboard --logdir runs`)")});
 }
 
+void convert_random_erasing(const Walk& walk, const Located& at, RandomErasingConfig& erasing) {
+  read_fields(
+      walk, at,
+      {field("p", erasing.p, "probability that an image gets a box erased; 0: off"),
+       field("scale", erasing.scale, "the box's area as a fraction of the image's: [min, max]"),
+       field("ratio", erasing.ratio, "the box's aspect ratio range [min, max] (log-uniform)"),
+       field("value", read_erasing_value, erasing, "random, or a number",
+             "random: per-pixel standard normal noise (on the normalized image, timm's "
+             "`mode='pixel'`); a number: that value")});
+}
+
 void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
   if (walk.describe == nullptr && at.node.IsDefined() && at.node.IsScalar()) {
     if (!is_plain_scalar(at.node) || at.node.Scalar() != "none")
@@ -68,7 +79,10 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
              "probability of each lighting transform (brightness, contrast)"),
        field("random_crop", augment.random_crop,
              "the training crop (the shorter side's square) at a random position, fastai's "
-             "`rand_crop`; false: centred, as validation images are")});
+             "`rand_crop`; false: centred, as validation images are"),
+       section("random_erasing", convert_random_erasing, augment.random_erasing,
+               "random erasing as torchvision's `RandomErasing` does it, on the normalized "
+               "training batch, before MixUp (`augment: none` turns it off too)")});
 }
 
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
@@ -93,6 +107,12 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
                "key (flip false, max_rotate 0, max_zoom 1, max_lighting 0, max_warp 0, p_affine "
                "0, p_lighting 0, random_crop false: training images are resized and centre-cropped "
                "as validation images are) and is written back as `none`"),
+       field("size_schedule", read_size_schedule, data.size_schedule,
+             "a list of [epoch, size] pairs, or []",
+             "progressive resizing: from each (0-based, over all stages) epoch on, training "
+             "images are `size` pixels square; validation and TTA stay at `image_size`; the "
+             "size is in the log, `epochs.csv` and TensorBoard. [] (default): `image_size` "
+             "throughout"),
        field("subset", data.subset,
              "fraction of each split's images used, per class, chosen by `run.seed` (quick "
              "rehearsals: `ltfit experiment --subset`)"),
@@ -109,7 +129,7 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
       walk, at,
       {field("arch", model.arch,
              "the backbone, one of `ltfit models` (torchvision's architecture and weights)"),
-       field("pretrained", model.pretrained,
+       field("pretrained", parse_pretrained, model.pretrained,
              "imagenet (torchvision's weights, from the torch hub cache or downloaded), the path "
              "of a torchvision `.pth` file, or none (random init)"),
        field("head", parse_head_kind, model.head,
@@ -148,6 +168,50 @@ void convert_flat_cos(const Walk& walk, const Located& at, FlatCosConfig& flat_c
   read_fields(walk, at,
               {field("pct_start", flat_cos.pct_start, "fraction of the steps at the peak LR"),
                field("div_final", flat_cos.div_final, "final LR = peak LR / div_final")});
+}
+
+void convert_mixup(const Walk& walk, const Located& at, MixupConfig& mixup) {
+  read_fields(
+      walk, at,
+      {field("mixup_alpha", mixup.mixup_alpha,
+             "MixUp: λ ~ Beta(α, α), images and targets blended λ : 1 − λ; 0: no MixUp"),
+       field("cutmix_alpha", mixup.cutmix_alpha,
+             "CutMix: λ ~ Beta(α, α), a box of 1 − λ of the image pasted from its partner, λ "
+             "corrected to the box's area; 0: no CutMix"),
+       field("cutmix_minmax", read_minmax, mixup.cutmix_minmax, "null, or a list [min, max]",
+             "CutMix box sides drawn as fractions in [min, max) of the image's instead of from λ "
+             "(turns CutMix on with alpha 1, as timm does)"),
+       field("prob", mixup.prob, "probability that a batch (pair, image) is mixed at all"),
+       field("switch_prob", mixup.switch_prob,
+             "with both alphas > 0: the probability of CutMix rather than MixUp"),
+       field("mode", parse_mixup_mode, mixup.mode,
+             "batch: one draw per batch; pair: one per pair (i, N−1−i); elem: one per image "
+             "(timm's modes)")});
+}
+
+void convert_ema(const Walk& walk, const Located& at, EmaConfig& ema) {
+  read_fields(
+      walk, at,
+      {field("decay", ema.decay,
+             "after each optimizer step ema ← decay · ema + (1 − decay) · weights (parameters and "
+             "buffers, timm's `ModelEmaV3`); 0: off"),
+       field("warmup", ema.warmup,
+             "ModelEmaV3's warm-up: the t-th update's decay is min(decay, 1 − (1 + t)^(−2/3))"),
+       field("validate", ema.validate,
+             "validate, choose `best.ckpt` and run the final TTA with the averaged weights; "
+             "false: with the trained ones (the average is kept in every checkpoint either "
+             "way)")});
+}
+
+void convert_early_stopping(const Walk& walk, const Located& at, EarlyStoppingConfig& stopping) {
+  read_fields(walk, at,
+              {field("monitor", parse_monitor, stopping.monitor,
+                     "the epoch's figure watched: valid_loss (lower is better) or accuracy "
+                     "(higher)"),
+               field("patience", stopping.patience,
+                     "epochs in a row without an improvement before the run stops; 0: off"),
+               field("min_delta", stopping.min_delta,
+                     "an improvement must beat the best by more than this")});
 }
 
 void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& checkpoint) {
@@ -203,6 +267,29 @@ void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
        field("label_smoothing", train.label_smoothing,
              "training loss against (1 − eps)·target + eps/classes (torch's `label_smoothing`); "
              "validation loss and metrics are never smoothed"),
+       section("mixup", convert_mixup, train.mixup,
+               "MixUp and CutMix on each training batch as timm's `Mixup` does them, with soft "
+               "targets (label smoothing folded in as timm's `mixup_target`); metrics keep the "
+               "hard labels; off when both alphas are 0 and `cutmix_minmax` is null"),
+       section("ema", convert_ema, train.ema,
+               "a moving average of the weights (timm's `ModelEmaV3`), kept in every checkpoint; "
+               "`evaluate`, `predict` and `export` use it when present (`export --weights "
+               "model`: the trained weights)"),
+       section("early_stopping", convert_early_stopping, train.early_stopping,
+               "early stopping as fastai's `EarlyStoppingCallback` does it, at epoch ends: the run "
+               "stops after `patience` epochs without an improvement of `monitor` (each stage "
+               "starts afresh, as fastai's `reset_on_fit`); its checkpoint is written and "
+               "`best.ckpt` kept"),
+       field("plateau_monitor", parse_monitor, train.plateau_monitor,
+             "plateau: the figure it watches; valid_loss (mode min) or accuracy (mode max)"),
+       field("best_monitor", parse_monitor, train.best_monitor,
+             "what `checkpoints/best.ckpt` keeps: the epoch of the highest accuracy, or of the "
+             "lowest valid_loss; summary.json's `best_accuracy` is that epoch's accuracy"),
+       field("class_weights", read_class_weights, train.class_weights,
+             "none, balanced, or a list of numbers (one per class)",
+             "weights of the classes in the training loss (torch's cross_entropy `weight`); "
+             "balanced: n / (classes × count) over the training images, scikit-learn's "
+             "`balanced`; a list: one per class in the classes' sorted order"),
        field("precision", parse_precision, train.precision,
              "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
        field("channels_last", train.channels_last, "NHWC memory format where it helps"),
@@ -210,7 +297,7 @@ void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
              "batches whose gradients add up to one optimizer step"),
        field("clip_grad_norm", train.clip_grad_norm,
              "clip the gradients' total L2 norm to this before each step; 0: off"),
-       field("device", train.device,
+       field("device", parse_train_device, train.device,
              "auto (CUDA when present, else CPU), cpu, cuda or cuda:N; data-parallel: "
              "`cuda:$LOCAL_RANK`"),
        section("checkpoint", convert_checkpoint, train.checkpoint,

@@ -6,7 +6,6 @@
 #include "ltfit/config/config_loader.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -28,6 +27,7 @@ constexpr int kMaxEpochs = 100000;
 constexpr int kMaxAccumulate = 1024;
 constexpr double kMaxDivisor = 1e12;
 constexpr double kMaxMinutes = 1e6;
+constexpr double kMaxAlpha = 1000.0;
 
 // "[0.9, 0.99]", each number in its shortest exact text.
 std::string format_list(const std::vector<double>& values) {
@@ -72,13 +72,6 @@ bool all_in(const std::vector<double>& values, double low, double high, bool hig
                      [&](double v) { return v >= low && (high_included ? v <= high : v < high); });
 }
 
-bool is_device(const std::string& device) {
-  if (device == "auto" || device == "cpu" || device == "cuda") return true;
-  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "";
-  return !index.empty() && std::all_of(index.begin(), index.end(),
-                                       [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
 // run.name becomes one directory under run.out_dir (and its `<name>-N` siblings, and lr-find's
 // `<name>-lr_find`): a single path component that cannot climb out of out_dir, short enough for
 // NAME_MAX (255 bytes) with those suffixes.
@@ -118,6 +111,22 @@ void validate_formats(const std::vector<std::string>& formats, const Rules& fail
 
 void validate_data(const DataConfig& data, const Rules& fail) {
   require(fail, !data.root.empty(), "data.root", "a directory", data.root);
+  const auto& steps = data.size_schedule;
+  bool ascending = true, sizes = true;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    ascending = ascending && steps[i].epoch >= 0 && steps[i].epoch <= kMaxEpochs &&
+                (i == 0 || steps[i].epoch > steps[i - 1].epoch);
+    sizes = sizes && steps[i].size >= 16 && steps[i].size <= 4096;
+  }
+  std::string shown;
+  for (const SizeStep& step : steps) {
+    shown += (shown.empty() ? "" : ", ") + std::string("[") + std::to_string(step.epoch) + ", " +
+             std::to_string(step.size) + "]";
+  }
+  shown = "[" + shown + "]";
+  require(fail, ascending, "data.size_schedule",
+          "[epoch, size] pairs with ascending epochs in [0, 100000]", shown);
+  require(fail, sizes, "data.size_schedule", "sizes from 16 to 4096 pixels", shown);
   require(fail, data.valid_count >= 1, "data.valid_count",
           "an integer >= 1 (the validation split is never empty)", data.valid_count);
   require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
@@ -143,12 +152,20 @@ void validate_data(const DataConfig& data, const Rules& fail) {
           "a probability in [0, 1]", a.p_affine);
   require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
           "a probability in [0, 1]", a.p_lighting);
+  const RandomErasingConfig& e = a.random_erasing;
+  require(fail, all_in({e.p}, 0, 1, true), "data.augment.random_erasing.p",
+          "a probability in [0, 1]", e.p);
+  require(fail, e.scale.size() == 2 && all_in(e.scale, 0, 1, true) && e.scale[0] <= e.scale[1],
+          "data.augment.random_erasing.scale", "[min, max] with 0 <= min <= max <= 1", e.scale);
+  require(fail, e.ratio.size() == 2 && all_in(e.ratio, 1e-3, 1e3, true) && e.ratio[0] <= e.ratio[1],
+          "data.augment.random_erasing.ratio", "[min, max] with 0.001 <= min <= max <= 1000",
+          e.ratio);
+  require(fail, std::isfinite(e.value) && std::abs(e.value) <= 1e6,
+          "data.augment.random_erasing.value", "random, or a number in [-1e6, 1e6]", e.value);
 }
 
 void validate_model(const ModelConfig& model, const Rules& fail) {
   require_one_of(fail, "model.arch", model.arch, model_arch_names());
-  require(fail, !model.pretrained.empty(), "model.pretrained",
-          "imagenet, none or the path of a torchvision .pth file", model.pretrained);
   require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
           model.dropout);
 }
@@ -200,6 +217,29 @@ void validate_schedule(const TrainConfig& t, const Rules& fail) {
           "a number in [0, 1)", t.label_smoothing);
 }
 
+void validate_mixup(const MixupConfig& m, const Rules& fail) {
+  require(fail, m.mixup_alpha >= 0 && m.mixup_alpha <= kMaxAlpha, "train.mixup.mixup_alpha",
+          "a number in [0, 1000] (0: off)", m.mixup_alpha);
+  require(fail, m.cutmix_alpha >= 0 && m.cutmix_alpha <= kMaxAlpha, "train.mixup.cutmix_alpha",
+          "a number in [0, 1000] (0: off)", m.cutmix_alpha);
+  const auto& mm = m.cutmix_minmax;
+  require(fail, mm.empty() || (mm.size() == 2 && mm[0] >= 0 && mm[0] < mm[1] && mm[1] <= 1),
+          "train.mixup.cutmix_minmax", "null, or [min, max] with 0 <= min < max <= 1", mm);
+  require(fail, all_in({m.prob}, 0, 1, true), "train.mixup.prob", "a probability in [0, 1]",
+          m.prob);
+  require(fail, all_in({m.switch_prob}, 0, 1, true), "train.mixup.switch_prob",
+          "a probability in [0, 1]", m.switch_prob);
+}
+
+void validate_class_weights(const ClassWeights& w, const Rules& fail) {
+  const bool finite = std::all_of(w.weights.begin(), w.weights.end(),
+                                  [](double v) { return std::isfinite(v) && v >= 0 && v <= 1e6; });
+  const bool some = std::any_of(w.weights.begin(), w.weights.end(), [](double v) { return v > 0; });
+  const bool ok = w.kind != ClassWeights::Kind::kList || (!w.weights.empty() && finite && some);
+  require(fail, ok, "train.class_weights",
+          "none, balanced, or one number in [0, 1e6] per class, not all 0", w.weights);
+}
+
 void validate_train(const TrainConfig& train, const Rules& fail) {
   require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
   require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
@@ -214,12 +254,19 @@ void validate_train(const TrainConfig& train, const Rules& fail) {
           "a positive number or [low, high] with 0 < low <= high, at most 10", lr);
   validate_optimizer(train.optimizer, train.one_cycle, fail);
   validate_schedule(train, fail);
+  validate_mixup(train.mixup, fail);
+  validate_class_weights(train.class_weights, fail);
+  require(fail, train.ema.decay >= 0 && train.ema.decay < 1, "train.ema.decay",
+          "a number in [0, 1) (0: off)", train.ema.decay);
+  const EarlyStoppingConfig& stopping = train.early_stopping;
+  require(fail, stopping.patience >= 0 && stopping.patience <= kMaxEpochs,
+          "train.early_stopping.patience", "an integer in [0, 100000] (0: off)", stopping.patience);
+  require(fail, stopping.min_delta >= 0 && stopping.min_delta <= 1e6,
+          "train.early_stopping.min_delta", "a number in [0, 1e6]", stopping.min_delta);
   require(fail, train.accumulate >= 1 && train.accumulate <= kMaxAccumulate, "train.accumulate",
           "an integer in [1, 1024]", train.accumulate);
   require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6, "train.clip_grad_norm",
           "a number in [0, 1e6] (0: off)", train.clip_grad_norm);
-  require(fail, is_device(train.device), "train.device", "one of auto, cpu, cuda, cuda:N",
-          train.device);
   require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
           "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
   require(fail, train.checkpoint.every_minutes <= kMaxMinutes, "train.checkpoint.every_minutes",

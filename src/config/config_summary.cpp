@@ -17,7 +17,7 @@ std::vector<std::string> summarize_config(const Config& c) {
     stages = std::to_string(c.train.epochs) + " epoch(s)" + (c.train.frozen ? ", body frozen" : "");
   }
   return {
-      "model " + c.model.arch + " (pretrained " + c.model.pretrained + ", " +
+      "model " + c.model.arch + " (pretrained " + pretrained_name(c.model.pretrained) + ", " +
           head_kind_name(c.model.head) + " head)",
       "data " + c.data.root + " (layout " + data_layout_name(c.data.layout) + ", " +
           std::to_string(c.data.image_size) + " px, batch " + std::to_string(c.data.batch_size) +
@@ -26,7 +26,8 @@ std::vector<std::string> summarize_config(const Config& c) {
           ")",
       "train " + recipe_name(c.train.recipe) + ": " + stages + ", lr " + lr + ", " +
           optimizer_kind_name(c.train.optimizer.name) + ", " + precision_name(c.train.precision) +
-          ", device " + c.train.device + ", seed " + std::to_string(c.run.seed),
+          ", device " + device_request_name(c.train.device) + ", seed " +
+          std::to_string(c.run.seed),
       "eval " + (c.eval.tta ? "TTA " + tta_mode_name(c.eval.tta_mode) : std::string("no TTA")),
   };
 }

@@ -73,6 +73,11 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_string(out, "root", data.root);
   put_string(out, "layout", data_layout_name(data.layout));
   put_plain(out, "valid_count", std::to_string(data.valid_count));
+  out << YAML::Key << "size_schedule" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const SizeStep& step : data.size_schedule) {
+    out << YAML::Flow << YAML::BeginSeq << step.epoch << step.size << YAML::EndSeq;
+  }
+  out << YAML::EndSeq;
   put_plain(out, "subset", format_number(data.subset));
   put_plain(out, "image_size", std::to_string(data.image_size));
   put_plain(out, "batch_size", std::to_string(data.batch_size));
@@ -99,13 +104,24 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_plain(out, "p_affine", format_number(a.p_affine));
   put_plain(out, "p_lighting", format_number(a.p_lighting));
   put_bool(out, "random_crop", a.random_crop);
+  const RandomErasingConfig& e = a.random_erasing;
+  begin_section(out, "random_erasing");
+  put_plain(out, "p", format_number(e.p));
+  put_list(out, "scale", e.scale);
+  put_list(out, "ratio", e.ratio);
+  if (e.random_value) {
+    put_string(out, "value", "random");
+  } else {
+    put_plain(out, "value", format_number(e.value));
+  }
+  out << YAML::EndMap;
   out << YAML::EndMap << YAML::EndMap;
 }
 
 void emit_model(YAML::Emitter& out, const ModelConfig& model) {
   begin_section(out, "model");
   put_string(out, "arch", model.arch);
-  put_string(out, "pretrained", model.pretrained);
+  put_string(out, "pretrained", pretrained_name(model.pretrained));
   put_string(out, "head", head_kind_name(model.head));
   put_plain(out, "dropout", format_number(model.dropout));
   out << YAML::EndMap;
@@ -125,6 +141,35 @@ void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycle
   put_plain(out, "div_final", format_number(c.div_final));
   put_list(out, "moms", c.moms);
   out << YAML::EndMap;
+}
+
+void emit_mixup(YAML::Emitter& out, const MixupConfig& m) {
+  begin_section(out, "mixup");
+  put_plain(out, "mixup_alpha", format_number(m.mixup_alpha));
+  put_plain(out, "cutmix_alpha", format_number(m.cutmix_alpha));
+  if (m.cutmix_minmax.empty()) {
+    out << YAML::Key << "cutmix_minmax" << YAML::Value << YAML::Null;
+  } else {
+    put_list(out, "cutmix_minmax", m.cutmix_minmax);
+  }
+  put_plain(out, "prob", format_number(m.prob));
+  put_plain(out, "switch_prob", format_number(m.switch_prob));
+  put_string(out, "mode", mixup_mode_name(m.mode));
+  out << YAML::EndMap;
+}
+
+void emit_class_weights(YAML::Emitter& out, const ClassWeights& w) {
+  switch (w.kind) {
+    case ClassWeights::Kind::kNone:
+      put_string(out, "class_weights", "none");
+      return;
+    case ClassWeights::Kind::kBalanced:
+      put_string(out, "class_weights", "balanced");
+      return;
+    case ClassWeights::Kind::kList:
+      put_list(out, "class_weights", w.weights);
+      return;
+  }
 }
 
 void emit_train(YAML::Emitter& out, const TrainConfig& train) {
@@ -152,11 +197,25 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   put_plain(out, "patience_epochs", std::to_string(train.patience_epochs));
   put_plain(out, "cooldown_epochs", std::to_string(train.cooldown_epochs));
   put_plain(out, "label_smoothing", format_number(train.label_smoothing));
+  emit_mixup(out, train.mixup);
+  begin_section(out, "ema");
+  put_plain(out, "decay", format_number(train.ema.decay));
+  put_bool(out, "warmup", train.ema.warmup);
+  put_bool(out, "validate", train.ema.validate);
+  out << YAML::EndMap;
+  begin_section(out, "early_stopping");
+  put_string(out, "monitor", monitor_name(train.early_stopping.monitor));
+  put_plain(out, "patience", std::to_string(train.early_stopping.patience));
+  put_plain(out, "min_delta", format_number(train.early_stopping.min_delta));
+  out << YAML::EndMap;
+  put_string(out, "plateau_monitor", monitor_name(train.plateau_monitor));
+  put_string(out, "best_monitor", monitor_name(train.best_monitor));
+  emit_class_weights(out, train.class_weights);
   put_string(out, "precision", precision_name(train.precision));
   put_bool(out, "channels_last", train.channels_last);
   put_plain(out, "accumulate", std::to_string(train.accumulate));
   put_plain(out, "clip_grad_norm", format_number(train.clip_grad_norm));
-  put_string(out, "device", train.device);
+  put_string(out, "device", device_request_name(train.device));
   begin_section(out, "checkpoint");
   put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));
   put_plain(out, "keep", std::to_string(train.checkpoint.keep));

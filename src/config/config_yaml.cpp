@@ -111,6 +111,69 @@ void read_lr(const Context& context, const Located& at, std::vector<double>& out
   out = {*value};
 }
 
+void read_minmax(const Context& context, const Located& at, std::vector<double>& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsNull()) {
+    out.clear();
+    return;
+  }
+  if (!at.node.IsSequence()) fail_type(context, at, "null, or a list [min, max]");
+  read_value(context, at, out);
+}
+
+void read_erasing_value(const Context& context, const Located& at, RandomErasingConfig& out) {
+  if (!at.node.IsDefined()) return;
+  const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+  if (text == "random") {
+    out.random_value = true;
+    return;
+  }
+  const auto value = text.empty() ? std::nullopt : parse_real(text);
+  if (!value) fail_type(context, at, "random, or a number");
+  out.random_value = false;
+  out.value = *value;
+}
+
+void read_size_schedule(const Context& context, const Located& at, std::vector<SizeStep>& out) {
+  if (!at.node.IsDefined()) return;
+  const std::string expected = "a list of [epoch, size] pairs, e.g. [[0, 128], [3, 224]]";
+  if (at.node.IsNull()) {
+    out.clear();
+    return;
+  }
+  if (!at.node.IsSequence()) fail_type(context, at, expected);
+  std::vector<SizeStep> steps;
+  for (const auto& entry : at.node) {
+    if (!entry.IsSequence() || entry.size() != 2) fail_type(context, at, expected);
+    int values[2] = {0, 0};
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::string text = is_plain_scalar(entry[k]) ? entry[k].Scalar() : "";
+      const char* end = text.data() + text.size();
+      const auto result = std::from_chars(text.data(), end, values[k]);
+      if (text.empty() || result.ec != std::errc() || result.ptr != end) {
+        fail_type(context, at, expected);
+      }
+    }
+    steps.push_back({values[0], values[1]});
+  }
+  out = std::move(steps);
+}
+
+void read_class_weights(const Context& context, const Located& at, ClassWeights& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsSequence()) {
+    out.kind = ClassWeights::Kind::kList;
+    read_value(context, at, out.weights);
+    return;
+  }
+  const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+  if (text == "none" || text == "balanced") {
+    out = {text == "none" ? ClassWeights::Kind::kNone : ClassWeights::Kind::kBalanced, {}};
+    return;
+  }
+  fail_type(context, at, "none, balanced, or a list of numbers (one per class)");
+}
+
 // ---- maps --------------------------------------------------------------------------------
 
 void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields) {

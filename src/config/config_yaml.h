@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "ltfit/config/config.h"
 #include "ltfit/config/yaml_reader.h"
 #include "ltfit/util/choices.h"
 
@@ -52,6 +53,14 @@ void read_max_pixels(const Context& context, const Located& at, std::uint64_t& o
 void read_formats(const Context& context, const Located& at, std::vector<std::string>& out);
 // `train.lr`: one number, or a list [low, high].
 void read_lr(const Context& context, const Located& at, std::vector<double>& out);
+// train.mixup.cutmix_minmax: null (empty) or a list of numbers (its length checked by the rules).
+void read_minmax(const Context& context, const Located& at, std::vector<double>& out);
+// data.augment.random_erasing.value: `random` (random_value) or a number (value).
+void read_erasing_value(const Context& context, const Located& at, RandomErasingConfig& out);
+// data.size_schedule: a list of [epoch, size] pairs (their order and ranges checked by the rules).
+void read_size_schedule(const Context& context, const Located& at, std::vector<SizeStep>& out);
+// train.class_weights: none, balanced, or a list of numbers, one per class.
+void read_class_weights(const Context& context, const Located& at, ClassWeights& out);
 
 // An enumeration, read as a string and turned into its value by `parse` (config.h's parse_*);
 // an unknown name fails at the node: "expected one of a, b, got c" with its "did you mean".

@@ -181,7 +181,21 @@ void Loader::leave_out(const std::vector<std::int64_t>& positions) {
   }
 }
 
+int Loader::image_size_at(int epoch) const {
+  int size = options_.image_size;
+  if (!options_.train) return size;
+  for (const SizeStep& step : options_.size_schedule) {  // ascending epochs (the config's rule)
+    if (step.epoch <= epoch) size = step.size;
+  }
+  return size;
+}
+
 void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
+  if (!options_.size_schedule.empty() && options_.train &&
+      (epoch == 0 || image_size_at(epoch) != image_size_at(epoch - 1) || skip_batches > 0)) {
+    spdlog::info("training images at {} px from epoch {} (data.size_schedule)",
+                 image_size_at(epoch), epoch);
+  }
   auto order = std::make_shared<std::vector<std::int64_t>>();
   if (options_.train) {  // a permutation of the planned images (all of them when all passed)
     *order = epoch_permutation(planned(), options_.seed, epoch);
@@ -238,6 +252,7 @@ namespace ltfit {
 LoaderOptions make_loader_options(const Config& config, bool train) {
   LoaderOptions options;
   options.image_size = config.data.image_size;
+  if (train) options.size_schedule = config.data.size_schedule;
   options.batch_size = config.data.batch_size;
   options.train = train;
   options.augment = config.data.augment;
@@ -275,7 +290,7 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
                                budget);
     }
     const AugmentParams params = draw_augment(options_.augment, augment_seed);
-    return load_augmented_image(sample.path, options_.image_size, params, error, options_.limits,
+    return load_augmented_image(sample.path, image_size_at(epoch), params, error, options_.limits,
                                 budget);
   } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
     throw DataError("loading image '" + sample.path + "' failed: " + e.what());
@@ -328,7 +343,7 @@ std::optional<Batch> Loader::build_batch(const Work& work, std::vector<std::int6
   const std::int64_t begin = work.index * b + slice.begin;
   const std::int64_t end = std::min(work.index * b + slice.end, n);
   const std::int64_t global_end = std::min(work.index * b + b, n);
-  const int size = options_.image_size;
+  const int size = image_size_at(work.epoch);
   torch::Tensor images =
       torch::empty({std::max<std::int64_t>(end - begin, 0), size, size, 3},
                    torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));

@@ -1,6 +1,7 @@
 // Checkpoint evaluation and TTA prediction for the CLI: see checkpoint_eval.h.
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/train/ema.h"
 
 #include <spdlog/spdlog.h>
 
@@ -48,7 +49,13 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
 
 }  // namespace
 
-LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device) {
+WeightChoice parse_weight_choice(const std::string& text) {
+  const std::vector<std::string> names{"auto", "ema", "model"};
+  return static_cast<WeightChoice>(parse_choice("--weights", names, text));
+}
+
+LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device,
+                                WeightChoice weights) {
   LoadedModel loaded;
   loaded.meta = read_checkpoint_meta(checkpoint);
   loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
@@ -56,6 +63,21 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   loaded.model = make_classifier(m.arch, static_cast<std::int64_t>(loaded.meta.classes.size()),
                                  m.head, m.dropout);
   load_checkpoint(checkpoint, loaded.model, nullptr);
+  const HookState* ema = find_ema_state(loaded.meta.hook_states);
+  if (weights == WeightChoice::kEma && ema == nullptr) {
+    throw CheckpointError("checkpoint '" + checkpoint +
+                              "' holds no moving average of the weights (train.ema was off)",
+                          "leave --weights out, or use --weights model");
+  }
+  if (ema != nullptr && weights != WeightChoice::kModel) {
+    apply_ema_state(loaded.model, *ema);
+    loaded.ema = true;
+  }
+  if (ema != nullptr) {
+    spdlog::info("weights: the {} of {} (--weights {} for the {})",
+                 loaded.ema ? "moving average (train.ema)" : "trained weights", checkpoint,
+                 loaded.ema ? "model" : "ema", loaded.ema ? "trained weights" : "average");
+  }
   loaded.model->to(device);
   loaded.model->eval();
   return loaded;

@@ -16,10 +16,9 @@ namespace ltfit {
 namespace {
 
 // train.device for this rank: a bare "cuda" (or auto on a CUDA machine) is the rank's own GPU.
-torch::Device rank_device(const std::string& configured, const LaunchInfo& launch) {
+torch::Device rank_device(const DeviceRequest& configured, const LaunchInfo& launch) {
   torch::Device device = resolve_device(configured);
-  const bool bare = configured == "cuda" || configured == "auto";
-  if (!device.is_cuda() || !bare || !launch.launched()) return device;
+  if (!device.is_cuda() || !configured.any_gpu() || !launch.launched()) return device;
   const auto gpus = static_cast<int>(torch::cuda::device_count());
   if (launch.local_rank >= gpus) {
     throw ConfigError("train.device: local rank " + std::to_string(launch.local_rank) +

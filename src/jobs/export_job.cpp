@@ -43,16 +43,18 @@ ExportMeta export_meta_of(const LoadedModel& loaded) {
 
 }  // namespace
 
-void run_export_job(const std::string& checkpoint, const std::string& out) {
-  LoadedModel loaded = load_model_for_eval(checkpoint, torch::kCPU);
+void run_export_job(const std::string& checkpoint, const std::string& out,
+                    const std::string& weights) {
+  LoadedModel loaded = load_model_for_eval(checkpoint, torch::kCPU, parse_weight_choice(weights));
   const StateDict state = state_dict_of(loaded.model);
   write_torch_state_dict(out, state);
   write_export_meta(out, export_meta_of(loaded));
   std::string classes;
   for (const auto& c : loaded.meta.classes) classes += (classes.empty() ? "" : ", ") + c;
-  spdlog::info("wrote {} tensors ({}, {} head, classes: {}) to {}, and what they are to {}",
+  spdlog::info("wrote {} tensors ({}, {} head, classes: {}{}) to {}, and what they are to {}",
                state.size(), loaded.config.model.arch, head_kind_name(loaded.config.model.head),
-               classes, out, export_meta_path(out));
+               classes, loaded.ema ? "; the weights' moving average" : "", out,
+               export_meta_path(out));
 }
 
 }  // namespace ltfit

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ltfit/data/plot.h"
+#include "ltfit/jobs/standard_hook_set.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/run_dir.h"
 #include "ltfit/train/recipe.h"
@@ -82,10 +83,12 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
                options.end_lr, precision_name(config.train.precision),
                config.train.channels_last ? ", channels_last" : "");
   // The training run's precision and memory format: the sweep measures what training will do.
-  const TrainerOptions trainer = trainer_options(config, device);
+  const TrainerOptions trainer = trainer_options(config, setup, device);
+  const StandardHookSet hooks(config, HookPurpose::kLrFind, setup.index.classes.size());
   LrFindJobResult result;
   try {
-    result.sweep = lr_find(setup.model, *setup.optimizer, *setup.train_loader, trainer, options);
+    result.sweep = lr_find(setup.model, *setup.optimizer, *setup.train_loader, trainer, options,
+                           hooks.hooks());
   } catch (...) {
     rethrow_naming_batch_size(config.data.batch_size);
   }

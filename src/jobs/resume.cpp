@@ -12,6 +12,7 @@
 #include "ltfit/run/run_dir.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/early_stopping.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/input_file.h"
@@ -46,8 +47,8 @@ void check_schedule_kept(const Config& saved, const Config& resumed, const std::
 std::optional<std::string> completed_summary(const CheckpointMeta& meta, const Config& config,
                                              const std::string& checkpoint,
                                              const ResolvedTrain& out) {
-  if (meta.epochs_done < total_epochs(plan_recipe(config.train)) ||
-      meta.position.batch_in_epoch != 0) {
+  const bool every_epoch = meta.epochs_done >= total_epochs(plan_recipe(config.train));
+  if ((!every_epoch && !stopped_early(meta.hook_states)) || meta.position.batch_in_epoch != 0) {
     return std::nullopt;
   }
   const std::optional<std::string> dir =
@@ -81,8 +82,8 @@ ResolvedTrain resolve_continued(const TrainRequest& request) {
   ResolvedTrain out;
   TrainJobOptions& options = out.options;
   if (!request.run_dir.empty()) options.run_dir = request.run_dir;
-  if (request.resume != "auto") {
-    continue_from(request.resume, request, out);
+  if (request.resume.kind == ResumeRequest::Kind::kCheckpoint) {
+    continue_from(request.resume.checkpoint, request, out);
     return out;
   }
   std::string dir = request.run_dir;
@@ -116,7 +117,7 @@ ResolvedTrain resolve_continued(const TrainRequest& request) {
 // checkpoint's) and --set on top; the model must be the checkpoint's.
 ResolvedTrain resolve_init_from(const TrainRequest& request) {
   const std::string& checkpoint = request.init_from;
-  if (!request.resume.empty()) {
+  if (request.resume.kind != ResumeRequest::Kind::kNone) {
     throw ConfigError("train: --resume and --init-from exclude each other",
                       "--resume continues a run on its schedule; --init-from starts a new run "
                       "from a checkpoint's weights");
@@ -136,7 +137,8 @@ ResolvedTrain resolve_init_from(const TrainRequest& request) {
                       "set model.arch and model.head to the checkpoint's, or leave --config out "
                       "to train with the checkpoint's own config");
   }
-  out.config.model.pretrained = "none";  // every weight comes from the checkpoint
+  out.config.model.pretrained = {PretrainedWeights::Kind::kNone,
+                                 ""};  // every weight comes from the checkpoint
   out.options.init_from = checkpoint;
   if (!request.run_dir.empty()) out.options.run_dir = request.run_dir;
   return out;
@@ -154,7 +156,7 @@ void make_data_root_absolute(Config& config) {
 
 ResolvedTrain resolve_request(const TrainRequest& request) {
   if (!request.init_from.empty()) return resolve_init_from(request);
-  if (!request.resume.empty()) return resolve_continued(request);
+  if (request.resume.kind != ResumeRequest::Kind::kNone) return resolve_continued(request);
   if (request.config.empty()) throw ConfigError("train: --config FILE is required");
   ResolvedTrain out;
   out.config = load_cli_config(request.config, request.sets);
@@ -163,6 +165,12 @@ ResolvedTrain resolve_request(const TrainRequest& request) {
 }
 
 }  // namespace
+
+ResumeRequest parse_resume_request(const std::string& text) {
+  if (text.empty()) return {};
+  if (text == "auto") return {ResumeRequest::Kind::kAuto, ""};
+  return {ResumeRequest::Kind::kCheckpoint, text};
+}
 
 std::string report_completed_run(const std::string& summary_path) {
   const fs::path run_dir = fs::path(summary_path).parent_path();

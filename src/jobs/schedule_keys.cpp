@@ -51,6 +51,8 @@ const std::vector<ScheduleKey>& schedule_keys() {
        [](const Config& c) { return std::to_string(c.train.patience_epochs); }},
       {"train.cooldown_epochs",
        [](const Config& c) { return std::to_string(c.train.cooldown_epochs); }},
+      {"train.plateau_monitor",
+       [](const Config& c) { return monitor_name(c.train.plateau_monitor); }},
       {"train.accumulate", [](const Config& c) { return std::to_string(c.train.accumulate); }},
       {"data.batch_size", [](const Config& c) { return std::to_string(c.data.batch_size); }},
       {"data.subset", [](const Config& c) { return number(c.data.subset); }},

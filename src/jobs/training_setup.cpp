@@ -56,15 +56,55 @@ void check_readable_splits(const Config& config, const TrainingSetup& setup, boo
 
 }  // namespace
 
-TrainerOptions trainer_options(const Config& config, const torch::Device& device,
-                               DistGroup* group) {
+TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
+                               const torch::Device& device, DistGroup* group) {
   TrainerOptions options;
   options.device = device;
   options.channels_last = config.train.channels_last;
   options.precision = config.train.precision;
   options.group = group;
   options.label_smoothing = config.train.label_smoothing;
+  if (setup.class_weights.defined()) options.class_weights = setup.class_weights.to(device);
   return options;
+}
+
+torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
+  const std::size_t classes = index.classes.size();
+  std::vector<double> w;
+  switch (weights.kind) {
+    case ClassWeights::Kind::kNone:
+      return {};
+    case ClassWeights::Kind::kList:
+      if (weights.weights.size() != classes) {
+        throw ConfigError("train.class_weights: " + std::to_string(weights.weights.size()) +
+                              " weight(s) for " + std::to_string(classes) + " classes",
+                          "give one weight per class, in the classes' sorted order, or "
+                          "`balanced`");
+      }
+      w = weights.weights;
+      break;
+    case ClassWeights::Kind::kBalanced: {
+      std::vector<std::int64_t> counts(classes, 0);
+      for (const Sample& s : index.train) ++counts[static_cast<std::size_t>(s.label)];
+      const double n = static_cast<double>(index.train.size());
+      for (std::size_t c = 0; c < classes; ++c) {
+        if (counts[c] == 0) {
+          throw ConfigError("train.class_weights: balanced, but class '" + index.classes[c] +
+                                "' has no training image",
+                            "add training images of that class, or give the weights as a list");
+        }
+        w.push_back(n / (static_cast<double>(classes) * static_cast<double>(counts[c])));
+      }
+      break;
+    }
+  }
+  std::string text;
+  for (std::size_t c = 0; c < classes; ++c) {
+    text += fmt::format("{}{} {:.4g}", c ? ", " : "", index.classes[c], w[c]);
+  }
+  spdlog::info("class weights ({}): {}",
+               weights.kind == ClassWeights::Kind::kBalanced ? "balanced" : "given", text);
+  return torch::tensor(w, torch::kFloat32);
 }
 
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
@@ -98,6 +138,7 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
   setup.model->to(device);
   if (config.train.channels_last) set_channels_last(setup.model);
   setup.optimizer = make_optimizer(config.train.optimizer, setup.model);
+  setup.class_weights = class_weight_tensor(config.train.class_weights, setup.index);
   return setup;
 }
 

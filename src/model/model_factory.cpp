@@ -11,7 +11,7 @@ namespace ltfit {
 
 Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
   Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout);
-  if (model.pretrained == "none") {
+  if (model.pretrained.kind == PretrainedWeights::Kind::kNone) {
     spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
                  head_kind_name(model.head), num_classes, count_parameters(*net));
     return net;

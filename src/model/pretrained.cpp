@@ -101,14 +101,16 @@ std::string torch_hub_checkpoint_dir() {
   return (torch_home / "hub" / "checkpoints").string();
 }
 
-std::string resolve_pretrained_file(const std::string& pretrained, const std::string& arch) {
-  LTFIT_CHECK(pretrained != "none", "resolve_pretrained_file called for model.pretrained: none");
-  if (pretrained == "imagenet") {
+std::string resolve_pretrained_file(const PretrainedWeights& weights, const std::string& arch) {
+  LTFIT_CHECK(weights.kind != PretrainedWeights::Kind::kNone,
+              "resolve_pretrained_file called for model.pretrained: none");
+  if (weights.kind == PretrainedWeights::Kind::kImagenet) {
     std::string base_url = env_or_empty(kBaseUrlEnv);
     if (base_url.empty()) base_url = kTorchvisionBaseUrl;
     return fetch_cached_weights(torchvision_weights_file(arch), base_url,
                                 torch_hub_checkpoint_dir());
   }
+  const std::string& pretrained = weights.path;
   std::error_code ec;
   if (!fs::is_regular_file(pretrained, ec)) {
     const bool exists = fs::exists(pretrained, ec);

@@ -45,7 +45,7 @@ MetricsWriter::MetricsWriter(const std::string& run_dir, int groups,
                              std::optional<ResumeAt> resume) {
   const std::string epochs_header =
       "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,images_per_second,"
-      "data_wait_seconds";
+      "data_wait_seconds,image_size";
   std::string steps_header = "step,epoch";
   for (int g = 0; g < groups; ++g) steps_header += ",lr_" + std::to_string(g);
   steps_header += ",momentum,loss,loss_scale";
@@ -66,9 +66,9 @@ void MetricsWriter::on_step(const StepStats& s) {
 }
 
 void MetricsWriter::on_epoch_end(const EpochStats& e) {
-  epochs_ << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f}\n", e.epoch,
+  epochs_ << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f},{}\n", e.epoch,
                          e.stage, e.train_loss, e.valid_loss, e.accuracy, e.error_rate, e.seconds,
-                         e.images_per_second, e.data_wait_seconds);
+                         e.images_per_second, e.data_wait_seconds, e.image_size);
   epochs_.flush();
 }
 

@@ -42,6 +42,9 @@ std::string summary_json(const RunSummary& s) {
       {"world_size", s.world_size},
       {"backend", s.backend},
       {"global_batch", s.global_batch},
+      {"weights", s.weights},
+      {"stopped_early",
+       s.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stopped_early)},
   };
   return dump_json(j) + "\n";
 }

@@ -62,7 +62,8 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, int groups, std::in
                   "epoch/error_rate",
                   "epoch/images_per_second",
                   "epoch/data_wait_seconds",
-                  "epoch/seconds"},
+                  "epoch/seconds",
+                  "epoch/image_size"},
       first_step_(first_step),
       last_flush_(std::chrono::steady_clock::now()) {
   for (int g = 0; g < groups; ++g) step_tags_.push_back("lr/group" + std::to_string(g));
@@ -89,9 +90,15 @@ void TensorBoardWriter::on_step(const StepStats& s) {
 }
 
 void TensorBoardWriter::on_epoch_end(const EpochStats& e) {
-  values_ = {
-      static_cast<double>(e.epoch), e.train_loss,        e.valid_loss, e.accuracy, e.error_rate,
-      e.images_per_second,          e.data_wait_seconds, e.seconds};
+  values_ = {static_cast<double>(e.epoch),
+             e.train_loss,
+             e.valid_loss,
+             e.accuracy,
+             e.error_rate,
+             e.images_per_second,
+             e.data_wait_seconds,
+             e.seconds,
+             static_cast<double>(e.image_size)};
   // The epoch's last step: a resumed session that starts with validation has logged none yet.
   file_.add_scalars(last_step_ >= 0 ? last_step_ : std::max<std::int64_t>(first_step_ - 1, 0),
                     epoch_tags_, values_);

@@ -152,15 +152,15 @@ std::string settings_section(const ExperimentPlan& plan, const std::vector<Exper
   const Config& c = *first->outcome.config;
   std::string out = "## Settings shared by the runs\n\nFrom `" + first->outcome.run_dir +
                     "/config.yaml` (each run's own settings are in the table):\n\n";
-  out += fmt::format("- model: {}, pretrained {}, head {}\n", c.model.arch, c.model.pretrained,
-                     head_kind_name(c.model.head));
+  out += fmt::format("- model: {}, pretrained {}, head {}\n", c.model.arch,
+                     pretrained_name(c.model.pretrained), head_kind_name(c.model.head));
   out += fmt::format("- data: {} ({}), image size {} px, data.subset {}\n", c.data.root,
                      data_layout_name(c.data.layout), c.data.image_size, c.data.subset);
   std::vector<std::string> lr_texts;
   for (const double lr : c.train.lr) lr_texts.push_back(fmt::format("{:g}", lr));
   out += fmt::format("- train: recipe {}{}, lr {}, device {}, seed {}\n",
                      recipe_name(c.train.recipe), c.train.frozen ? " (body frozen)" : "",
-                     join(lr_texts), c.train.device, c.run.seed);
+                     join(lr_texts), device_request_name(c.train.device), c.run.seed);
   out += fmt::format("- images: {} train / {} validation measured", first->train_images,
                      first->valid_images);
   if (first->subset < 1.0) {

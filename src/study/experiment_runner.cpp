@@ -236,9 +236,9 @@ std::string not_applicable_reason(const Config& config) {
   try {
     check_precision(config.train.precision, device);
   } catch (const ConfigError& e) {
-    const std::string spec = config.train.device;
+    const bool automatic = config.train.device.kind == DeviceRequest::Kind::kAuto;
     return std::string(e.what()) +
-           (spec == "auto" ? " (train.device auto resolves to " + device.str() + " here)" : "");
+           (automatic ? " (train.device auto resolves to " + device.str() + " here)" : "");
   }
   return "";
 }

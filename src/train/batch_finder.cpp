@@ -98,7 +98,8 @@ class RssSampler : public Hook {
 std::int64_t run_steps(const Config& config, const torch::Device& device, int batch,
                        const BatchFitOptions& options) {
   ModelConfig model_config = config.model;
-  model_config.pretrained = "none";  // weights do not change memory; nothing to download
+  model_config.pretrained = {PretrainedWeights::Kind::kNone,
+                             ""};  // weights do not change memory; nothing to download
   Classifier model = build_model(model_config, options.num_classes);
   model->to(device);
   if (config.train.channels_last) set_channels_last(model);

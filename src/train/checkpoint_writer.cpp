@@ -1,7 +1,9 @@
 #include "ltfit/train/checkpoint_writer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include <spdlog/fmt/fmt.h>
@@ -82,7 +84,46 @@ CheckpointWriter::CheckpointWriter(std::string dir, Classifier model,
       optimizer_(optimizer),
       base_(std::move(base)),
       options_(std::move(options)),
-      best_accuracy_(options_.best_accuracy) {}
+      best_accuracy_(options_.best_accuracy),
+      best_value_(options_.best_monitor == Monitor::kAccuracy
+                      ? options_.best_accuracy
+                      : std::numeric_limits<double>::infinity()) {}
+
+HookState CheckpointWriter::save_state() const {
+  const bool has_best = std::isfinite(best_value_);
+  HookState state;
+  state.name = state_name();
+  state.version = 1;
+  state.scalars = {{"monitor", static_cast<double>(options_.best_monitor)},
+                   {"has_best", has_best ? 1.0 : 0.0},
+                   {"value", has_best ? best_value_ : 0.0},
+                   {"accuracy", best_accuracy_}};
+  return state;
+}
+
+void CheckpointWriter::load_state(const HookState& state) {
+  if (state.version != 1) {
+    throw CheckpointError("the checkpoint's best_checkpoint state has version " +
+                              std::to_string(state.version) + "; this ltfit reads version 1",
+                          "use the ltfit that wrote it, or a newer one");
+  }
+  for (const char* key : {"monitor", "has_best", "value", "accuracy"}) {
+    const auto found = state.scalars.find(key);
+    if (found == state.scalars.end() || !std::isfinite(found->second)) {
+      throw CheckpointError(
+          std::string("the checkpoint's best_checkpoint state has no valid '") + key + "'",
+          "resume from another checkpoint, or start a new run");
+    }
+  }
+  const auto monitor = static_cast<int>(state.scalars.at("monitor"));
+  if (monitor != static_cast<int>(options_.best_monitor)) {
+    spdlog::info("train.best_monitor is now {}: best.ckpt tracks it from the next epoch on",
+                 monitor_name(options_.best_monitor));
+    return;
+  }
+  if (state.scalars.at("has_best") != 0.0) best_value_ = state.scalars.at("value");
+  best_accuracy_ = state.scalars.at("accuracy");
+}
 
 bool CheckpointWriter::stop_requested() {
   const auto now = Clock::now();
@@ -121,8 +162,16 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
     last_accuracy_ = epoch->accuracy;
     last_valid_loss_ = epoch->valid_loss;
   }
-  const bool new_best = epoch != nullptr && epoch->accuracy > best_accuracy_;
-  if (new_best) best_accuracy_ = epoch->accuracy;
+  const bool lower = options_.best_monitor == Monitor::kValidLoss;
+  const double value = epoch == nullptr ? 0.0 : lower ? epoch->valid_loss : epoch->accuracy;
+  const bool new_best = epoch != nullptr && (lower ? value < best_value_ : value > best_value_);
+  if (new_best) {
+    best_value_ = value;
+    best_accuracy_ = epoch->accuracy;
+  }
+  for (HookState& own : hook_states) {  // collected before this save's comparison
+    if (own.name == state_name()) own = save_state();
+  }
   CheckpointMeta meta = base_;
   meta.epochs_done = state.global_epoch;
   meta.global_step = state.global_step;

@@ -109,13 +109,18 @@ class Constant final : public WarmedUp {
 
 class Plateau final : public WarmedUp {
  public:
-  using WarmedUp::WarmedUp;
+  Plateau(const ScheduleConfig& c, std::int64_t total, std::int64_t steps_per_epoch)
+      : WarmedUp(c, total, steps_per_epoch),
+        max_(c.monitor == Monitor::kAccuracy),
+        best_(max_ ? -std::numeric_limits<double>::infinity()
+                   : std::numeric_limits<double>::infinity()) {}
 
-  void epoch_end(std::int64_t steps_done, std::optional<double> valid_loss) override {
-    // timm steps ReduceLROnPlateau only once the warm-up is over; torch's logic from there.
-    if (steps_done <= warmup_ || !valid_loss || !std::isfinite(*valid_loss)) return;
-    if (*valid_loss < best_ * (1.0 - kThreshold)) {
-      best_ = *valid_loss;
+  void epoch_end(std::int64_t steps_done, std::optional<double> value) override {
+    // timm steps ReduceLROnPlateau only once the warm-up is over; torch's logic from there
+    // (threshold_mode rel: mode min needs a < best·(1 − 1e-4), mode max a > best·(1 + 1e-4)).
+    if (steps_done <= warmup_ || !value || !std::isfinite(*value)) return;
+    if (max_ ? *value > best_ * (1.0 + kThreshold) : *value < best_ * (1.0 - kThreshold)) {
+      best_ = *value;
       bad_epochs_ = 0;
     } else {
       ++bad_epochs_;
@@ -159,7 +164,8 @@ class Plateau final : public WarmedUp {
   double after_warmup(double peak, std::int64_t /*step*/) const override {
     return std::max(peak * std::pow(config_.decay_rate, decays_), config_.min_lr);
   }
-  double best_ = std::numeric_limits<double>::infinity();
+  bool max_;  // mode max (accuracy): higher is better
+  double best_;
   int bad_epochs_ = 0, cooldown_left_ = 0, decays_ = 0;
 };
 
@@ -176,7 +182,8 @@ ScheduleConfig schedule_config(const TrainConfig& t) {
           t.decay_rate,
           t.patience_epochs,
           t.cooldown_epochs,
-          t.optimizer.betas.empty() ? 0.9 : t.optimizer.betas.front()};
+          t.optimizer.betas.empty() ? 0.9 : t.optimizer.betas.front(),
+          t.plateau_monitor};
 }
 
 std::unique_ptr<Schedule> make_schedule(const ScheduleConfig& config, std::int64_t total_steps,

@@ -36,9 +36,12 @@ void ScheduleHook::before_batch(TrainContext& ctx) {
 }
 
 void ScheduleHook::epoch_end(TrainContext& ctx) {
-  std::optional<double> valid_loss;
-  if (ctx.valid_accuracy && ctx.epoch != nullptr) valid_loss = ctx.epoch->valid_loss;
-  schedule_->epoch_end(ctx.stage_step(), valid_loss);
+  std::optional<double> value;  // the plateau's figure, when the epoch was validated
+  if (ctx.valid_accuracy && ctx.epoch != nullptr) {
+    const bool accuracy = ctx.stage->schedule.monitor == Monitor::kAccuracy;
+    value = accuracy ? ctx.epoch->accuracy : ctx.epoch->valid_loss;
+  }
+  schedule_->epoch_end(ctx.stage_step(), value);
 }
 
 HookState ScheduleHook::save_state() const {

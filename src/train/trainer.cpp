@@ -37,9 +37,11 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tensor& target) const {
   namespace F = torch::nn::functional;
   // Class indices or a [N,K] distribution (PyTorch's cross_entropy takes both); fp32 under
-  // autocast. Label smoothing mixes either with the uniform distribution.
-  return F::cross_entropy(output, target,
-                          F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing));
+  // autocast. Label smoothing mixes either with the uniform distribution; class weights scale
+  // each class's term (with indices the mean is over the batch's weights, torch's rule).
+  auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
+  if (options_.class_weights.defined()) options.weight(options_.class_weights);
+  return F::cross_entropy(output, target, options);
 }
 
 void add_to_smoothed_loss(TrainPosition& at, double loss) {
@@ -156,6 +158,7 @@ void Trainer::run_stage(const StagePlan& stage, std::vector<EpochStats>& stats) 
     const double train_seconds = seconds_since(start);
     stats.push_back(validate_epoch(stage, profiler_->seconds(Phase::kDataWait) - wait_before));
     stats.back().images_per_second = static_cast<double>(images) / std::max(train_seconds, 1e-9);
+    stats.back().image_size = train_.image_size_at(state_.global_epoch);
     stats.back().seconds = seconds_since(start);
     ++state_.global_epoch;
     ++at.epoch_in_stage;

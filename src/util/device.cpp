@@ -1,5 +1,7 @@
 #include "ltfit/util/device.h"
 
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
@@ -7,20 +9,31 @@
 
 namespace ltfit {
 
-torch::Device resolve_device(const std::string& spec, const std::string& key) {
+torch::Device resolve_device(const DeviceRequest& request, const std::string& key) {
   const bool has_cuda = torch::cuda::is_available();
-  if (spec == "auto") return has_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  if (spec == "cpu") return torch::kCPU;
+  switch (request.kind) {
+    case DeviceRequest::Kind::kAuto:
+      return has_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    case DeviceRequest::Kind::kCpu:
+      return torch::kCPU;
+    case DeviceRequest::Kind::kCuda:
+      break;
+  }
+  const std::string text = device_request_name(request);
   if (!has_cuda) {
-    throw ConfigError(key + ": '" + spec + "' requested but no CUDA GPU is visible",
+    throw ConfigError(key + ": '" + text + "' requested but no CUDA GPU is visible",
                       "use " + key + "=auto or cpu on this machine");
   }
-  const torch::Device device(spec == "cuda" ? std::string("cuda:0") : spec);
-  if (device.index() >= static_cast<int>(torch::cuda::device_count())) {
-    throw ConfigError(key + ": '" + spec + "' but only " +
+  const int index = std::max(request.index, 0);
+  if (index >= static_cast<int>(torch::cuda::device_count())) {
+    throw ConfigError(key + ": '" + text + "' but only " +
                       std::to_string(torch::cuda::device_count()) + " GPU(s) are visible");
   }
-  return device;
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+}
+
+torch::Device resolve_device(std::string_view text, const std::string& key) {
+  return resolve_device(parse_device_request(text, key), key);
 }
 
 std::string describe_device(const torch::Device& device) {

@@ -122,7 +122,7 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   CHECK_THAT(ltfit::testing::read_file(run / "train.log"), Contains("broken.jpg"));
   const std::string epochs = ltfit::testing::read_file(run / "epochs.csv");
   CHECK(epochs.find("epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,"
-                    "images_per_second,data_wait_seconds\n") == 0);
+                    "images_per_second,data_wait_seconds,image_size\n") == 0);
   CHECK(std::count(epochs.begin(), epochs.end(), '\n') == 3);
   const std::string steps = ltfit::testing::read_file(run / "steps.csv");
   CHECK(steps.find("step,epoch,lr_0,lr_1,lr_2,momentum,loss,loss_scale\n") == 0);

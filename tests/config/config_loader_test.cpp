@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -203,6 +204,140 @@ TEST_CASE("enumerations list the allowed values", "[config]") {
              Contains("train.optimizer.name: expected one of adamw, sgd, got adam"));
 }
 
+TEST_CASE("train.device and model.pretrained are parsed once into typed values", "[config]") {
+  using Kind = DeviceRequest::Kind;
+  const auto device = [](const std::string& text) {
+    return load_config_from_string("train:\n  device: '" + text + "'\n", "t.yaml").train.device;
+  };
+  CHECK(device("auto") == DeviceRequest{});
+  CHECK(device("cpu") == DeviceRequest{Kind::kCpu, -1});
+  CHECK(device("cuda") == DeviceRequest{Kind::kCuda, -1});
+  CHECK(device("cuda:0") == DeviceRequest{Kind::kCuda, 0});
+  CHECK(device("cuda:1023") == DeviceRequest{Kind::kCuda, 1023});
+  CHECK(device("cuda").any_gpu());
+  CHECK(device("auto").any_gpu());
+  CHECK_FALSE(device("cuda:0").any_gpu());
+  CHECK_FALSE(device("cpu").any_gpu());
+  for (const char* bad : {"gpu", "cuda:", "cuda:1024", "cuda:-1", "cuda:1x", "CPU", "",
+                          "cuda:99999999999999999999"}) {
+    INFO(bad);
+    CHECK_THAT(error_of_string(std::string("train:\n  device: '") + bad + "'\n"),
+               Contains("t.yaml:2: train.device: expected one of auto, cpu, cuda, cuda:N"));
+  }
+  try {
+    parse_device_request("cpy", "--device");
+    FAIL("cpy was accepted");
+  } catch (const ChoiceError& e) {
+    CHECK_THAT(e.what(), Contains("--device: expected one of auto, cpu, cuda, cuda:N, got 'cpy'"));
+    CHECK_THAT(e.hint(), Contains("did you mean 'cpu'?"));
+  }
+
+  using Weights = PretrainedWeights::Kind;
+  const auto weights = [](const std::string& text) {
+    return load_config_from_string("model:\n  pretrained: '" + text + "'\n", "t.yaml")
+        .model.pretrained;
+  };
+  CHECK(weights("imagenet").kind == Weights::kImagenet);
+  CHECK(weights("none").kind == Weights::kNone);
+  CHECK(weights("/w/resnet34.pth") == PretrainedWeights::file("/w/resnet34.pth"));
+  CHECK(weights("./none") == PretrainedWeights::file("./none"));
+  CHECK_THAT(error_of_string("model:\n  pretrained: ''\n"),
+             Contains("t.yaml:2: model.pretrained: expected imagenet, none or the path of a "
+                      "torchvision .pth file"));
+  // Every form is written back as it reads; a file named like a keyword stays a file.
+  for (const PretrainedWeights& w :
+       {PretrainedWeights{}, PretrainedWeights{Weights::kNone, ""},
+        PretrainedWeights::file("w.pth"), PretrainedWeights::file("none"),
+        PretrainedWeights::file("imagenet")}) {
+    Config c;
+    c.model.pretrained = w;
+    c.train.device = parse_train_device("cuda:3");
+    const Config back = load_config_from_string(to_yaml(c), "written.yaml");
+    CHECK(back.model.pretrained.kind == w.kind);
+    CHECK(back.train.device == c.train.device);
+    if (w.kind == Weights::kFile) {
+      CHECK(std::filesystem::path(back.model.pretrained.path).lexically_normal() ==
+            std::filesystem::path(w.path).lexically_normal());
+    }
+  }
+}
+
+TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, written back",
+          "[config]") {
+  const Config c = load_config_from_string(
+      "data:\n"
+      "  size_schedule: [[0, 64], [2, 128]]\n"
+      "  augment:\n"
+      "    random_erasing: {p: 0.25, scale: [0.1, 0.2], ratio: [0.5, 2], value: 0.5}\n"
+      "train:\n"
+      "  mixup: {mixup_alpha: 0.2, cutmix_alpha: 1.0, cutmix_minmax: [0.2, 0.8], prob: 0.5,\n"
+      "          switch_prob: 0.3, mode: pair}\n"
+      "  ema: {decay: 0.999, warmup: true, validate: false}\n"
+      "  early_stopping: {monitor: accuracy, patience: 3, min_delta: 0.01}\n"
+      "  best_monitor: valid_loss\n"
+      "  plateau_monitor: accuracy\n"
+      "  class_weights: [1, 2.5]\n",
+      "t.yaml");
+  CHECK((c.data.size_schedule == std::vector<SizeStep>{{0, 64}, {2, 128}}));
+  CHECK(c.data.augment.random_erasing.p == 0.25);
+  CHECK_FALSE(c.data.augment.random_erasing.random_value);
+  CHECK(c.data.augment.random_erasing.value == 0.5);
+  CHECK(c.train.mixup.cutmix_minmax == std::vector<double>{0.2, 0.8});
+  CHECK(c.train.mixup.mode == MixupMode::kPair);
+  CHECK(c.train.mixup.enabled());
+  CHECK(c.train.ema.decay == 0.999);
+  CHECK_FALSE(c.train.ema.validate);
+  CHECK(c.train.early_stopping.monitor == Monitor::kAccuracy);
+  CHECK(c.train.early_stopping.patience == 3);
+  CHECK(c.train.best_monitor == Monitor::kValidLoss);
+  CHECK(c.train.plateau_monitor == Monitor::kAccuracy);
+  CHECK(c.train.class_weights.kind == ClassWeights::Kind::kList);
+  CHECK(c.train.class_weights.weights == std::vector<double>{1, 2.5});
+  // Written back, read back the same.
+  Config again = load_config_from_string(to_yaml(c), "written.yaml");
+  again.source = c.source;
+  CHECK(again == c);
+  const Config defaults = load_config_from_string("", "d.yaml");
+  CHECK_FALSE(defaults.train.mixup.enabled());
+  CHECK_FALSE(defaults.train.ema.enabled());
+  CHECK(defaults.train.class_weights.kind == ClassWeights::Kind::kNone);
+  CHECK(defaults.data.augment.random_erasing.random_value);
+  CHECK(load_config_from_string(to_yaml(defaults), "w.yaml").train == defaults.train);
+  CHECK(load_config_from_string("train: {class_weights: balanced}\n", "t.yaml")
+            .train.class_weights.kind == ClassWeights::Kind::kBalanced);
+
+  CHECK_THAT(error_of_string("train:\n  mixup: {mixup_alpha: -1}\n"),
+             Contains("t.yaml:2: train.mixup.mixup_alpha: expected a number in [0, 1000]"));
+  CHECK_THAT(error_of_string("train:\n  mixup: {cutmix_minmax: [0.8, 0.2]}\n"),
+             Contains("train.mixup.cutmix_minmax: expected null, or [min, max]"));
+  CHECK_THAT(error_of_string("train:\n  mixup: {mode: row}\n"),
+             Contains("train.mixup.mode: expected one of batch, pair, elem, got row"));
+  CHECK_THAT(error_of_string("train:\n  ema: {decay: 1}\n"),
+             Contains("train.ema.decay: expected a number in [0, 1)"));
+  CHECK_THAT(error_of_string("train:\n  early_stopping: {monitor: f1}\n"),
+             Contains("train.early_stopping.monitor: expected one of valid_loss, accuracy"));
+  CHECK_THAT(error_of_string("train:\n  early_stopping: {patience: -1}\n"),
+             Contains("train.early_stopping.patience: expected an integer in [0, 100000]"));
+  CHECK_THAT(error_of_string("train:\n  class_weights: heavy\n"),
+             Contains("train.class_weights: expected none, balanced, or a list of numbers"));
+  CHECK_THAT(error_of_string("train:\n  class_weights: [0, 0]\n"),
+             Contains("train.class_weights: expected none, balanced, or one number"));
+  CHECK_THAT(error_of_string("data:\n  size_schedule: [[2, 64], [1, 128]]\n"),
+             Contains("data.size_schedule: expected [epoch, size] pairs with ascending epochs"));
+  CHECK_THAT(error_of_string("data:\n  size_schedule: [[0, 8]]\n"),
+             Contains("data.size_schedule: expected sizes from 16 to 4096 pixels"));
+  CHECK_THAT(error_of_string("data:\n  size_schedule: [64, 128]\n"),
+             Contains("data.size_schedule: expected a list of [epoch, size] pairs"));
+  CHECK_THAT(error_of_string("data:\n  augment: {random_erasing: {value: noise}}\n"),
+             Contains("data.augment.random_erasing.value: expected random, or a number"));
+  CHECK_THAT(error_of_string("data:\n  augment: {random_erasing: {p: 2}}\n"),
+             Contains("data.augment.random_erasing.p: expected a probability in [0, 1]"));
+  // augment: none turns random erasing off too, and is still written back as none.
+  const Config none = load_config_from_string("data: {augment: none}\n", "t.yaml");
+  CHECK(none.data.augment.random_erasing.p == 0.0);
+  CHECK_THAT(to_yaml(none), Contains("  augment: none\n"));
+}
+
 TEST_CASE("a key written twice is an error at its second line, in the file or a --set",
           "[config]") {
   CHECK_THAT(load_error("data:\n  batch_size: 8\n  image_size: 64\n  batch_size: 64\n"),
@@ -306,7 +441,7 @@ TEST_CASE("overrides (--set) replace values, create maps and are validated", "[c
        parse_override("train.time_limit=5h50m"), parse_override("data.workers=auto")});
   CHECK(config.data.batch_size == 64);
   CHECK(config.train.lr == std::vector<double>{1e-5, 1e-3});
-  CHECK(config.model.pretrained == "none");
+  CHECK(config.model.pretrained.kind == ltfit::PretrainedWeights::Kind::kNone);
   CHECK(config.train.optimizer.eps == 1e-6);
   CHECK(config.train.optimizer.name == OptimizerKind::kAdamW);  // siblings keep their defaults
   CHECK(config.train.time_limit_seconds == 5 * 3600 + 50 * 60);
@@ -382,7 +517,7 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.run = {"my run: 2", "out dir", 7, true};
     c.data = {
         "/data/x", DataLayout::kKaggle, 100, 96, 3, 5, {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25}};
-    c.model = {"resnet50", "null", HeadKind::kLinear, 0.125};
+    c.model = {"resnet50", PretrainedWeights::file("null"), HeadKind::kLinear, 0.125};
     c.train.recipe = Recipe::kOneCycle;
     c.train.epochs = 9;
     c.train.freeze_epochs = 0;
@@ -401,7 +536,7 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.train.label_smoothing = 0.1;
     c.train.precision = Precision::kBf16;
     c.train.channels_last = false;
-    c.train.device = "cuda:1";
+    c.train.device = ltfit::parse_train_device("cuda:1");
     c.train.checkpoint = {2.5, 3};
     c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
     c.eval = {false, TtaMode::kV2, 0.3, 1.2, 6};
@@ -431,7 +566,7 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
       Config c;
       c.data.root = text;
       c.run.out_dir = text;
-      c.train.device = "cpu";
+      c.train.device = ltfit::parse_train_device("cpu");
       const Config again = load_config_from_string(to_yaml(c), "t.yaml");
       CHECK(again.data.root == text);
       CHECK(again.run.out_dir == text);
@@ -515,7 +650,7 @@ TEST_CASE("the shipped configs load cleanly", "[config]") {
   const auto configs = testing::source_dir() / "configs";
   const Config study = load_config((configs / "cats_dogs.yaml").string());
   CHECK(study.model.arch == "resnet34");
-  CHECK(study.model.pretrained == "imagenet");
+  CHECK(study.model.pretrained.kind == ltfit::PretrainedWeights::Kind::kImagenet);
   CHECK(study.data.batch_size == 16);
   CHECK(study.data.image_size == 224);
   CHECK(study.train.recipe == Recipe::kFineTune);
@@ -523,7 +658,7 @@ TEST_CASE("the shipped configs load cleanly", "[config]") {
   const Config quick = load_config((configs / "quickstart.yaml").string());
   CHECK(quick.run.name == "quickstart");
   CHECK(quick.data.root == "data/synth");
-  CHECK(quick.model.pretrained == "none");
+  CHECK(quick.model.pretrained.kind == ltfit::PretrainedWeights::Kind::kNone);
   CHECK(quick.train.recipe == Recipe::kOneCycle);
   CHECK_FALSE(quick.eval.tta);
 }

@@ -5,6 +5,7 @@
 #    global_batch 16; steps.csv holds the global losses;
 # 2. the final weights equal a 1-rank run that normalises each half-batch separately (batch 8,
 #    train.accumulate 2: ghost BatchNorm, which is what per-rank BatchNorm computes) to 1e-5;
+#    with MixUp/CutMix, random erasing, label smoothing and EMA on too (weights and average);
 # 3. SIGTERM to rank 1 alone stops both ranks at the same step with one checkpoint, and
 #    --resume auto then ends with the uninterrupted run's weights; the same checkpoint also
 #    resumes on 1 rank (a checkpoint of N ranks continues on M);
@@ -112,6 +113,31 @@ PY
 d="$(param_diff runs/a/checkpoints/last.ckpt runs/b/checkpoints/last.ckpt)"
 echo "2 ranks vs 1 rank (ghost BN): max |weight difference| $d"
 close "$d" 1e-5 || fail "2 ranks vs 1 rank: weights differ by $d > 1e-5"
+
+echo "== 1-2b. the same with MixUp/CutMix, random erasing, label smoothing and EMA"
+# Each rank mixes and erases its own slice with the draws of the slice number
+# (batch_in_step x ranks + rank), so rank r matches the 1-rank run's batch r of each step.
+modern=(--set train.mixup.mixup_alpha=0.4 --set train.mixup.cutmix_alpha=1.0
+        --set data.augment.random_erasing.p=0.5 --set train.label_smoothing=0.1
+        --set train.ema.decay=0.9)
+train2 runs/m -- "${modern[@]}" >m.log 2>&1 || fail "2-rank modern run exited $? (m.log: $(tail -3 m.log))"
+OMP_NUM_THREADS=1 "${PIN[@]}" "$LTFIT" train --config "$WORK/c.yaml" --run-dir runs/n \
+  --set data.batch_size=8 --set train.accumulate=2 "${modern[@]}" >n.log 2>&1 ||
+  fail "1-rank modern run exited $?"
+d="$(param_diff runs/m/checkpoints/last.ckpt runs/n/checkpoints/last.ckpt)"
+echo "2 ranks vs 1 rank (ghost BN), modern recipe: max |weight difference| $d"
+close "$d" 1e-5 || fail "2 ranks vs 1 rank, modern recipe: weights differ by $d > 1e-5"
+e="$("$PYTHON" - runs/m/checkpoints/last.ckpt runs/n/checkpoints/last.ckpt <<'PY'
+import sys, torch
+a = torch.load(sys.argv[1], weights_only=True)["hook_states"]["ema"]["tensors"]
+b = torch.load(sys.argv[2], weights_only=True)["hook_states"]["ema"]["tensors"]
+assert a.keys() == b.keys()
+print(max((a[k] - b[k]).abs().max().item() for k in a
+          if torch.is_floating_point(a[k]) and "running" not in k))
+PY
+)" || fail "the EMA states could not be compared"
+echo "2 ranks vs 1 rank (ghost BN), modern recipe: max |EMA difference| $e"
+close "${e:-1}" 1e-5 || fail "2 ranks vs 1 rank, modern recipe: EMA differs by $e > 1e-5"
 
 echo "== 3. SIGTERM to rank 1 alone"
 train2 runs/c -- >c.log 2>&1 &

@@ -63,6 +63,15 @@ ConfigError config_error_of(const TrainRequest& request) {
 
 }  // namespace
 
+TEST_CASE("the --resume text is parsed once: none, auto or a checkpoint file", "[jobs]") {
+  using Kind = ltfit::ResumeRequest::Kind;
+  CHECK(ltfit::parse_resume_request("") == ltfit::ResumeRequest{});
+  CHECK(ltfit::parse_resume_request("auto") == ltfit::ResumeRequest{Kind::kAuto, ""});
+  CHECK(ltfit::parse_resume_request("run/checkpoints/last.ckpt") ==
+        ltfit::ResumeRequest{Kind::kCheckpoint, "run/checkpoints/last.ckpt"});
+  CHECK(ltfit::parse_resume_request("./auto") == ltfit::ResumeRequest{Kind::kCheckpoint, "./auto"});
+}
+
 TEST_CASE("resolve_resume without --resume: --config (+ --set), --run-dir if given", "[jobs]") {
   TempDir dir;
   write_file(dir.path() / "c.yaml", config_yaml("fresh", dir.path() / "runs", 16));
@@ -92,7 +101,7 @@ TEST_CASE("resolve_resume --resume CKPT: the checkpoint's config, never --config
   write_checkpoint(ckpt, "from_ckpt", dir.path() / "elsewhere");
   write_file(dir.path() / "c.yaml", config_yaml("from_file", dir.path() / "runs", 16));
   TrainRequest request;
-  request.resume = ckpt.string();
+  request.resume = ltfit::parse_resume_request(ckpt.string());
   request.config = (dir.path() / "c.yaml").string();
   request.sets = {"data.workers=3"};
   auto resolved = resolve_resume(request);
@@ -116,7 +125,7 @@ TEST_CASE("resolve_resume --resume CKPT outside a run directory: refused naming 
   const fs::path loose = dir.path() / "loose.ckpt";
   write_checkpoint(loose, "victim", dir.path() / "victim");
   TrainRequest request;
-  request.resume = loose.string();
+  request.resume = ltfit::parse_resume_request(loose.string());
   const auto resolved = resolve_resume(request);
   CHECK(resolved.options.resume == loose.string());
   CHECK_FALSE(resolved.options.run_dir);
@@ -144,7 +153,7 @@ TEST_CASE("resolve_resume --resume auto with a checkpoint continues it", "[jobs]
 
   SECTION("the run directory from --run-dir") {
     TrainRequest request;
-    request.resume = "auto";
+    request.resume = ltfit::parse_resume_request("auto");
     request.run_dir = run.string();
     request.sets = {"train.checkpoint.keep=5"};
     const auto resolved = resolve_resume(request);
@@ -156,7 +165,7 @@ TEST_CASE("resolve_resume --resume auto with a checkpoint continues it", "[jobs]
   }
   SECTION("the run directory from --config's run.out_dir/run.name") {
     TrainRequest request;
-    request.resume = "auto";
+    request.resume = ltfit::parse_resume_request("auto");
     request.config = (dir.path() / "c.yaml").string();
     const auto resolved = resolve_resume(request);
     CHECK(resolved.options.resume == (run / "checkpoints/last.ckpt").string());
@@ -173,7 +182,7 @@ TEST_CASE("resolve_resume --resume auto without a checkpoint starts the run ther
   fs::create_directories(run / "checkpoints");  // a folder, but no last.ckpt in it
   write_file(dir.path() / "c.yaml", config_yaml("tiny", dir.path() / "runs", 16));
   TrainRequest request;
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   request.sets = {"data.batch_size=32"};
 
   SECTION("--config alone: its run.out_dir/run.name") {
@@ -214,7 +223,7 @@ TEST_CASE("resolve_resume --resume auto without a checkpoint starts the run ther
 
 TEST_CASE("resolve_resume --resume auto needs --run-dir or --config", "[jobs]") {
   TrainRequest request;
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   const ConfigError e = config_error_of(request);
   CHECK(std::string(e.what()) ==
         "--resume auto needs --run-dir or --config (to find the run directory)");
@@ -224,12 +233,12 @@ TEST_CASE("resolve_resume --resume auto needs --run-dir or --config", "[jobs]") 
 TEST_CASE("resolve_resume reads the checkpoint before the --set overrides", "[jobs]") {
   TempDir dir;
   TrainRequest request;
-  request.resume = (dir.path() / "missing.ckpt").string();
+  request.resume = ltfit::parse_resume_request((dir.path() / "missing.ckpt").string());
   request.sets = {"no-equals-sign"};
   // The checkpoint is read first: a missing one is exit 4 even with a malformed --set.
   CHECK_THROWS_AS(resolve_resume(request), ltfit::CheckpointError);
   write_checkpoint(dir.path() / "run/checkpoints/last.ckpt", "x", dir.path());
-  request.resume = (dir.path() / "run/checkpoints/last.ckpt").string();
+  request.resume = ltfit::parse_resume_request((dir.path() / "run/checkpoints/last.ckpt").string());
   CHECK_THROWS_AS(resolve_resume(request), ConfigError);
 }
 
@@ -239,7 +248,7 @@ TEST_CASE("resolve_resume --resume refuses a --set that changes the schedule, na
   const fs::path ckpt = dir.path() / "run/checkpoints/last.ckpt";
   write_checkpoint(ckpt, "r", dir.path());
   TrainRequest request;
-  request.resume = ckpt.string();
+  request.resume = ltfit::parse_resume_request(ckpt.string());
   request.sets = {"train.epochs=5", "data.workers=2", "data.batch_size=12"};
   const ConfigError e = config_error_of(request);
   CHECK(e.exit_code() == ltfit::ExitCode::kUsage);
@@ -249,7 +258,7 @@ TEST_CASE("resolve_resume --resume refuses a --set that changes the schedule, na
   CHECK_THAT(e.hint(), Contains("ltfit train --init-from " + ckpt.string()) &&
                            Contains("--set train.epochs=5"));
   // The same through --resume auto; a value equal to the checkpoint's is no change.
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   request.run_dir = (dir.path() / "run").string();
   request.sets = {"train.lr=2.0e-3"};
   CHECK_THAT(config_error_of(request).what(), Contains("train.lr [0.001] -> [0.002]"));
@@ -263,7 +272,7 @@ TEST_CASE("resolve_resume --resume from a weights-only checkpoint: exit 4 naming
   const fs::path best = dir.path() / "run/checkpoints/best.ckpt";
   write_checkpoint(best, "r", dir.path(), /*weights_only=*/true);
   TrainRequest request;
-  request.resume = best.string();
+  request.resume = ltfit::parse_resume_request(best.string());
   try {
     resolve_resume(request);
     FAIL("resumed from a weights-only checkpoint");
@@ -273,7 +282,7 @@ TEST_CASE("resolve_resume --resume from a weights-only checkpoint: exit 4 naming
     CHECK_THAT(e.hint(), Contains("last.ckpt") && Contains("--init-from " + best.string()));
   }
   // --resume auto never picks it: with no other checkpoint the run starts afresh.
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   request.run_dir = (dir.path() / "run").string();
   write_file(dir.path() / "run/config.yaml", config_yaml("r", dir.path(), 24));
   CHECK_FALSE(resolve_resume(request).options.resume);
@@ -285,7 +294,7 @@ TEST_CASE("resolve_resume --resume auto takes the newest readable checkpoint", "
   write_checkpoint(run / "checkpoints/step-000000002.ckpt", "r", dir.path());
   write_checkpoint(run / "checkpoints/step-000000004.ckpt", "r", dir.path());
   TrainRequest request;
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   request.run_dir = run.string();
   // last.ckpt gone: the newest numbered one, not a fresh start.
   CHECK(resolve_resume(request).options.resume ==
@@ -303,7 +312,7 @@ TEST_CASE("resolve_resume --resume of a complete run names its summary.json", "[
   // fine_tune, freeze_epochs 1 + epochs 1: two epochs in all
   write_checkpoint(ckpt, "r", dir.path(), /*weights_only=*/false, /*epochs_done=*/2);
   TrainRequest request;
-  request.resume = ckpt.string();
+  request.resume = ltfit::parse_resume_request(ckpt.string());
   CHECK_FALSE(resolve_resume(request).completed_summary);  // no summary.json yet: finish it
   write_file(dir.path() / "run/summary.json", "{\"accuracy\": 0.5}\n");
   const auto resolved = resolve_resume(request);
@@ -329,7 +338,8 @@ TEST_CASE("resolve_resume --init-from: a new run from --config or the checkpoint
   CHECK_FALSE(resolved.options.run_dir);  // a new <out_dir>/<name>[-N]
   CHECK(resolved.config.run.name == "old");
   CHECK(resolved.config.train.epochs == 4);
-  CHECK(resolved.config.model.pretrained == "none");  // the weights come from the checkpoint
+  CHECK(resolved.config.model.pretrained.kind ==
+        ltfit::PretrainedWeights::Kind::kNone);  // the weights come from the checkpoint
 
   write_file(dir.path() / "c.yaml", config_yaml("more", dir.path() / "runs", 16));
   request.config = (dir.path() / "c.yaml").string();
@@ -342,7 +352,7 @@ TEST_CASE("resolve_resume --init-from: a new run from --config or the checkpoint
   const ConfigError other = config_error_of(request);
   CHECK_THAT(other.what(), Contains("resnet18") && Contains("model.arch resnet34"));
   request.sets = {};
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   CHECK_THAT(config_error_of(request).what(), Contains("--resume and --init-from"));
 }
 

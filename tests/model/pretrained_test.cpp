@@ -208,8 +208,8 @@ TEST_CASE("resolve_pretrained_file uses TORCH_HOME and LTFIT_WEIGHTS_BASE_URL", 
     ltfit::testing::write_file(served.path() / "resnet18-f37072fd.pth", "bogus");
     HttpServer server(served.path());
     ScopedEnv base_env("LTFIT_WEIGHTS_BASE_URL", server.url());
-    const std::string message =
-        checkpoint_error([] { ltfit::resolve_pretrained_file("imagenet", "resnet18"); });
+    const std::string message = checkpoint_error(
+        [] { ltfit::resolve_pretrained_file(ltfit::PretrainedWeights{}, "resnet18"); });
     CHECK_THAT(message, Catch::Contains(server.url() + "/resnet18-f37072fd.pth") &&
                             Catch::Contains(ltfit::sha256_hex("bogus")));
     CHECK(count_files(cache_dir) == 0);
@@ -217,7 +217,7 @@ TEST_CASE("resolve_pretrained_file uses TORCH_HOME and LTFIT_WEIGHTS_BASE_URL", 
   SECTION("a cached file is used without any server") {
     ltfit::testing::write_file(cache_dir / "resnet34-b627a593.pth", "cached");
     ScopedEnv base_env("LTFIT_WEIGHTS_BASE_URL", "http://127.0.0.1:1");
-    CHECK(ltfit::resolve_pretrained_file("imagenet", "resnet34") ==
+    CHECK(ltfit::resolve_pretrained_file(ltfit::PretrainedWeights{}, "resnet34") ==
           (cache_dir / "resnet34-b627a593.pth").string());
   }
 }
@@ -226,10 +226,11 @@ TEST_CASE("resolve_pretrained_file checks a local path", "[pretrained]") {
   TempDir dir;
   const fs::path file = dir.path() / "mine.pth";
   ltfit::testing::write_file(file, "x");
-  CHECK(ltfit::resolve_pretrained_file(file.string(), "resnet18") == file.string());
+  CHECK(ltfit::resolve_pretrained_file(ltfit::PretrainedWeights::file(file.string()), "resnet18") ==
+        file.string());
   const std::string missing = (dir.path() / "nope.pth").string();
-  const std::string message =
-      checkpoint_error([&] { ltfit::resolve_pretrained_file(missing, "resnet18"); });
+  const std::string message = checkpoint_error(
+      [&] { ltfit::resolve_pretrained_file(ltfit::PretrainedWeights::file(missing), "resnet18"); });
   CHECK_THAT(message, Catch::Contains("model.pretrained") && Catch::Contains(missing));
 }
 

@@ -28,6 +28,7 @@ EPOCH_TAGS = {  # tag -> epochs.csv column
     "epoch/images_per_second": "images_per_second",
     "epoch/data_wait_seconds": "data_wait_seconds",
     "epoch/seconds": "seconds",
+    "epoch/image_size": "image_size",
 }
 
 failures = []

@@ -26,9 +26,9 @@ ltfit::BatchSearch search(Limit& limit, int start, int max) {
 ltfit::Config tiny_config(int image_size) {
   ltfit::Config config;
   config.model.arch = "resnet18";
-  config.model.pretrained = "imagenet";  // must be ignored: trials never load weights
+  config.model.pretrained = {};  // must be ignored: trials never load weights
   config.data.image_size = image_size;
-  config.train.device = "cpu";
+  config.train.device = ltfit::parse_train_device("cpu");
   return config;
 }
 

@@ -11,6 +11,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/lr_finder.h"
+#include "ltfit/train/mixup.h"
 #include "ltfit/train/one_cycle.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/standard_hooks.h"
@@ -126,6 +127,18 @@ struct GradientProbe : ltfit::Hook {
 // term that couples the images of a batch, so a batch's gradient is the mean of its images'.
 struct NoBatchStatistics : ltfit::Hook {
   void before_batch(ltfit::TrainContext& ctx) override { ctx.model->eval(); }
+};
+
+// Captures the first batch's output and loss; no backward, no step.
+struct Capture : ltfit::Hook {
+  int order() const override { return 500; }
+  void after_loss(ltfit::TrainContext& ctx) override {
+    output = ctx.output.detach().to(torch::kDouble);
+    loss = ctx.loss.item<double>();
+    ctx.cancel_batch = true;
+  }
+  torch::Tensor output;
+  double loss = 0.0;
 };
 
 }  // namespace
@@ -379,17 +392,6 @@ TEST_CASE("the loss takes a target distribution from a hook, and label smoothing
           "[train][hooks]") {
   FixedBatches data(1, 4);
   const ltfit::Batch batch = data.concatenated();
-  // Captures the first batch's output and loss; no backward, no step.
-  struct Capture : ltfit::Hook {
-    int order() const override { return 500; }
-    void after_loss(ltfit::TrainContext& ctx) override {
-      output = ctx.output.detach().to(torch::kDouble);
-      loss = ctx.loss.item<double>();
-      ctx.cancel_batch = true;
-    }
-    torch::Tensor output;
-    double loss = 0.0;
-  };
   // Sets a distribution: `mix` of the one-hot label, the rest on class 0.
   struct SoftTargets : ltfit::Hook {
     explicit SoftTargets(double mix) : mix_(mix) {}
@@ -435,4 +437,72 @@ TEST_CASE("the loss takes a target distribution from a hook, and label smoothing
         Approx(cross_entropy((1 - eps) * one_hot + eps / 2)).epsilon(1e-5));
   CHECK(run(&mixed, eps).loss == Approx(cross_entropy((1 - eps) * mix + eps / 2)).epsilon(1e-5));
   CHECK(cross_entropy(mix) != Approx(hard.loss).epsilon(1e-3));  // the cases differ
+}
+
+TEST_CASE("class weights scale each class's term of the training loss, as torch's weight",
+          "[train][hooks]") {
+  FixedBatches data(1, 4);
+  const ltfit::Batch batch = data.concatenated();
+  const torch::Tensor weights = torch::tensor({0.25F, 1.75F});
+  const auto run = [&](bool weighted) {
+    auto model = small_model();
+    auto optimizer = sgd_like(model);
+    NoBatchStatistics eval_mode;
+    Capture capture;
+    OneBatch source(batch);
+    ltfit::TrainerOptions options;
+    if (weighted) options.class_weights = weights;
+    ltfit::Trainer trainer(model, *optimizer, source, nullptr, options, {&eval_mode, &capture});
+    trainer.fit({plain_stage()});
+    return capture;
+  };
+  const Capture plain = run(false), weighted = run(true);
+  const torch::Tensor log_p = torch::log_softmax(weighted.output, 1);
+  const torch::Tensor w = weights.to(torch::kDouble).index({batch.labels});
+  const torch::Tensor nll = -log_p.gather(1, batch.labels.view({-1, 1})).view({-1});
+  // With class indices torch divides by the batch's summed weights.
+  CHECK(weighted.loss == Approx(((w * nll).sum() / w.sum()).item<double>()).epsilon(1e-5));
+  CHECK(plain.loss == Approx(nll.mean().item<double>()).epsilon(1e-5));
+}
+
+TEST_CASE("the MixUp hook mixes the batch and its targets, the same draws for the same step",
+          "[train][hooks][mixup]") {
+  FixedBatches data(2, 4);
+  struct Capture : ltfit::Hook {
+    int order() const override { return 500; }
+    void after_loss(ltfit::TrainContext& ctx) override {
+      images.push_back(ctx.images.detach().clone());
+      targets.push_back(ctx.targets.detach().clone());
+      labels.push_back(ctx.labels.clone());
+      const torch::Tensor log_p = torch::log_softmax(ctx.output.detach().to(torch::kDouble), 1);
+      expected.push_back(-(ctx.targets.to(torch::kDouble) * log_p).sum(1).mean().item<double>());
+      losses.push_back(ctx.loss.item<double>());
+    }
+    std::vector<torch::Tensor> images, targets, labels;
+    std::vector<double> expected, losses;
+  };
+  ltfit::MixupConfig config;
+  config.mixup_alpha = 0.4;
+  config.cutmix_alpha = 1.0;
+  const auto run = [&](std::uint64_t seed) {
+    auto model = small_model();
+    auto optimizer = sgd_like(model);
+    Capture capture;
+    ltfit::MixupHook mixup(config, 2, seed, 0, 1);
+    FixedBatches source(2, 4);
+    ltfit::Trainer trainer(model, *optimizer, source, nullptr, {}, {&mixup, &capture});
+    trainer.fit({plain_stage()});
+    return capture;
+  };
+  const Capture a = run(42), b = run(42), c = run(43);
+  REQUIRE(a.images.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(torch::equal(a.images[i], b.images[i]));  // stateless: (seed, step) decide
+    CHECK(torch::equal(a.targets[i], b.targets[i]));
+    CHECK(torch::allclose(a.targets[i].sum(1), torch::ones({4})));
+    CHECK(a.losses[i] == Approx(a.expected[i]).epsilon(1e-5));
+  }
+  CHECK_FALSE(torch::equal(a.images[0], c.images[0]));  // another seed, other draws
+  const ltfit::Batch first = data.concatenated();
+  CHECK(torch::equal(a.labels[0], first.labels.slice(0, 0, 4)));  // metrics keep hard labels
 }

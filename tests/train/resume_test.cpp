@@ -11,6 +11,7 @@
 
 #include "data/hostile_images.h"
 #include "ltfit/config/config_loader.h"
+#include "ltfit/jobs/command_config.h"
 #include "ltfit/jobs/resume.h"
 #include "ltfit/jobs/train_job.h"
 #include "ltfit/model/arch_registry.h"
@@ -80,6 +81,24 @@ void check_same_weights(const ltfit::Config& config, const fs::path& a, const fs
   }
 }
 
+// Runs `config` into `run` until the stop signal's `stop_after`-th poll (InterruptedError);
+// returns its last.ckpt.
+fs::path cut_run(const ltfit::Config& config, const fs::path& run, int stop_after) {
+  ltfit::TrainJobOptions cut;
+  cut.run_dir = run.string();
+  int polls = 0;
+  cut.stop_signal = [&] { return ++polls >= stop_after; };
+  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
+  return run / "checkpoints" / "last.ckpt";
+}
+
+// Resumes the run of checkpoint `last` to its end.
+ltfit::RunSummary resume_run(const ltfit::Config& config, const fs::path& last) {
+  ltfit::TrainJobOptions resume;
+  resume.resume = last.string();
+  return ltfit::run_train_job(config, resume);
+}
+
 }  // namespace
 
 TEST_CASE("interrupted and resumed runs end exactly like an uninterrupted one", "[train][resume]") {
@@ -97,20 +116,13 @@ TEST_CASE("interrupted and resumed runs end exactly like an uninterrupted one", 
   const int stop_after = GENERATE(2, 4, 8);
   INFO("stop after poll " << stop_after);
   const fs::path run = dir.path() / ("cut" + std::to_string(stop_after));
-  ltfit::TrainJobOptions cut;
-  cut.run_dir = run.string();
-  int polls = 0;
-  cut.stop_signal = [&] { return ++polls >= stop_after; };
-  CHECK_THROWS_AS(ltfit::run_train_job(config, cut), ltfit::InterruptedError);
-  const fs::path last = run / "checkpoints" / "last.ckpt";
+  const fs::path last = cut_run(config, run, stop_after);
   REQUIRE(fs::exists(last));
   const ltfit::CheckpointMeta meta = ltfit::read_checkpoint_meta(last.string());
   CHECK(meta.global_step > 0);
   CHECK(meta.global_step < 9);
 
-  ltfit::TrainJobOptions resume;
-  resume.resume = last.string();
-  const ltfit::RunSummary resumed = ltfit::run_train_job(config, resume);
+  const ltfit::RunSummary resumed = resume_run(config, last);
   CHECK(resumed.run_dir == fs::absolute(run).string());
   CHECK(resumed.epochs == expected.epochs);
   CHECK(resumed.accuracy == expected.accuracy);
@@ -279,7 +291,7 @@ TEST_CASE("resume auto without last.ckpt continues from the newest numbered chec
   const auto stopped = ltfit::read_checkpoint_meta((run / "checkpoints/last.ckpt").string());
   fs::remove(run / "checkpoints/last.ckpt");
   ltfit::TrainRequest request;
-  request.resume = "auto";
+  request.resume = ltfit::parse_resume_request("auto");
   request.run_dir = run.string();
   const ltfit::ResolvedTrain resolved = ltfit::resolve_resume(request);
   REQUIRE(resolved.options.resume);
@@ -382,4 +394,81 @@ TEST_CASE("images whose decoding fails leave the later epochs, and a resumed run
   CHECK(csv_column(run / "steps.csv", 1) == epochs);
   CHECK(csv_column(run / "steps.csv", 6) == csv_column(dir.path() / "whole" / "steps.csv", 6));
   CHECK(ltfit::read_checkpoint_meta(last.string()).decode_failures.found == broken);
+}
+
+TEST_CASE(
+    "with MixUp, CutMix, EMA, random erasing, label smoothing, class weights and a size "
+    "schedule on, a resumed run ends exactly like an uninterrupted one",
+    "[train][resume][mixup][ema]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  const ltfit::Config config = ltfit::load_config_from_string(
+      ltfit::to_yaml(resume_config(dir.path() / "data")), "x.yaml",
+      ltfit::parse_cli_overrides(
+          {"train.mixup.mixup_alpha=0.4", "train.mixup.cutmix_alpha=1.0", "train.mixup.mode=elem",
+           "train.ema.decay=0.9", "train.ema.warmup=true", "train.label_smoothing=0.1",
+           "train.class_weights=balanced", "data.augment.random_erasing.p=0.5",
+           "data.size_schedule=[[0, 32], [2, 40]]"}));
+  ltfit::TrainJobOptions whole;
+  whole.run_dir = (dir.path() / "whole").string();
+  const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);
+  REQUIRE(expected.epochs == 3);
+  CHECK(expected.weights == "ema");
+  const fs::path whole_last = dir.path() / "whole" / "checkpoints" / "last.ckpt";
+  const ltfit::CheckpointMeta whole_meta = ltfit::read_checkpoint_meta(whole_last.string());
+  const ltfit::HookState* whole_ema = nullptr;
+  for (const auto& s : whole_meta.hook_states) {
+    if (s.name == "ema") whole_ema = &s;
+  }
+  REQUIRE(whole_ema != nullptr);
+
+  // The image size switches at epoch 2: polls 2 and 8 stop before it, poll 10 after it.
+  CHECK(csv_column(dir.path() / "whole" / "epochs.csv", 9) ==
+        std::vector<std::string>{"32", "32", "40"});
+  const int stop_after = GENERATE(2, 8, 10);
+  INFO("stop after poll " << stop_after);
+  const fs::path run = dir.path() / ("cut" + std::to_string(stop_after));
+  const fs::path last = cut_run(config, run, stop_after);
+  const ltfit::RunSummary resumed = resume_run(config, last);
+  CHECK(resumed.accuracy == expected.accuracy);
+  CHECK(resumed.valid_loss == expected.valid_loss);
+  check_same_weights(config, whole_last, last);
+  const ltfit::CheckpointMeta meta = ltfit::read_checkpoint_meta(last.string());
+  bool found = false;
+  for (const auto& s : meta.hook_states) {
+    if (s.name != "ema") continue;
+    found = true;
+    REQUIRE(s.tensors.size() == whole_ema->tensors.size());
+    for (const auto& [name, value] : s.tensors) {
+      INFO(name);
+      CHECK(torch::equal(value, whole_ema->tensors.at(name)));
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("early stopping ends the run at an epoch end, says why, and a resume keeps it stopped",
+          "[train][resume][early_stopping]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
+  // min_delta 1e6: only the first epoch of a stage can improve, so the unfrozen stage's second
+  // epoch stops the run: 3 epochs of the 4 planned.
+  const ltfit::Config config = ltfit::load_config_from_string(
+      ltfit::to_yaml(resume_config(dir.path() / "data")), "x.yaml",
+      ltfit::parse_cli_overrides({"train.epochs=3", "train.early_stopping.patience=1",
+                                  "train.early_stopping.min_delta=1000000"}));
+  ltfit::TrainJobOptions options;
+  options.run_dir = (dir.path() / "run").string();
+  const ltfit::RunSummary summary = ltfit::run_train_job(config, options);
+  CHECK(summary.epochs == 3);
+  CHECK_THAT(summary.stopped_early, Catch::Contains("no improvement of valid_loss"));
+  const auto json =
+      nlohmann::json::parse(ltfit::testing::read_file(dir.path() / "run" / "summary.json"));
+  CHECK(json["stopped_early"].get<std::string>() == summary.stopped_early);
+  CHECK(fs::exists(dir.path() / "run" / "checkpoints" / "best.ckpt"));
+  ltfit::TrainRequest request;
+  request.resume = ltfit::parse_resume_request("auto");
+  request.run_dir = (dir.path() / "run").string();
+  const ltfit::ResolvedTrain resolved = ltfit::resolve_resume(request);
+  CHECK(resolved.completed_summary.has_value());  // the run is complete
 }

@@ -10,8 +10,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "ltfit/util/device_request.h"  // DeviceRequest, train.device
 #include "ltfit/util/precision_name.h"  // Precision, parse_precision, precision_name
 
 namespace ltfit {
@@ -30,6 +32,26 @@ enum class DataLayout {
 };
 DataLayout parse_data_layout(std::string_view text);  // "auto" | "folders" | "kaggle"
 const std::string& data_layout_name(DataLayout layout);
+
+// `model.pretrained`: where the body's first weights come from.
+struct PretrainedWeights {
+  enum class Kind {
+    kImagenet,  // torchvision's ImageNet weights for model.arch (hub cache, else downloaded)
+    kNone,      // random initialisation
+    kFile,      // a torchvision .pth file
+  };
+  Kind kind = Kind::kImagenet;
+  std::string path;  // kFile only
+
+  static PretrainedWeights file(std::string path) { return {Kind::kFile, std::move(path)}; }
+  bool operator==(const PretrainedWeights&) const = default;
+};
+// "imagenet" | "none" | any other non-empty text, a file's path (a file named `none` is
+// `./none`). An empty text is a ChoiceError.
+PretrainedWeights parse_pretrained(std::string_view text);
+std::string pretrained_name(const PretrainedWeights& weights);  // as config files write it
+// `train.device`'s parse: parse_device_request naming the key.
+DeviceRequest parse_train_device(std::string_view text);
 
 // `model.head`: the classifier on top of the body.
 enum class HeadKind {
@@ -69,6 +91,21 @@ enum class ScheduleKind {
 // "one_cycle" | "flat_cos" | "cosine" | "multistep" | "plateau" | "constant"
 ScheduleKind parse_schedule_kind(std::string_view text);
 const std::string& schedule_kind_name(ScheduleKind kind);
+
+// `train.mixup.mode`: what one MixUp/CutMix draw covers (timm's Mixup modes).
+enum class MixupMode {
+  kBatch,  // one λ (and one box) for the whole batch, mixed with the batch reversed
+  kPair,   // one per pair (i, N-1-i), both images of a pair mixed with each other
+  kElem,   // one per image, each mixed with its mirror N-1-i
+};
+MixupMode parse_mixup_mode(std::string_view text);  // "batch" | "pair" | "elem"
+const std::string& mixup_mode_name(MixupMode mode);
+
+// A figure of an epoch to watch (`train.early_stopping.monitor`, `train.best_monitor`): the loss
+// is better lower, accuracy higher.
+enum class Monitor { kValidLoss, kAccuracy };
+Monitor parse_monitor(std::string_view text);  // "valid_loss" | "accuracy"
+const std::string& monitor_name(Monitor monitor);
 
 // `dist.backend`: the c10d process group of a data-parallel run (ltfit/dist/launch.h).
 enum class DistBackend {
@@ -114,6 +151,34 @@ struct RunConfig {
   bool operator==(const RunConfig&) const = default;
 };
 
+// `data.augment.policy`: an automatic augmentation policy on the final-size training image.
+enum class AugmentPolicy {
+  kNone,
+  kRandAugment,     // torchvision's RandAugment(num_ops, magnitude, num_magnitude_bins=31)
+  kTrivialAugment,  // torchvision's TrivialAugmentWide()
+};
+AugmentPolicy parse_augment_policy(std::string_view text);  // none | rand_augment | trivial_augment
+const std::string& augment_policy_name(AugmentPolicy policy);
+
+// `data.augment.rand_augment:` RandAugment's settings.
+struct RandAugmentConfig {
+  int num_ops = 2;    // ops applied to each image
+  int magnitude = 9;  // magnitude bin of each op, of 31
+
+  bool operator==(const RandAugmentConfig&) const = default;
+};
+
+// `data.augment.random_erasing:` torchvision's RandomErasing on the normalized image.
+struct RandomErasingConfig {
+  double p = 0.0;                            // probability per image; 0: off
+  std::vector<double> scale = {0.02, 0.33};  // erased area as a fraction of the image's
+  std::vector<double> ratio = {0.3, 3.3};    // the box's aspect ratio range (log-uniform)
+  bool random_value = true;  // per-pixel normal noise (timm's mode 'pixel'); false: `value`
+  double value = 0.0;        // the erased pixels' value when not random
+
+  bool operator==(const RandomErasingConfig&) const = default;
+};
+
 // `data.augment:` fastai get_transforms() parameters; training split only.
 struct AugmentConfig {
   bool flip = true;           // random horizontal flip, p 0.5
@@ -125,6 +190,9 @@ struct AugmentConfig {
   double p_lighting = 0.75;   // probability of each lighting transform
   bool random_crop = true;    // training crop of the shorter side's square at a random position;
                               // false: centred, as validation crops
+  RandomErasingConfig random_erasing;           // torchvision's RandomErasing, after normalization
+  AugmentPolicy policy = AugmentPolicy::kNone;  // none | rand_augment | trivial_augment
+  RandAugmentConfig rand_augment;               // policy: rand_augment
 
   bool operator==(const AugmentConfig&) const = default;
 };
@@ -136,6 +204,15 @@ inline constexpr int kMaxLoaderWorkers = 256;
 inline const std::vector<std::string> kImageFormatNames = {
     "jpeg", "png", "webp", "bmp", "tiff", "pnm", "pfm", "sunras", "hdr", "exr", "jpeg2000"};
 
+// One step of `data.size_schedule`: from `epoch` (0-based, over all stages) on, training images
+// are `size` pixels square.
+struct SizeStep {
+  int epoch = 0;
+  int size = 224;
+
+  bool operator==(const SizeStep&) const = default;
+};
+
 // `data:` where the images are and how batches are made.
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
@@ -145,8 +222,11 @@ struct DataConfig {
   int batch_size = 16;    // images per batch; at least 2 (BatchNorm needs 2 per training batch)
   int workers = 0;        // loader threads, 1 to kMaxLoaderWorkers; 0 means auto (one per core)
   AugmentConfig augment;  // training augmentation
-  double subset = 1.0;    // fraction of each split's images used, per class, chosen by run.seed
-                          // (quick rehearsals: `ltfit experiment --subset`)
+  // progressive resizing: the training size from each step's epoch on (empty: image_size
+  // throughout); validation and TTA stay at image_size
+  std::vector<SizeStep> size_schedule;
+  double subset = 1.0;  // fraction of each split's images used, per class, chosen by run.seed
+                        // (quick rehearsals: `ltfit experiment --subset`)
   // Largest image decoded, in pixels (width x height as the file's header states it, read before
   // any decoder allocates); larger files are skipped as unreadable. PIL's Image.MAX_IMAGE_PIXELS.
   // 0 = no limit (a null in YAML).
@@ -160,10 +240,10 @@ struct DataConfig {
 
 // `model:` the network.
 struct ModelConfig {
-  std::string arch = "resnet34";        // one of `ltfit models` (resnet34, convnext_tiny, ...)
-  std::string pretrained = "imagenet";  // imagenet | PATH to a torchvision .pth | none
-  HeadKind head = HeadKind::kFastai;    // fastai | linear
-  double dropout = 0.5;                 // fastai head: last dropout p (the first is half)
+  std::string arch = "resnet34";      // one of `ltfit models` (resnet34, convnext_tiny, ...)
+  PretrainedWeights pretrained;       // imagenet | none | PATH to a torchvision .pth
+  HeadKind head = HeadKind::kFastai;  // fastai | linear
+  double dropout = 0.5;               // fastai head: last dropout p (the first is half)
 
   bool operator==(const ModelConfig&) const = default;
 };
@@ -207,6 +287,54 @@ struct CheckpointConfig {
   bool operator==(const CheckpointConfig&) const = default;
 };
 
+// `train.mixup:` timm's Mixup (MixUp and CutMix on the batch, soft targets); off when both alphas
+// are 0.
+struct MixupConfig {
+  double mixup_alpha = 0.0;   // MixUp's λ ~ Beta(α, α); 0: no MixUp
+  double cutmix_alpha = 0.0;  // CutMix's λ ~ Beta(α, α); 0: no CutMix
+  // CutMix box sides as fractions [min, max) of the image's, instead of λ's (empty: from λ);
+  // given, it turns CutMix on with alpha 1 (timm's rule)
+  std::vector<double> cutmix_minmax;
+  double prob = 1.0;                   // probability that a batch (pair, image) is mixed at all
+  double switch_prob = 0.5;            // both alphas > 0: probability of CutMix rather than MixUp
+  MixupMode mode = MixupMode::kBatch;  // batch | pair | elem
+
+  bool enabled() const { return mixup_alpha > 0 || cutmix_alpha > 0 || !cutmix_minmax.empty(); }
+  bool operator==(const MixupConfig&) const = default;
+};
+
+// `train.ema:` an exponential moving average of the weights (timm's ModelEmaV3); off at decay 0.
+struct EmaConfig {
+  double decay = 0.0;    // ema <- decay · ema + (1 - decay) · weights after each optimizer step
+  bool warmup = false;   // ModelEmaV3's warm-up: decay min(decay, 1 - (1 + t)^(-2/3))
+  bool validate = true;  // validate, pick best.ckpt and run TTA with the averaged weights
+
+  bool enabled() const { return decay > 0; }
+  bool operator==(const EmaConfig&) const = default;
+};
+
+// `train.early_stopping:` fastai's EarlyStoppingCallback at epoch ends; off at patience 0.
+struct EarlyStoppingConfig {
+  Monitor monitor = Monitor::kValidLoss;  // valid_loss | accuracy
+  int patience = 0;                       // epochs without improvement before stopping; 0: off
+  double min_delta = 0.0;                 // an improvement must beat the best by more than this
+
+  bool operator==(const EarlyStoppingConfig&) const = default;
+};
+
+// `train.class_weights`: weights of the classes in the training loss.
+struct ClassWeights {
+  enum class Kind {
+    kNone,      // every class weighs 1
+    kBalanced,  // n / (classes × count), scikit-learn's `balanced`, from the training images
+    kList,      // one weight per class, in the classes' sorted order
+  };
+  Kind kind = Kind::kNone;
+  std::vector<double> weights;  // kList only
+
+  bool operator==(const ClassWeights&) const = default;
+};
+
 // `train:` the recipe and how it runs.
 struct TrainConfig {
   Recipe recipe = Recipe::kFineTune;  // fine_tune | one_cycle
@@ -220,19 +348,25 @@ struct TrainConfig {
   OneCycleConfig one_cycle;                         // schedule: one_cycle
   FlatCosConfig flat_cos;                           // schedule: flat_cos
   // cosine, multistep, plateau and constant (timm's scheduler arguments of the same names):
-  double warmup_epochs = 0.0;                // linear warm-up from warmup_lr to the peak LR
-  double warmup_lr = 1.0e-5;                 // LR at the first step of the warm-up
-  double min_lr = 0.0;                       // cosine: the final LR; plateau: the lowest LR
-  std::vector<double> decay_milestones;      // multistep: stage epochs where LR *= decay_rate
-  double decay_rate = 0.1;                   // multistep, plateau: the LR's factor per decay
-  int patience_epochs = 10;                  // plateau: epochs without improvement before a decay
-  int cooldown_epochs = 0;                   // plateau: epochs after a decay before counting again
-  double label_smoothing = 0.0;              // training loss: target (1 - eps)·y + eps/K
-  Precision precision = Precision::kFp32;    // fp32 | fp16 | bf16
-  bool channels_last = true;                 // NHWC memory format where it helps
+  double warmup_epochs = 0.0;            // linear warm-up from warmup_lr to the peak LR
+  double warmup_lr = 1.0e-5;             // LR at the first step of the warm-up
+  double min_lr = 0.0;                   // cosine: the final LR; plateau: the lowest LR
+  std::vector<double> decay_milestones;  // multistep: stage epochs where LR *= decay_rate
+  double decay_rate = 0.1;               // multistep, plateau: the LR's factor per decay
+  int patience_epochs = 10;              // plateau: epochs without improvement before a decay
+  int cooldown_epochs = 0;               // plateau: epochs after a decay before counting again
+  double label_smoothing = 0.0;          // training loss: target (1 - eps)·y + eps/K
+  Monitor plateau_monitor = Monitor::kValidLoss;  // schedule plateau: the figure it watches
+  MixupConfig mixup;                              // MixUp / CutMix
+  EmaConfig ema;                                  // weight averaging
+  EarlyStoppingConfig early_stopping;             // stop when the monitored figure stops improving
+  Monitor best_monitor = Monitor::kAccuracy;      // what best.ckpt tracks
+  ClassWeights class_weights;                     // none | balanced | [w0, w1, ...]
+  Precision precision = Precision::kFp32;         // fp32 | fp16 | bf16
+  bool channels_last = true;                      // NHWC memory format where it helps
   int accumulate = 1;                        // batches whose gradients add up to one optimizer step
   double clip_grad_norm = 0.0;               // clip the gradients' total L2 norm to this (0: off)
-  std::string device = "auto";               // auto | cpu | cuda | cuda:N
+  DeviceRequest device;                      // auto | cpu | cuda | cuda:N
   CheckpointConfig checkpoint;               // checkpoint cadence
   std::optional<double> time_limit_seconds;  // stop cleanly before this wall time (null: none)
   bool profile = false;  // synchronise the device around each timed phase (exact, a bit slower)

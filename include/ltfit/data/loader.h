@@ -41,7 +41,10 @@
 namespace ltfit {
 
 struct LoaderOptions {
-  int image_size = 224;   // output side, pixels
+  int image_size = 224;  // output side, pixels
+  // Training: the side from each step's (global) epoch on instead (progressive resizing,
+  // data.size_schedule); empty: image_size throughout.
+  std::vector<SizeStep> size_schedule;
   int batch_size = 16;    // images per batch
   bool train = false;     // shuffle, random crop + flip, drop the last partial batch
   AugmentConfig augment;  // used when train or augment_in_order
@@ -95,6 +98,8 @@ class BatchSource {
   // Batches of an epoch as planned at the start (the schedule's length); an epoch after
   // leave_out() may have fewer.
   virtual std::int64_t batches_per_epoch() const = 0;
+  // Side of epoch `epoch`'s images (data.size_schedule); 0: not known.
+  virtual int image_size_at(int /*epoch*/) const { return 0; }
   // Batches the epoch last started delivers (fewer than batches_per_epoch() once images were
   // left out).
   virtual std::int64_t epoch_batch_count() const { return batches_per_epoch(); }
@@ -129,6 +134,7 @@ class Loader : public BatchSource {
   std::int64_t batches_per_epoch() const override;
   std::int64_t epoch_batch_count() const override;
   std::int64_t sample_count() const override { return size(); }
+  int image_size_at(int epoch) const override;
   std::vector<std::int64_t> found_unreadable() const override;
   void leave_out(const std::vector<std::int64_t>& positions) override;
   std::int64_t size() const { return static_cast<std::int64_t>(samples_.size()); }

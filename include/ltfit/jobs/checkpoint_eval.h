@@ -24,15 +24,25 @@ namespace ltfit {
 struct LoaderOptions;
 struct SkippedImages;
 
+// Which of a checkpoint's weights to use: the trained ones, or their moving average (train.ema,
+// kept in the checkpoint's "ema" hook state). kAuto: the average when the checkpoint has one.
+enum class WeightChoice { kAuto, kEma, kModel };
+// "auto" | "ema" | "model"; ConfigError naming --weights otherwise.
+WeightChoice parse_weight_choice(const std::string& text);
+
 struct LoadedModel {
   Classifier model{nullptr};  // weights loaded, on the requested device
   Config config;              // the run's resolved config
   CheckpointMeta meta;        // classes, epochs, ...
+  bool ema = false;           // the weights are the checkpoint's moving average
 };
 
-// Rebuilds and loads the model of `checkpoint` onto `device`. CheckpointError (exit 4) names
-// the file when it is missing, corrupt or does not match its own config.
-LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device);
+// Rebuilds and loads the model of `checkpoint` onto `device`, with the weights `weights` picks
+// (logged when the checkpoint has an average). CheckpointError (exit 4) names the file when it
+// is missing, corrupt or does not match its own config, or when kEma is asked of a checkpoint
+// without an average.
+LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Device& device,
+                                WeightChoice weights = WeightChoice::kAuto);
 
 // `base` with the command line's overrides: a different `mode` (v1 | v2, empty: keep) takes that
 // mode's fastai default beta (0.4 | 0.25) unless `beta` is given. ConfigError for bad values.

@@ -12,6 +12,9 @@ namespace ltfit {
 // what it wrote. CheckpointError (exit 4)
 // for a checkpoint that cannot be read, RuntimeError (exit 5) for an output that cannot be
 // written.
-void run_export_job(const std::string& checkpoint, const std::string& out);
+// `weights` ("auto" | "ema" | "model", --weights): the checkpoint's moving average of the
+// weights (train.ema) or its trained weights; auto: the average when it has one.
+void run_export_job(const std::string& checkpoint, const std::string& out,
+                    const std::string& weights = "auto");
 
 }  // namespace ltfit

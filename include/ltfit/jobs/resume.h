@@ -11,7 +11,8 @@
 //                         depends on (schedule_keys.h) is a ConfigError listing each key with
 //                         its old and new value; a weights-only checkpoint (best.ckpt) is a
 //                         CheckpointError pointing to last.ckpt and --init-from. When the
-//                         checkpoint holds every epoch and the run directory its summary.json,
+//                         checkpoint holds every epoch (or early stopping ended the run) and the
+//                         run directory its summary.json,
 //                         the run is complete: completed_summary names that file and the caller
 //                         trains nothing.
 //   --resume auto         the run directory is --run-dir, else the --config's
@@ -42,11 +43,24 @@
 
 namespace ltfit {
 
+// --resume: none (a new run), auto (the run directory's newest checkpoint) or a checkpoint file.
+struct ResumeRequest {
+  enum class Kind { kNone, kAuto, kCheckpoint };
+  Kind kind = Kind::kNone;
+  std::string checkpoint;  // kCheckpoint only
+
+  bool operator==(const ResumeRequest&) const = default;
+};
+
+// "" -> none, "auto" -> auto, anything else -> that checkpoint file (a file named `auto` is
+// `./auto`).
+ResumeRequest parse_resume_request(const std::string& text);
+
 struct TrainRequest {
   std::string config;             // --config FILE; empty: not given
   std::vector<std::string> sets;  // --set key=value, in order
   std::string run_dir;            // --run-dir DIR; empty: not given
-  std::string resume;             // --resume: empty (a new run), "auto" or a checkpoint file
+  ResumeRequest resume;           // --resume
   std::string init_from;          // --init-from CKPT: empty (not given) or a checkpoint file
 };
 

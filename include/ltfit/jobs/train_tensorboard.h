@@ -49,6 +49,7 @@ class TrainTensorBoard {
     std::int64_t batches_per_epoch() const override { return source_.batches_per_epoch(); }
     std::int64_t epoch_batch_count() const override { return source_.epoch_batch_count(); }
     std::int64_t sample_count() const override { return source_.sample_count(); }
+    int image_size_at(int epoch) const override { return source_.image_size_at(epoch); }
     std::vector<std::int64_t> found_unreadable() const override {
       return source_.found_unreadable();
     }

@@ -28,6 +28,7 @@ struct TrainingSetup {
   std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for
   Classifier model{nullptr};             // on the device, in channels_last if configured
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
+  torch::Tensor class_weights;  // train.class_weights per class (CPU); undefined for none
 };
 
 // Indexes config.data, starts the loaders (batches pinned for a CUDA `device`; the validation
@@ -40,10 +41,15 @@ struct TrainingSetup {
 struct DistSession;
 
 // How the Trainer runs a step under `config` (device, memory format, precision, the loss's label
-// smoothing; the data-parallel `group`, null for one process): train and lr-find share it, so the
-// sweep measures the step training will take.
-TrainerOptions trainer_options(const Config& config, const torch::Device& device,
-                               DistGroup* group = nullptr);
+// smoothing and the setup's class weights; the data-parallel `group`, null for one process):
+// train and lr-find share it, so the sweep measures the step training will take.
+TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
+                               const torch::Device& device, DistGroup* group = nullptr);
+
+// train.class_weights for the training images of `index`: undefined for none; balanced is
+// n / (classes × count) (scikit-learn's compute_class_weight). ConfigError (exit 2) for a list
+// of the wrong length, or balanced with a class that has no training image. Logs the weights.
+torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index);
 
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
                                   bool with_valid, const DistSession* dist = nullptr);

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "ltfit/config/config.h"
 #include "ltfit/model/classifier.h"
 #include "ltfit/model/torch_weights.h"
 
@@ -27,9 +28,10 @@ std::string torchvision_weights_url(const std::string& arch, const std::string& 
 // $TORCH_HOME/hub/checkpoints (default $XDG_CACHE_HOME/torch or ~/.cache/torch).
 std::string torch_hub_checkpoint_dir();
 
-// Resolves `model.pretrained` to a local file: a path is returned as is (CheckpointError if it
-// does not exist); "imagenet" is looked up in the cache and downloaded if absent.
-std::string resolve_pretrained_file(const std::string& pretrained, const std::string& arch);
+// Resolves `model.pretrained` (imagenet or a file; not none) to a local file: a path is returned
+// as is (CheckpointError if it does not exist); imagenet is looked up in the cache and downloaded
+// if absent.
+std::string resolve_pretrained_file(const PretrainedWeights& weights, const std::string& arch);
 
 // The "imagenet" case of resolve_pretrained_file for any torchvision-style file name: returns
 // cache_dir/file_name when present; otherwise downloads base_url + "/" + file_name there (with

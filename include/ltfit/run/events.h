@@ -31,6 +31,7 @@ struct EpochStats {
   double seconds = 0.0;            // wall time of the epoch incl. validation
   double images_per_second = 0.0;  // training images / training seconds
   double data_wait_seconds = 0.0;  // time the loop waited for the loader
+  int image_size = 0;              // side of the epoch's training images (data.size_schedule)
 };
 
 // A stage (one fit_one_cycle call) is starting.

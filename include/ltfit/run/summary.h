@@ -33,6 +33,8 @@ struct RunSummary {
   int world_size = 1;                         // processes that trained (data-parallel ranks)
   std::string backend = "none";               // their process group: gloo | nccl | none
   std::int64_t global_batch = 0;              // images per batch over all ranks (data.batch_size)
+  std::string weights = "model";  // what the final figures used: model | ema (train.ema.validate)
+  std::string stopped_early;      // why early stopping ended the run (JSON null: it did not)
   bool owner = true;  // this process owns the run directory (not in JSON: rank 0 of a group)
 };
 

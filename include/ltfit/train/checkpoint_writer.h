@@ -41,6 +41,8 @@ struct CheckpointWriterOptions {
   Clock::time_point session_start = Clock::now();  // the job's start: time_limit counts from it
   Clock::time_point train_start = Clock::now();    // training's start: train_seconds counts from it
   int tta_passes = 0;  // validation-sized passes the final TTA will take (0: no TTA)
+  // What best.ckpt tracks (train.best_monitor): the highest accuracy or the lowest valid_loss.
+  Monitor best_monitor = Monitor::kAccuracy;
   // False on the ranks of a data-parallel run other than rank 0: they decide with it (stop
   // requests and the time limit count on every rank) but write nothing.
   bool write = true;
@@ -53,6 +55,11 @@ class CheckpointWriter : public Hook {
                    CheckpointMeta base, CheckpointWriterOptions options);
 
   int order() const override { return hook_order::kCheckpoint; }
+  // The best epoch's monitored value and accuracy, kept as the hook state "best_checkpoint" so a
+  // resumed run compares with the same best (checkpoints without it: the saved best_accuracy).
+  std::string state_name() const override { return "best_checkpoint"; }
+  HookState save_state() const override;
+  void load_state(const HookState& state) override;
   void after_loss(TrainContext& ctx) override;
   void after_step(TrainContext& ctx) override;
   void validation_begin(TrainContext& ctx) override;
@@ -66,7 +73,7 @@ class CheckpointWriter : public Hook {
   void save(const TrainState& state, const EpochStats* epoch, const char* reason,
             const Profiler* profiler = nullptr, std::vector<HookState> hook_states = {});
 
-  double best_accuracy() const { return best_accuracy_; }
+  double best_accuracy() const { return best_accuracy_; }  // the accuracy of best.ckpt's epoch
   std::string last_path() const { return dir_ + "/last.ckpt"; }
 
  private:
@@ -88,6 +95,7 @@ class CheckpointWriter : public Hook {
   double slowest_validation_ = 0.0;
   Clock::time_point validation_start_;
   double best_accuracy_ = -1.0;
+  double best_value_ = -1.0;  // best_monitor's value at best.ckpt's epoch (±inf: none yet)
   double last_accuracy_ = 0.0;
   double last_valid_loss_ = 0.0;
   bool time_limit_hit_ = false;

@@ -149,14 +149,18 @@ struct TrainContext {
 namespace hook_order {
 inline constexpr int kAccumulate = -300;  // sets ctx.accumulate; divides the loss
 inline constexpr int kSchedule =
-    -200;  // sets LR and momentum before the batch (one-cycle, lr-find)
-inline constexpr int kLossCheck = -150;   // a non-finite loss stops fp32/bf16 runs
-inline constexpr int kGradSync = -120;    // data-parallel: all-reduces gradients and votes
-inline constexpr int kLossScaler = -100;  // scales the loss; unscales the gradients first of all
-inline constexpr int kClip = 0;           // gradient clipping, after the unscale
-inline constexpr int kObservers = 100;    // progress, metrics files, logs
-inline constexpr int kCheckpoint = 200;   // saves, stop requests
-inline constexpr int kProfiler = 300;     // closes the epoch's timing record, after the save
+    -200;                            // sets LR and momentum before the batch (one-cycle, lr-find)
+inline constexpr int kMixup = -180;  // mixes the batch's images, sets ctx.targets
+inline constexpr int kLossCheck = -150;     // a non-finite loss stops fp32/bf16 runs
+inline constexpr int kGradSync = -120;      // data-parallel: all-reduces gradients and votes
+inline constexpr int kLossScaler = -100;    // scales the loss; unscales the gradients first of all
+inline constexpr int kClip = 0;             // gradient clipping, after the unscale
+inline constexpr int kEma = 50;             // the weight average: updated after each step, swapped
+                                            // in for validation
+inline constexpr int kObservers = 100;      // progress, metrics files, logs
+inline constexpr int kEarlyStopping = 150;  // decides at epoch end, before the checkpoint
+inline constexpr int kCheckpoint = 200;     // saves, stop requests
+inline constexpr int kProfiler = 300;       // closes the epoch's timing record, after the save
 }  // namespace hook_order
 
 class Hook {

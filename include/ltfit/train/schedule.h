@@ -42,6 +42,7 @@ struct ScheduleConfig {
   int patience_epochs = 10;
   int cooldown_epochs = 0;
   double base_momentum = 0.9;  // the momentum of schedules that do not move it (betas[0])
+  Monitor monitor = Monitor::kValidLoss;  // plateau: the figure watched (accuracy: mode max)
 
   bool operator==(const ScheduleConfig&) const = default;
 };
@@ -56,9 +57,9 @@ class Schedule {
   virtual double lr(double peak, std::int64_t step) const = 0;
   // The momentum (Adam's beta1, SGD's momentum) at `step`.
   virtual double momentum(std::int64_t step) const = 0;
-  // After each epoch of the stage, `steps_done` its steps so far, with the validation loss when
-  // there was a validation pass. Only plateau acts on it.
-  virtual void epoch_end(std::int64_t /*steps_done*/, std::optional<double> /*valid_loss*/) {}
+  // After each epoch of the stage, `steps_done` its steps so far, with the monitored figure
+  // (ScheduleConfig::monitor) when there was a validation pass. Only plateau acts on it.
+  virtual void epoch_end(std::int64_t /*steps_done*/, std::optional<double> /*value*/) {}
   // The state that must survive a resume (scalars; empty for the pure schedules), and back.
   virtual std::map<std::string, double> state() const { return {}; }
   virtual void load(const std::map<std::string, double>& /*state*/) {}

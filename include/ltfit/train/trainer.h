@@ -37,6 +37,9 @@ struct TrainerOptions {
   // The training loss's label smoothing (torch's cross_entropy label_smoothing): the target
   // becomes (1 - eps) * target + eps / K. Validation loss and metrics never smooth.
   double label_smoothing = 0.0;
+  // The training loss's class weights (torch's cross_entropy `weight`, float [classes] on the
+  // device); undefined: every class weighs 1. Validation loss and metrics are never weighted.
+  torch::Tensor class_weights;
 };
 
 // Folds a batch's loss into the smoothed training loss (fastai's SmoothenValue, beta 0.98).

@@ -5,11 +5,15 @@
 
 #include <torch/types.h>
 
+#include "ltfit/util/device_request.h"
+
 namespace ltfit {
 
-// "auto" -> CUDA if a GPU is visible, else CPU; "cpu"; "cuda"; "cuda:N". Throws ConfigError
+// auto -> CUDA if a GPU is visible, else CPU; cpu; cuda (GPU 0); cuda:N. Throws ConfigError
 // naming `key` if a GPU is requested and none (or not that one) is visible.
-torch::Device resolve_device(const std::string& spec, const std::string& key = "train.device");
+torch::Device resolve_device(const DeviceRequest& request, const std::string& key = "train.device");
+// The same for a request's text (`--device`), parsed first (ChoiceError naming `key`).
+torch::Device resolve_device(std::string_view text, const std::string& key);
 
 // "cpu (2 threads)" or "cuda:0 (NVIDIA H200)".
 std::string describe_device(const torch::Device& device);

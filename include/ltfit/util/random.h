@@ -77,6 +77,15 @@ class MixChain {
   std::uint64_t state_;
 };
 
+// A standard normal draw (Box-Muller on two uniforms; the second value is not kept).
+double standard_normal(SplitMix64& rng);
+// Gamma(shape, 1) for shape > 0 (Marsaglia and Tsang 2000; shape < 1 through
+// Gamma(shape + 1) · U^(1/shape)).
+double gamma_draw(SplitMix64& rng, double shape);
+// Beta(a, b) for a, b > 0, as X / (X + Y) of two gamma draws (numpy's method for a, b > 1; a
+// Bernoulli(a / (a + b)) draw when both underflow to 0, as they may for tiny shapes).
+double beta_draw(SplitMix64& rng, double a, double b);
+
 // Deterministic permutation of 0..n-1 for (seed, epoch), identical on every platform:
 // Fisher-Yates driven by MixChain(mix_seed(seed, 0x5EED0000 + epoch)).
 std::vector<std::int64_t> epoch_permutation(std::int64_t n, std::uint64_t seed, int epoch);
