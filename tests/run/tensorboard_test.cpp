@@ -117,7 +117,7 @@ TEST_CASE("the training writer logs steps, epochs at their last step, and images
     writer.add_image("train/batch", {"png", 1, 1});
     writer.on_step({4, 1, {0.001, 0.01}, 0.9, 0.5, 65536.0});
     writer.on_step({5, 1, {0.002, 0.02}, 0.85, 0.25, 65536.0});
-    writer.on_epoch_end({1, "one_cycle", 0.4, 0.3, 0.75, 0.25, 2.5, 100.0, 0.125});
+    writer.on_epoch_end({1, "one_cycle", 0.4, 0.3, 0.75, 0.25, 2.5, 100.0, 0.125, 96});
     writer.add_image("valid/confusion_matrix", {"png", 1, 1});
     writer.flush();
   }
@@ -142,10 +142,11 @@ TEST_CASE("the training writer logs steps, epochs at their last step, and images
   CHECK(events[4].step() == 5);
   const auto& epoch = events[5].summary();
   CHECK(events[5].step() == 5);  // the epoch's last step: one axis with the steps
-  REQUIRE(epoch.value_size() == 8);
+  REQUIRE(epoch.value_size() == 9);
   CHECK((epoch.value(0).tag() == "epoch" && epoch.value(0).simple_value() == 1.0f));
   CHECK((epoch.value(3).tag() == "epoch/accuracy" && epoch.value(3).simple_value() == 0.75f));
   CHECK((epoch.value(7).tag() == "epoch/seconds" && epoch.value(7).simple_value() == 2.5f));
+  CHECK((epoch.value(8).tag() == "epoch/image_size" && epoch.value(8).simple_value() == 96.0f));
   CHECK((events[6].step() == 5 && events[6].summary().value(0).tag() == "valid/confusion_matrix"));
 
   // A second session (a resumed run) writes a file of its own beside the first.

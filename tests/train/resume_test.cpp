@@ -422,10 +422,11 @@ TEST_CASE(
   }
   REQUIRE(whole_ema != nullptr);
 
-  // The image size switches at epoch 2: polls 2 and 8 stop before it, poll 10 after it.
+  // The image size switches at epoch 2: poll 8 stops before it (mid-epoch 1, the unfrozen
+  // stage's first), poll 10 after it (mid-epoch 2). The plain test above covers poll 2.
   CHECK(csv_column(dir.path() / "whole" / "epochs.csv", 9) ==
         std::vector<std::string>{"32", "32", "40"});
-  const int stop_after = GENERATE(2, 8, 10);
+  const int stop_after = GENERATE(8, 10);
   INFO("stop after poll " << stop_after);
   const fs::path run = dir.path() / ("cut" + std::to_string(stop_after));
   const fs::path last = cut_run(config, run, stop_after);
