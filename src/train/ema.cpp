@@ -57,6 +57,36 @@ void copy_all(const std::vector<torch::Tensor>& into, const std::vector<torch::T
   for (std::size_t i = 0; i < into.size(); ++i) into[i].copy_(from[i]);
 }
 
+// Copies the "ema" record's tensors into `into`, entry by entry by name, once the version, the
+// count and every entry's shape and type check out (nothing is copied otherwise).
+void copy_checked(const HookState& state, const std::vector<std::string>& names,
+                  const std::vector<torch::Tensor>& into, const std::string& hint) {
+  if (state.version != 1) {
+    throw CheckpointError("the checkpoint's ema state has version " +
+                              std::to_string(state.version) + "; this ltfit reads version 1",
+                          "use the ltfit that wrote it, or a newer one");
+  }
+  if (state.tensors.size() != names.size()) {
+    throw CheckpointError("the checkpoint's ema state holds " +
+                              std::to_string(state.tensors.size()) + " tensors; the model has " +
+                              std::to_string(names.size()),
+                          hint);
+  }
+  std::vector<const torch::Tensor*> from;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto found = state.tensors.find(names[i]);
+    if (found == state.tensors.end() || found->second.sizes() != into[i].sizes() ||
+        found->second.scalar_type() != into[i].scalar_type()) {
+      throw CheckpointError("the checkpoint's ema state has no tensor '" + names[i] +
+                                "' of the model's shape and type",
+                            hint);
+    }
+    from.push_back(&found->second);
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < names.size(); ++i) into[i].copy_(*from[i]);
+}
+
 }  // namespace
 
 EmaHook::EmaHook(EmaConfig config) : config_(config) {
@@ -69,28 +99,29 @@ void EmaHook::fit_begin(TrainContext& ctx) {
   // ModelEmaV3 starts as a copy of the model it is made from.
   torch::NoGradGuard no_grad;
   names_.clear();
+  weights_.clear();
   ema_.clear();
   for (auto& [name, value] : model_state(ctx.model)) {
     names_.push_back(name);
+    weights_.push_back(value);
     ema_.push_back(value.detach().clone());
   }
 }
 
 void EmaHook::after_step(TrainContext& ctx) {
-  ema_update(ema_, values_of(ctx.model), ema_decay(config_, ctx.state.global_step));
+  ema_update(ema_, weights_, ema_decay(config_, ctx.state.global_step));
 }
 
-void EmaHook::validation_begin(TrainContext& ctx) {
+void EmaHook::validation_begin(TrainContext& /*ctx*/) {
   if (!config_.validate) return;
-  const std::vector<torch::Tensor> model = values_of(ctx.model);
   backup_.clear();
-  for (const auto& v : model) backup_.push_back(v.detach().clone());
-  copy_all(model, ema_);
+  for (const auto& v : weights_) backup_.push_back(v.detach().clone());
+  copy_all(weights_, ema_);
 }
 
-void EmaHook::validation_end(TrainContext& ctx) {
+void EmaHook::validation_end(TrainContext& /*ctx*/) {
   if (backup_.empty()) return;
-  copy_all(values_of(ctx.model), backup_);
+  copy_all(weights_, backup_);
   backup_.clear();
 }
 
@@ -104,49 +135,18 @@ HookState EmaHook::save_state() const {
 }
 
 void EmaHook::load_state(const HookState& state) {
-  if (state.version != 1) {
-    throw CheckpointError("the checkpoint's ema state has version " +
-                              std::to_string(state.version) + "; this ltfit reads version 1",
-                          "use the ltfit that wrote it, or a newer one");
-  }
-  if (state.tensors.size() != names_.size()) {
-    throw CheckpointError("the checkpoint's ema state holds " +
-                              std::to_string(state.tensors.size()) + " tensors; the model has " +
-                              std::to_string(names_.size()),
-                          "resume with the model the run was started with");
-  }
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < names_.size(); ++i) {
-    const auto found = state.tensors.find(names_[i]);
-    if (found == state.tensors.end() || found->second.sizes() != ema_[i].sizes() ||
-        found->second.scalar_type() != ema_[i].scalar_type()) {
-      throw CheckpointError("the checkpoint's ema state has no tensor '" + names_[i] +
-                                "' of the model's shape and type",
-                            "resume with the model the run was started with");
-    }
-    ema_[i].copy_(found->second);
-  }
+  copy_checked(state, names_, ema_, "resume with the model the run was started with");
 }
 
 void apply_ema_state(Classifier& model, const HookState& state) {
-  torch::NoGradGuard no_grad;
-  const auto entries = model_state(model);
-  if (state.tensors.size() != entries.size()) {
-    throw CheckpointError("the checkpoint's ema state holds " +
-                              std::to_string(state.tensors.size()) + " tensors; the model has " +
-                              std::to_string(entries.size()),
-                          "use --weights model, or a checkpoint written with this model");
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> values;
+  for (auto& [name, value] : model_state(model)) {
+    names.push_back(name);
+    values.push_back(value);
   }
-  for (const auto& [name, value] : entries) {
-    const auto found = state.tensors.find(name);
-    if (found == state.tensors.end() || found->second.sizes() != value.sizes() ||
-        found->second.scalar_type() != value.scalar_type()) {
-      throw CheckpointError(
-          "the checkpoint's ema state has no tensor '" + name + "' of the model's shape and type",
-          "use --weights model, or a checkpoint written with this model");
-    }
-    value.copy_(found->second);
-  }
+  copy_checked(state, names, values,
+               "use --weights model, or a checkpoint written with this model");
 }
 
 const HookState* find_ema_state(const std::vector<HookState>& states) {

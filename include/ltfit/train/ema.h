@@ -64,8 +64,9 @@ class EmaHook : public Hook {
  private:
   EmaConfig config_;
   std::vector<std::string> names_;
-  std::vector<torch::Tensor> ema_;     // the average, on the model's device
-  std::vector<torch::Tensor> backup_;  // the trained weights during a validation pass
+  std::vector<torch::Tensor> weights_;  // the model's own tensors, in names_' order (fit_begin)
+  std::vector<torch::Tensor> ema_;      // the average, on the model's device
+  std::vector<torch::Tensor> backup_;   // the trained weights during a validation pass
 };
 
 }  // namespace ltfit
