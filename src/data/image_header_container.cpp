@@ -13,11 +13,6 @@
 namespace ltfit::header_internal {
 namespace {
 
-Result fail(std::string* error, const std::string& what) {
-  *error = what;
-  return std::nullopt;
-}
-
 // ---- TIFF -------------------------------------------------------------------------------------
 
 struct TiffReader {

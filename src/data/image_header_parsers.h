@@ -51,6 +51,12 @@ bool is_space(int c);
 
 using Result = std::optional<ImageHeader>;
 
+// A refused header: `what` into *error, and no result.
+inline Result fail(std::string* error, const std::string& what) {
+  *error = what;
+  return std::nullopt;
+}
+
 // Each parser sets *error ("invalid PNG header: ...") when it returns nullopt.
 Result parse_jpeg(HeaderSource& s, std::string* error);
 Result parse_png(HeaderSource& s, std::string* error);

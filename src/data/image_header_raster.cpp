@@ -11,11 +11,6 @@
 namespace ltfit::header_internal {
 namespace {
 
-Result fail(std::string* error, const std::string& what) {
-  *error = what;
-  return std::nullopt;
-}
-
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
 
 // ---- JPEG -------------------------------------------------------------------------------------

@@ -10,11 +10,6 @@
 namespace ltfit::header_internal {
 namespace {
 
-Result fail(std::string* error, const std::string& what) {
-  *error = what;
-  return std::nullopt;
-}
-
 // Text headers (PNM, PAM, PFM, HDR) must end within this many bytes.
 constexpr std::uint64_t kMaxTextHeader = 1 << 16;
 

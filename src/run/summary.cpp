@@ -5,17 +5,9 @@
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/json.h"
+#include "run/optional_json.h"
 
 namespace ltfit {
-
-namespace {
-
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
-}  // namespace
 
 std::string summary_json(const RunSummary& s) {
   nlohmann::json j = {

@@ -18,6 +18,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/json.h"
+#include "run/optional_json.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
@@ -49,11 +50,6 @@ nlohmann::json phases_json(const PhaseSeconds& phases) {
   nlohmann::json j = nlohmann::json::object();
   for (int i = 0; i < kPhaseCount; ++i) j[phase_name(static_cast<Phase>(i))] = phases[i];
   return j;
-}
-
-template <typename T>
-nlohmann::json optional_json(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
 nlohmann::json epoch_json(const EpochTiming& e) {

@@ -9,12 +9,12 @@ namespace ltfit {
 namespace {
 
 // Position of `step` within its phase: (is_warmup, fraction done).
-struct Phase {
+struct CyclePhase {
   bool warmup;
   double pct;
 };
 
-Phase phase_of(const OneCycleSchedule& s, std::int64_t step) {
+CyclePhase phase_of(const OneCycleSchedule& s, std::int64_t step) {
   const std::int64_t n = std::max<std::int64_t>(s.total_steps, 1);
   step = std::clamp<std::int64_t>(step, 0, n - 1);
   const std::int64_t w = warmup_steps(s);
@@ -36,13 +36,13 @@ std::int64_t warmup_steps(const OneCycleSchedule& s) {
 }
 
 double lr_at(const OneCycleSchedule& s, std::int64_t step) {
-  const Phase p = phase_of(s, step);
+  const CyclePhase p = phase_of(s, step);
   if (p.warmup) return cos_anneal(s.lr_max / s.div, s.lr_max, p.pct);
   return cos_anneal(s.lr_max, s.lr_max / s.div_final, p.pct);
 }
 
 double momentum_at(const OneCycleSchedule& s, std::int64_t step) {
-  const Phase p = phase_of(s, step);
+  const CyclePhase p = phase_of(s, step);
   if (p.warmup) return cos_anneal(s.mom_start, s.mom_mid, p.pct);
   return cos_anneal(s.mom_mid, s.mom_end, p.pct);
 }

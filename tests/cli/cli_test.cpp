@@ -16,7 +16,7 @@ using ltfit::testing::run_ltfit;
 namespace {
 
 // A config for a seconds-long CPU run on a dataset at `root`, writing runs under `out`.
-std::string tiny_config(const fs::path& root, const fs::path& out) {
+std::string two_epoch_config(const fs::path& root, const fs::path& out) {
   return "run: {name: tiny, out_dir: " + out.string() +
          ", seed: 5}\n"
          "data: {root: " +
@@ -66,7 +66,7 @@ TEST_CASE("config mistakes exit 2 naming the file and key", "[cli]") {
 TEST_CASE("a missing data root exits 3 and says how to get the data", "[cli]") {
   ltfit::testing::TempDir dir;
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, tiny_config(dir.path() / "nowhere", dir.path() / "runs"));
+  ltfit::testing::write_file(config, two_epoch_config(dir.path() / "nowhere", dir.path() / "runs"));
   const auto r = run_ltfit("train --config " + config.string());
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, Contains("nowhere") && Contains("data/README.md"));
@@ -76,7 +76,7 @@ TEST_CASE("pretrained weights that cannot be had or read exit 4", "[cli]") {
   ltfit::testing::TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 8 --valid 4").exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  ltfit::testing::write_file(config, two_epoch_config(dir.path() / "data", dir.path() / "runs"));
   const std::string train = "train --config " + config.string();
   auto r = run_ltfit(train + " --set model.pretrained=" + dir.str() + "/missing.pth");
   CHECK(r.exit_code == 4);
@@ -101,7 +101,7 @@ TEST_CASE("train writes the run directory and evaluate reproduces its accuracy",
   // An unreadable image is skipped, counted and named; training goes on.
   ltfit::testing::write_file(dir.path() / "data/train/cat/broken.jpg", "this is not a JPEG");
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  ltfit::testing::write_file(config, two_epoch_config(dir.path() / "data", dir.path() / "runs"));
 
   const auto trained = run_ltfit("train --json --config " + config.string());
   INFO(trained.output);
@@ -195,7 +195,7 @@ TEST_CASE("a dataset whose every image is unreadable exits 3", "[cli]") {
     }
   }
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  ltfit::testing::write_file(config, two_epoch_config(dir.path() / "data", dir.path() / "runs"));
   const auto r = run_ltfit("train --config " + config.string());
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, Contains("no training image could be read"));
@@ -205,7 +205,7 @@ TEST_CASE("bench-loader and show-batch run on a generated set", "[cli]") {
   ltfit::testing::TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 4").exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
-  ltfit::testing::write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  ltfit::testing::write_file(config, two_epoch_config(dir.path() / "data", dir.path() / "runs"));
   const auto bench =
       run_ltfit("bench-loader --json --batches 3 --workers 2 --config " + config.string());
   INFO(bench.output);

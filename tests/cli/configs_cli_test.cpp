@@ -25,7 +25,7 @@ CommandResult run_ltfit_in(const fs::path& dir, const std::string& args) {
 }
 
 // A seconds-long CPU run on the small synthetic set under `dir`/data.
-std::string tiny_config(const std::string& comment, const std::string& name) {
+std::string commented_config(const std::string& comment, const std::string& name) {
   return "# " + comment + "\n# a second comment line\n" + "run: {name: " + name +
          ", out_dir: runs, seed: 5, tensorboard: false}\n"
          "data: {root: data, image_size: 32, batch_size: 8, workers: 1}\n"
@@ -64,7 +64,7 @@ TEST_CASE("a config name finds ./configs/NAME.yaml, logs it and names it in conf
           "[cli][configs]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 16, 8, 40, 48);
-  write_file(dir.path() / "configs/mine.yaml", tiny_config("my tiny test config", "by_name"));
+  write_file(dir.path() / "configs/mine.yaml", commented_config("my tiny test config", "by_name"));
 
   const auto listed = run_ltfit_in(dir.path(), "configs");
   REQUIRE(listed.exit_code == 0);
@@ -84,7 +84,7 @@ TEST_CASE("a config name finds ./configs/NAME.yaml, logs it and names it in conf
   CHECK_THAT(saved, Contains("tensorboard: false"));
 
   // A path that exists wins over a name: ./mine.yaml, not ./configs/mine.yaml.
-  write_file(dir.path() / "mine.yaml", tiny_config("the working directory's", "by_path"));
+  write_file(dir.path() / "mine.yaml", commented_config("the working directory's", "by_path"));
   const auto by_path = run_ltfit_in(dir.path(), "train --config mine.yaml");
   INFO(by_path.output);
   REQUIRE(by_path.exit_code == 0);

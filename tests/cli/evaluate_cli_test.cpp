@@ -16,7 +16,7 @@ using ltfit::testing::run_ltfit;
 namespace {
 
 // Trains a seconds-long CPU run on a generated set under `dir`; returns its last checkpoint.
-fs::path train_tiny(const ltfit::testing::TempDir& dir) {
+fs::path train_tiny_evaluate(const ltfit::testing::TempDir& dir) {
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 4").exit_code ==
           0);
   const fs::path config = dir.path() / "c.yaml";
@@ -35,7 +35,7 @@ fs::path train_tiny(const ltfit::testing::TempDir& dir) {
   return dir.path() / "runs/tiny/checkpoints/last.ckpt";
 }
 
-std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+std::vector<std::vector<std::string>> read_csv_rows(const fs::path& path) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream text(ltfit::testing::read_file(path));
   for (std::string line; std::getline(text, line);) {
@@ -71,7 +71,7 @@ double top_sum(const nlohmann::json& top) {
 
 TEST_CASE("evaluate --tta reports TTA figures and writes predictions.csv", "[cli][tta]") {
   ltfit::testing::TempDir dir;
-  const fs::path ckpt = train_tiny(dir);
+  const fs::path ckpt = train_tiny_evaluate(dir);
   const auto r = run_ltfit("evaluate --tta --json --checkpoint " + ckpt.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -90,7 +90,7 @@ TEST_CASE("evaluate --tta reports TTA figures and writes predictions.csv", "[cli
 
   const fs::path csv = dir.path() / "runs/tiny/predictions.csv";  // the run directory
   CHECK(j["predictions_csv"] == csv.string());
-  const auto rows = read_csv(csv);
+  const auto rows = read_csv_rows(csv);
   REQUIRE(rows.size() == 1 + 8);
   CHECK(rows[0] == std::vector<std::string>{"path", "label", "predicted", "loss", "prob_cat",
                                             "prob_dog", "plain_prob_cat", "plain_prob_dog"});
@@ -117,7 +117,7 @@ TEST_CASE("evaluate --tta reports TTA figures and writes predictions.csv", "[cli
 
 TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input", "[cli][tta]") {
   ltfit::testing::TempDir dir;
-  const fs::path ckpt = train_tiny(dir);
+  const fs::path ckpt = train_tiny_evaluate(dir);
   const std::string base = "evaluate --json --checkpoint " + ckpt.string();
   auto r = run_ltfit(base + " --tta --tta-mode v2 --precision bf16 --out " + dir.str() + "/o");
   INFO(r.output);
@@ -127,7 +127,7 @@ TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input
   CHECK(j["tta_views"] == 4);
   CHECK(j["tta_beta"].get<double>() == Approx(0.25));  // v2's fastai default
   CHECK(j["precision"] == "bf16");
-  CHECK(read_csv(dir.path() / "o/predictions.csv").size() == 1 + 8);
+  CHECK(read_csv_rows(dir.path() / "o/predictions.csv").size() == 1 + 8);
 
   r = run_ltfit(base + " --precision fp16 --out " + dir.str() + "/p");
   REQUIRE(r.exit_code == 0);
@@ -135,7 +135,7 @@ TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input
   CHECK(j["precision"] == "fp32");  // no fp16 on a CPU
   CHECK_THAT(r.output, Contains("fp16"));
   CHECK_FALSE(j.contains("tta_accuracy"));
-  const auto rows = read_csv(dir.path() / "p/predictions.csv");
+  const auto rows = read_csv_rows(dir.path() / "p/predictions.csv");
   CHECK(rows[0] ==
         std::vector<std::string>{"path", "label", "predicted", "loss", "prob_cat", "prob_dog"});
   double loss_sum = 0;
@@ -152,7 +152,7 @@ TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input
 
 TEST_CASE("predict --tta gives TTA and plain probabilities per image", "[cli][tta]") {
   ltfit::testing::TempDir dir;
-  const fs::path ckpt = train_tiny(dir);
+  const fs::path ckpt = train_tiny_evaluate(dir);
   const std::string images = (dir.path() / "data/valid/dog/00000.jpg").string() + " " +
                              (dir.path() / "data/valid/cat/00000.jpg").string();
   ltfit::testing::write_file(dir.path() / "bad.jpg", "not an image");

@@ -24,7 +24,7 @@ using ltfit::testing::write_file;
 
 namespace {
 
-const std::string kLimits =
+const std::string kExitLimits =
     ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120";
 
 std::string config_yaml(const fs::path& dir, int image_size, int batch_size, int workers) {
@@ -40,16 +40,16 @@ std::string config_yaml(const fs::path& dir, int image_size, int batch_size, int
 }
 
 // A 16 + 8 image set under dir/data, written in this process (no ltfit start-up).
-void synth(const fs::path& dir) {
+void synth_dataset(const fs::path& dir) {
   ltfit::testing::write_small_synth(dir / "data", /*train=*/16, /*valid=*/8, /*min_side=*/48,
                                     /*max_side=*/96, /*seed=*/4);
 }
 
 // Trains a seconds-long CPU run under `dir`; returns its last checkpoint.
-fs::path train_tiny(const fs::path& dir) {
-  synth(dir);
+fs::path train_tiny_exit(const fs::path& dir) {
+  synth_dataset(dir);
   write_file(dir / "c.yaml", config_yaml(dir, /*image_size=*/32, /*batch_size=*/4, 2));
-  const auto trained = run_ltfit("train --config " + (dir / "c.yaml").string(), kLimits);
+  const auto trained = run_ltfit("train --config " + (dir / "c.yaml").string(), kExitLimits);
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   return dir / "runs/tiny/checkpoints/last.ckpt";
@@ -63,11 +63,11 @@ std::pair<CommandResult, double> timed(Command&& command) {
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
-// Runs every `args` at once (each under kLimits).
+// Runs every `args` at once (each under kExitLimits).
 std::vector<CommandResult> run_all(const std::vector<std::string>& args) {
   std::vector<std::future<CommandResult>> running;
   for (const auto& a : args)
-    running.push_back(std::async(std::launch::async, run_ltfit, a, kLimits));
+    running.push_back(std::async(std::launch::async, run_ltfit, a, kExitLimits));
   std::vector<CommandResult> results;
   for (auto& r : running) results.push_back(r.get());
   return results;
@@ -104,7 +104,7 @@ TEST_CASE("evaluate: an --out that cannot be written exits 5 before the checkpoi
 TEST_CASE("evaluate: an unwritable --out fails in start-up time, not after the evaluation",
           "[cli][exit_codes]") {
   TempDir dir;
-  const fs::path checkpoint = train_tiny(dir.path());
+  const fs::path checkpoint = train_tiny_exit(dir.path());
   // 480 validation images (hard links), evaluated with TTA: about 12 s of work on two cores.
   for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "data/valid")) {
     if (!entry.is_regular_file()) continue;
@@ -116,11 +116,11 @@ TEST_CASE("evaluate: an unwritable --out fails in start-up time, not after the e
     }
   }
   // The same start-up (library loading, re-exec) without any work, timed on this machine now.
-  const double startup_seconds = timed([] { return run_ltfit("--version", kLimits); }).second;
+  const double startup_seconds = timed([] { return run_ltfit("--version", kExitLimits); }).second;
   const auto [result, seconds] = timed([&] {
     return run_ltfit("evaluate --checkpoint " + checkpoint.string() + " --data " + dir.str() +
                          "/big --tta --out /dev/null/sub",
-                     kLimits);
+                     kExitLimits);
   });
   INFO(result.output << "\n" << seconds << " s; start-up alone " << startup_seconds << " s");
   CHECK(result.exit_code == 5);
@@ -133,7 +133,7 @@ TEST_CASE("evaluate: an unwritable --out fails in start-up time, not after the e
 TEST_CASE("train out of memory: exit 5 naming data.batch_size, with the find-batch hint",
           "[cli][exit_codes][oom]") {
   TempDir dir;
-  synth(dir.path());
+  synth_dataset(dir.path());
   // Batches of 8 images of 2048 px: the first convolution's output alone is 2 GiB, which a
   // 4.5 GiB address space cannot hold beside LibTorch's ~3.3 GiB of mappings, while loading
   // the batch fits (measured: 3.2 to 8 GB caps all fail there, in ~2 s and ~1.1 GB resident).
@@ -153,7 +153,7 @@ TEST_CASE("train out of memory: exit 5 naming data.batch_size, with the find-bat
 TEST_CASE("a file-system error exits 5 naming the path and what to check", "[cli][exit_codes]") {
   TempDir dir;
   const std::string too_long = dir.str() + "/" + std::string(300, 'n');  // over NAME_MAX
-  const auto result = run_ltfit("train --resume auto --run-dir " + too_long, kLimits);
+  const auto result = run_ltfit("train --resume auto --run-dir " + too_long, kExitLimits);
   INFO(result.output);
   CHECK(result.exit_code == 5);
   CHECK_THAT(result.output, Contains("file system error on '" + too_long));

@@ -33,11 +33,11 @@ namespace {
 // Every ltfit below runs with at most this much address space (a regression that reads
 // /dev/zero fails instead of taking the machine) and this deadline.
 // The child's address space capped (none under ASan: child_cap.h), and a wall-clock bound.
-const std::string kLimits =
+const std::string kHostileLimits =
     ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120 ";
 const std::string kUnwritable = "/dev/null/sub";  // ENOTDIR, even for root
 
-std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 1) {
+std::string tiny_hostile_config(const fs::path& root, const fs::path& out, int epochs = 1) {
   return "run: {name: tiny, out_dir: \"" + out.string() +
          "\", seed: 5}\n"
          "data: {root: \"" +
@@ -51,10 +51,10 @@ std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 
 }
 
 // Writes a synthetic set and trains one tiny run in `dir`; returns its last checkpoint.
-fs::path train_tiny(const fs::path& dir) {
+fs::path train_tiny_hostile(const fs::path& dir) {
   REQUIRE(run_ltfit("synth --out " + (dir / "data").string() + " --train 16 --valid 8 --seed 1")
               .exit_code == 0);
-  write_file(dir / "c.yaml", tiny_config(dir / "data", dir / "runs"));
+  write_file(dir / "c.yaml", tiny_hostile_config(dir / "data", dir / "runs"));
   const auto trained = run_ltfit("train --config " + (dir / "c.yaml").string());
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
@@ -66,14 +66,14 @@ struct BadInput {
   std::vector<int> expected;  // the documented codes it may end with
 };
 
-// Runs every case (four at a time, each under kLimits) and checks its exit code: never 1, one of
-// the expected ones, and never the fallback for exceptions ltfit does not expect.
+// Runs every case (four at a time, each under kHostileLimits) and checks its exit code: never 1,
+// one of the expected ones, and never the fallback for exceptions ltfit does not expect.
 void check_exit_codes(const fs::path& dir, const std::vector<BadInput>& table) {
   std::string list;
   for (std::size_t i = 0; i < table.size(); ++i) {
     const std::string n = std::to_string(i);
     const fs::path script = dir / ("case-" + n + ".sh");
-    write_file(script, kLimits + LTFIT_BINARY + " " + table[i].args + " >" + dir.string() +
+    write_file(script, kHostileLimits + LTFIT_BINARY + " " + table[i].args + " >" + dir.string() +
                            "/log-" + n + " 2>&1 </dev/null\necho $? >" + dir.string() + "/code-" +
                            n + "\n");
     list += script.string() + "\n";
@@ -96,7 +96,7 @@ TEST_CASE("no bad config or input file makes ltfit exit 1", "[cli][exit_codes]")
   TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 1").exit_code ==
           0);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  write_file(dir.path() / "c.yaml", tiny_hostile_config(dir.path() / "data", dir.path() / "runs"));
   const std::string c = (dir.path() / "c.yaml").string();
   const fs::path fifo = dir.path() / "config.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
@@ -126,7 +126,7 @@ TEST_CASE("no bad config or input file makes ltfit exit 1", "[cli][exit_codes]")
 
 TEST_CASE("no bad output folder or checkpoint argument makes ltfit exit 1", "[cli][exit_codes]") {
   TempDir dir;
-  const fs::path checkpoint = train_tiny(dir.path());
+  const fs::path checkpoint = train_tiny_hostile(dir.path());
   fs::create_directories(dir.path() / "loose");
   fs::copy_file(checkpoint, dir.path() / "loose/x.ckpt");
   const std::string ckpt = checkpoint.string();
@@ -159,7 +159,7 @@ TEST_CASE("names that are not UTF-8: train, evaluate --json and predict --json e
       }
     }
   }
-  std::string config = tiny_config(root, dir.path() / "runs");
+  std::string config = tiny_hostile_config(root, dir.path() / "runs");
   config.replace(config.find("tta: false"), 10, "tta: true");
   write_file(dir.path() / "c.yaml", config);
 
@@ -198,7 +198,7 @@ TEST_CASE("a second trainer on a run directory exits 2 naming the holder", "[cli
   TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 1").exit_code ==
           0);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  write_file(dir.path() / "c.yaml", tiny_hostile_config(dir.path() / "data", dir.path() / "runs"));
   const fs::path run = dir.path() / "run";
   fs::create_directories(run);
   // This process plays the first trainer, as far as the lock is concerned.
@@ -222,7 +222,8 @@ TEST_CASE("train --resume writes only into the checkpoint's own run directory", 
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 1").exit_code ==
           0);
   // The checkpoint's embedded config points at victim/; the run has since moved to moved/.
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "victim", 2));
+  write_file(dir.path() / "c.yaml",
+             tiny_hostile_config(dir.path() / "data", dir.path() / "victim", 2));
   REQUIRE(run_ltfit("train --config " + dir.str() + "/c.yaml").exit_code == 0);
   fs::rename(dir.path() / "victim/tiny", dir.path() / "moved");
   fs::remove_all(dir.path() / "victim");
@@ -245,20 +246,20 @@ TEST_CASE("train --resume writes only into the checkpoint's own run directory", 
 TEST_CASE("SIGTERM or SIGHUP stops a pretrained-weights download in train: exit 130, no partial",
           "[cli][download]") {
   REQUIRE(ltfit::testing::python3_available());
-  // Through `timeout` (kLimits), which passes the signal on to ltfit and then to its whole
+  // Through `timeout` (kHostileLimits), which passes the signal on to ltfit and then to its whole
   // process group: ltfit gets it twice, one request.
   const std::string signal = GENERATE(as<std::string>{}, "TERM", "HUP");
   INFO(signal);
   TempDir dir, served;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 1").exit_code ==
           0);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  write_file(dir.path() / "c.yaml", tiny_hostile_config(dir.path() / "data", dir.path() / "runs"));
   ltfit::testing::HttpServer server(served.path());
   const fs::path cache = dir.path() / "hub" / "hub" / "checkpoints";
   // The server answers with headers and then nothing: only the signal can end the download.
   const std::string script = "export TORCH_HOME=" + dir.str() +
-                             "/hub LTFIT_WEIGHTS_BASE_URL=" + server.url() + "/hang\n" + kLimits +
-                             LTFIT_BINARY + " train --config " + dir.str() +
+                             "/hub LTFIT_WEIGHTS_BASE_URL=" + server.url() + "/hang\n" +
+                             kHostileLimits + LTFIT_BINARY + " train --config " + dir.str() +
                              "/c.yaml --set model.pretrained=imagenet >" + dir.str() +
                              "/log 2>&1 &\n"
                              "pid=$!\n"
@@ -298,12 +299,12 @@ TEST_CASE("SIGTERM during the last epoch's validation: the run completes and exi
   REQUIRE(
       run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 400 --seed 1").exit_code ==
       0);
-  std::string config = tiny_config(dir.path() / "data", dir.path() / "runs");
+  std::string config = tiny_hostile_config(dir.path() / "data", dir.path() / "runs");
   config.replace(config.find("image_size: 32"), 14, "image_size: 96");
   write_file(dir.path() / "c.yaml", config);
   const fs::path run = dir.path() / "run";
   const std::string script =
-      kLimits + LTFIT_BINARY + " train --config " + dir.str() + "/c.yaml --run-dir " +
+      kHostileLimits + LTFIT_BINARY + " train --config " + dir.str() + "/c.yaml --run-dir " +
       run.string() + " >" + dir.str() +
       "/log 2>&1 &\n"
       "pid=$!\n"

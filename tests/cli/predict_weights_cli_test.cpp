@@ -22,11 +22,11 @@ using ltfit::testing::TempDir;
 
 namespace {
 
-CommandResult predict(const std::string& args) {
+CommandResult predict_weights_cmd(const std::string& args) {
   return ltfit::testing::run_ltfit("predict " + args, ltfit::testing::child_address_space_cap());
 }
 
-std::vector<nlohmann::json> json_lines(const std::string& text) {
+std::vector<nlohmann::json> json_lines_of(const std::string& text) {
   std::vector<nlohmann::json> out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
@@ -58,15 +58,17 @@ TEST_CASE("predict --weights of an export: its own head and class names, as --ch
   const std::string pth = dir.str() + "/model.pth", photos = dir.str() + "/photos/valid";
   REQUIRE(fs::exists(dir.path() / "model.json"));
 
-  const auto by_checkpoint = predict("--json --logits --checkpoint " + ckpt + " " + photos);
+  const auto by_checkpoint =
+      predict_weights_cmd("--json --logits --checkpoint " + ckpt + " " + photos);
   REQUIRE(by_checkpoint.exit_code == 0);
-  const auto by_weights = predict("--json --logits --weights " + pth + " " + photos);  // no --arch
+  const auto by_weights =
+      predict_weights_cmd("--json --logits --weights " + pth + " " + photos);  // no --arch
   INFO(by_weights.output);
   REQUIRE(by_weights.exit_code == 0);
   CHECK_THAT(by_weights.output,
              Contains("resnet18 with a fastai head for 2 classes") && !Contains("replaced"));
-  const auto expected = json_lines(by_checkpoint.stdout_text);
-  const auto lines = json_lines(by_weights.stdout_text);
+  const auto expected = json_lines_of(by_checkpoint.stdout_text);
+  const auto lines = json_lines_of(by_weights.stdout_text);
   REQUIRE(lines.size() == 4);
   REQUIRE(expected.size() == lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -79,17 +81,17 @@ TEST_CASE("predict --weights of an export: its own head and class names, as --ch
     for (std::size_t k = 0; k < 2; ++k) CHECK(logits[k] == Approx(reference[k]).margin(1e-5));
   }
   // The description names the arch: another --arch is a usage error.
-  auto r = predict("--weights " + pth + " --arch resnet34 " + photos);
+  auto r = predict_weights_cmd("--weights " + pth + " --arch resnet34 " + photos);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("says the weights are resnet18's"));
 
   // Without its description: still its own 2 classes, named by number; --arch needed.
   fs::remove(dir.path() / "model.json");
-  CHECK(predict("--weights " + pth + " " + photos).exit_code == 2);
-  r = predict("--json --weights " + pth + " --arch resnet18 " + photos);
+  CHECK(predict_weights_cmd("--weights " + pth + " " + photos).exit_code == 2);
+  r = predict_weights_cmd("--json --weights " + pth + " --arch resnet18 " + photos);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  for (const auto& j : json_lines(r.stdout_text)) {
+  for (const auto& j : json_lines_of(r.stdout_text)) {
     REQUIRE(j["top"].size() == 2);
     CHECK(j["top"][0]["class"] == "class_" + std::to_string(j["top"][0]["label"].get<int>()));
   }
@@ -108,21 +110,22 @@ TEST_CASE("predict --weights refuses weights that fit neither head, and --checkp
     if (name.rfind("fc.", 0) != 0) body.emplace_back(name, tensor);
   }
   ltfit::write_torch_state_dict(dir.str() + "/body.pth", body);
-  auto r = predict("--weights " + dir.str() + "/body.pth --arch resnet18 " + photos);
+  auto r = predict_weights_cmd("--weights " + dir.str() + "/body.pth --arch resnet18 " + photos);
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.output, Contains("holds neither fastai's head (head.6.weight) nor resnet18's "
                                 "torchvision classifier (fc.*)") &&
                            Contains("'conv1.weight'"));
   // The export's tensors are not a resnet34's: refused, naming the keys.
-  r = predict("--weights " + dir.str() + "/model.pth " + photos + " --arch resnet34");
+  r = predict_weights_cmd("--weights " + dir.str() + "/model.pth " + photos + " --arch resnet34");
   CHECK(r.exit_code == 2);  // its description names resnet18
   fs::remove(dir.path() / "model.json");
-  r = predict("--weights " + dir.str() + "/model.pth --arch resnet34 " + photos);
+  r = predict_weights_cmd("--weights " + dir.str() + "/model.pth --arch resnet34 " + photos);
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.output, Contains("does not fit a resnet34 with a fastai head"));
 
-  r = predict("--checkpoint " + ckpt + " --weights " + dir.str() + "/model.pth " + photos);
+  r = predict_weights_cmd("--checkpoint " + ckpt + " --weights " + dir.str() + "/model.pth " +
+                          photos);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("--checkpoint or --weights, not both"));
-  CHECK(predict("--checkpoint " + ckpt + " --arch resnet18 " + photos).exit_code == 2);
+  CHECK(predict_weights_cmd("--checkpoint " + ckpt + " --arch resnet18 " + photos).exit_code == 2);
 }

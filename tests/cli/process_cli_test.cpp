@@ -29,11 +29,11 @@ using ltfit::testing::write_file;
 namespace {
 
 // The child's address space capped (none under ASan: child_cap.h), and a wall-clock bound.
-const std::string kLimits =
+const std::string kProcessLimits =
     ltfit::testing::child_address_space_cap(6000000ull * 1024) + " timeout -s KILL 120 ";
 
 // ~40 steps of a few hundred ms on two cores: long enough to be interrupted mid-run.
-std::string slow_config(const fs::path& root) {
+std::string slow_process_config(const fs::path& root) {
   return "run: {name: slow, seed: 5, deterministic: true}\n"
          "data: {root: " +
          root.string() +
@@ -45,7 +45,7 @@ std::string slow_config(const fs::path& root) {
 }
 
 // A seconds-long run: 16 + 8 images of 32 px, one epoch.
-std::string tiny_config(const fs::path& root, const fs::path& out) {
+std::string tiny_process_config(const fs::path& root, const fs::path& out) {
   return "run: {name: tiny, out_dir: \"" + out.string() +
          "\", seed: 5}\n"
          "data: {root: \"" +
@@ -56,7 +56,7 @@ std::string tiny_config(const fs::path& root, const fs::path& out) {
          "eval: {tta: false}\n";
 }
 
-void synth(const fs::path& dir, int train, int valid) {
+void synth_images(const fs::path& dir, int train, int valid) {
   const auto r = run_ltfit("synth --out " + dir.string() + " --train " + std::to_string(train) +
                            " --valid " + std::to_string(valid) + " --seed 2");
   REQUIRE(r.exit_code == 0);
@@ -89,9 +89,9 @@ std::vector<std::string> temp_files_in(const fs::path& dir) {
 }
 
 // Trains the tiny run under `dir`; returns the run directory.
-fs::path train_tiny(const fs::path& dir) {
-  synth(dir / "data", 16, 8);
-  write_file(dir / "c.yaml", tiny_config(dir / "data", dir / "runs"));
+fs::path train_tiny_process(const fs::path& dir) {
+  synth_images(dir / "data", 16, 8);
+  write_file(dir / "c.yaml", tiny_process_config(dir / "data", dir / "runs"));
   const auto r = run_ltfit("train --config " + (dir / "c.yaml").string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -103,8 +103,8 @@ fs::path train_tiny(const fs::path& dir) {
 TEST_CASE("train: SIGTERM twice 50 ms apart, or SIGHUP, is one stop: checkpoint and exit 130",
           "[cli][signals]") {
   TempDir dir;
-  synth(dir.path() / "data", 80, 16);
-  write_file(dir.path() / "c.yaml", slow_config(dir.path() / "data"));
+  synth_images(dir.path() / "data", 80, 16);
+  write_file(dir.path() / "c.yaml", slow_process_config(dir.path() / "data"));
   const std::string kills = GENERATE(as<std::string>{},
                                      "kill -TERM $pid; sleep 0.05; kill -TERM $pid",  // timeout's
                                      "kill -HUP $pid");  // a closed terminal or SSH session
@@ -128,8 +128,8 @@ TEST_CASE("train: SIGTERM twice 50 ms apart, or SIGHUP, is one stop: checkpoint 
 TEST_CASE("experiment: Ctrl-C to the process group stops the child with its checkpoint",
           "[cli][signals][experiment]") {
   TempDir dir;
-  synth(dir.path() / "data", 80, 16);
-  write_file(dir.path() / "base.yaml", slow_config(dir.path() / "data"));
+  synth_images(dir.path() / "data", 80, 16);
+  write_file(dir.path() / "base.yaml", slow_process_config(dir.path() / "data"));
   write_file(dir.path() / "plan.yaml",
              "name: p\nbase: base.yaml\nruns:\n  - {id: a, label: a}\n  - {id: b, label: b}\n");
   const fs::path out = dir.path() / "out";
@@ -153,7 +153,7 @@ TEST_CASE("experiment: Ctrl-C to the process group stops the child with its chec
 TEST_CASE("stdout that cannot be written (> /dev/full) is exit 5 for every command",
           "[cli][stdout]") {
   TempDir dir;
-  const fs::path run = train_tiny(dir.path());
+  const fs::path run = train_tiny_process(dir.path());
   const std::string ckpt = (run / "checkpoints/last.ckpt").string();
   const std::vector<std::string> commands = {
       "train --config " + dir.str() + "/c.yaml --run-dir " + dir.str() + "/full --json",
@@ -169,8 +169,8 @@ TEST_CASE("stdout that cannot be written (> /dev/full) is exit 5 for every comma
   for (const std::string& command : commands) {
     INFO(command);
     const std::string out =
-        run_bash(dir.path(), kLimits + LTFIT_BINARY + " " + command + " >/dev/full 2>" + dir.str() +
-                                 "/err </dev/null\necho $?\n");
+        run_bash(dir.path(), kProcessLimits + LTFIT_BINARY + " " + command + " >/dev/full 2>" +
+                                 dir.str() + "/err </dev/null\necho $?\n");
     const std::string err = read_file(dir.path() / "err");
     INFO(err);
     CHECK(std::stoi(out) == 5);
@@ -182,14 +182,14 @@ TEST_CASE("stdout that cannot be written (> /dev/full) is exit 5 for every comma
 TEST_CASE("a file-size limit (ulimit -f) is handled as a full disk: exit 5, no temporary file",
           "[cli][signals]") {
   TempDir dir;
-  synth(dir.path() / "data", 16, 8);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  synth_images(dir.path() / "data", 16, 8);
+  write_file(dir.path() / "c.yaml", tiny_process_config(dir.path() / "data", dir.path() / "runs"));
   const fs::path run = dir.path() / "run";
   // 20 MB: the logs and CSVs fit, a resnet18 checkpoint (~90 MB) does not.
   const std::string out =
-      run_bash(dir.path(), "ulimit -f 20000; " + kLimits + LTFIT_BINARY + " train --config " +
-                               dir.str() + "/c.yaml --run-dir " + run.string() + " >" + dir.str() +
-                               "/log 2>&1\necho $?\n");
+      run_bash(dir.path(), "ulimit -f 20000; " + kProcessLimits + LTFIT_BINARY +
+                               " train --config " + dir.str() + "/c.yaml --run-dir " +
+                               run.string() + " >" + dir.str() + "/log 2>&1\necho $?\n");
   const std::string log = read_file(dir.path() / "log");
   INFO(log);
   CHECK(std::stoi(out) == 5);
@@ -200,14 +200,14 @@ TEST_CASE("a file-size limit (ulimit -f) is handled as a full disk: exit 5, no t
 
 TEST_CASE("closed stdin, stdout or stderr never make a file of the run receive the log", "[cli]") {
   TempDir dir;
-  synth(dir.path() / "data", 16, 8);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  synth_images(dir.path() / "data", 16, 8);
+  write_file(dir.path() / "c.yaml", tiny_process_config(dir.path() / "data", dir.path() / "runs"));
   const std::string closing = GENERATE(as<std::string>{}, "2>&-", "<&- >&- 2>&-");
   INFO(closing);
   const fs::path run = dir.path() / "run";
   fs::remove_all(run);
   const std::string out =
-      run_bash(dir.path(), kLimits + LTFIT_BINARY + " train --config " + dir.str() +
+      run_bash(dir.path(), kProcessLimits + LTFIT_BINARY + " train --config " + dir.str() +
                                "/c.yaml --run-dir " + run.string() + " " + closing + "\necho $?\n");
   CHECK(std::stoi(out) == 0);
   const std::string epochs = read_file(run / "epochs.csv");
@@ -221,7 +221,7 @@ TEST_CASE("closed stdin, stdout or stderr never make a file of the run receive t
 TEST_CASE("stale temporaries of a killed writer are removed on start, live ones never",
           "[cli][resume]") {
   TempDir dir;
-  const fs::path run = train_tiny(dir.path());
+  const fs::path run = train_tiny_process(dir.path());
   const auto dated = [](const fs::path& path) {
     write_file(path, "cut short");
     fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::minutes(5));
@@ -251,8 +251,8 @@ TEST_CASE("stale temporaries of a killed writer are removed on start, live ones 
 TEST_CASE("evaluate, predict and lr-find stopped by a signal exit 130 without temporaries",
           "[cli][signals]") {
   TempDir dir;
-  const fs::path run = train_tiny(dir.path());
-  synth(dir.path() / "many", 8, 600);
+  const fs::path run = train_tiny_process(dir.path());
+  synth_images(dir.path() / "many", 8, 600);
   const std::string ckpt = (run / "checkpoints/last.ckpt").string();
   struct Case {
     std::string args;
@@ -294,8 +294,8 @@ TEST_CASE("a mirror streaming more than the weight file's size is cut off at tha
           "[cli][download]") {
   REQUIRE(ltfit::testing::python3_available());
   TempDir dir, served;
-  synth(dir.path() / "data", 16, 8);
-  write_file(dir.path() / "c.yaml", tiny_config(dir.path() / "data", dir.path() / "runs"));
+  synth_images(dir.path() / "data", 16, 8);
+  write_file(dir.path() / "c.yaml", tiny_process_config(dir.path() / "data", dir.path() / "runs"));
   ltfit::testing::HttpServer server(served.path());
   // 200 MB for resnet18-f37072fd.pth (46830571 bytes), with no Content-Length to refuse early.
   const auto r = run_ltfit(

@@ -20,8 +20,8 @@ namespace {
 
 // A seconds-long CPU run named "tiny" on `root`, under `out`, of `epochs` epochs; `train` adds
 // train keys.
-std::string tiny_config(const fs::path& root, const fs::path& out, int epochs = 1,
-                        const std::string& train = "") {
+std::string tiny_failure_config(const fs::path& root, const fs::path& out, int epochs = 1,
+                                const std::string& train = "") {
   return "run: {name: tiny, out_dir: " + out.string() +
          ", seed: 5}\n"
          "data: {root: " +
@@ -39,7 +39,7 @@ TEST_CASE("a run that fails before its first step says why, and the next run tak
   TempDir dir;
   const fs::path config = dir.path() / "c.yaml";
   const fs::path runs = dir.path() / "runs";
-  write_file(config, tiny_config(dir.path() / "data", runs));
+  write_file(config, tiny_failure_config(dir.path() / "data", runs));
 
   for (int attempt = 0; attempt < 2; ++attempt) {  // the data is not there yet
     INFO("attempt " << attempt);
@@ -75,8 +75,8 @@ TEST_CASE("a stopped run's 'continue with' line is in train.log", "[cli][run_dir
   REQUIRE(run_ltfit("synth --out " + (dir.path() / "data").string() + " --train 64 --valid 8")
               .exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
-  write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs", /*epochs=*/50,
-                                 ", time_limit: 1s, checkpoint: {every_minutes: 0}"));
+  write_file(config, tiny_failure_config(dir.path() / "data", dir.path() / "runs", /*epochs=*/50,
+                                         ", time_limit: 1s, checkpoint: {every_minutes: 0}"));
   const auto r = run_ltfit("train --config " + config.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 130);
@@ -91,7 +91,7 @@ TEST_CASE("train shows a short config summary, train.log and config.yaml hold ev
   REQUIRE(run_ltfit("synth --out " + (dir.path() / "data").string() + " --train 16 --valid 8")
               .exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
-  write_file(config, tiny_config(dir.path() / "data", dir.path() / "runs"));
+  write_file(config, tiny_failure_config(dir.path() / "data", dir.path() / "runs"));
   const auto r = run_ltfit("train --config " + config.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("config: model resnet18 (pretrained none, linear head)") &&

@@ -45,7 +45,7 @@ std::string write_image(const fs::path& path, const cv::Mat& image) {
   return path.string();
 }
 
-torch::Tensor load(const std::string& path, int size, const AugmentParams& params) {
+torch::Tensor load_with(const std::string& path, int size, const AugmentParams& params) {
   std::string error;
   auto tensor = ltfit::load_augmented_image(path, size, params, &error);
   INFO(error);
@@ -198,7 +198,7 @@ TEST_CASE("load_augmented_image: identity equals a plain centre crop and resize"
   TempDir dir;
   const cv::Mat source = smooth_image(320, 240);
   const std::string path = write_image(dir.path() / "smooth.png", source);
-  const cv::Mat out = to_bgr(load(path, 120, AugmentParams{}));
+  const cv::Mat out = to_bgr(load_with(path, 120, AugmentParams{}));
   cv::Mat expected;
   cv::resize(source(cv::Rect(40, 0, 240, 240)), expected, cv::Size(120, 120), 0, 0,
              cv::INTER_LINEAR);
@@ -210,7 +210,7 @@ TEST_CASE("load_augmented_image: a reduced JPEG decode still matches the full im
   TempDir dir;
   const cv::Mat source = smooth_image(800, 600);  // 600 / 8 >= 64: decoded at 1/8 scale
   const std::string path = write_image(dir.path() / "smooth.jpg", source);
-  const cv::Mat out = to_bgr(load(path, 64, AugmentParams{}));
+  const cv::Mat out = to_bgr(load_with(path, 64, AugmentParams{}));
   cv::Mat expected;
   cv::resize(source(cv::Rect(100, 0, 600, 600)), expected, cv::Size(64, 64), 0, 0, cv::INTER_AREA);
   CHECK(mean_abs_diff(out, expected) < 3);
@@ -226,9 +226,9 @@ TEST_CASE("load_augmented_image: flip mirrors the unflipped result", "[augment][
   p.zoom_row_pct = 0.2;
   p.warp = {0.1, -0.05, 0.15, 0.02};
   p.brightness = 0.55;
-  const cv::Mat plain = to_bgr(load(path, 57, p));
+  const cv::Mat plain = to_bgr(load_with(path, 57, p));
   p.flip = true;
-  const cv::Mat flipped = to_bgr(load(path, 57, p));
+  const cv::Mat flipped = to_bgr(load_with(path, 57, p));
   cv::Mat mirrored;
   cv::flip(plain, mirrored, 1);
   CHECK(max_abs_diff(flipped, mirrored) <= 1);
@@ -242,7 +242,7 @@ TEST_CASE("load_augmented_image: rotation by 90 degrees moves a marked corner", 
   const std::string path = write_image(dir.path() / "corner.png", source);
   AugmentParams p;
   p.rotate_degrees = 90;  // fastai: output (x, y) samples (-y, x): output top-left <- top-right
-  const torch::Tensor out = load(path, 50, p);
+  const torch::Tensor out = load_with(path, 50, p);
   const auto red = [&](int x, int y) {
     return out[y][x][0].item<int>() > 200 && out[y][x][2].item<int>() < 50;
   };
@@ -260,10 +260,10 @@ TEST_CASE("load_augmented_image: zoom 2 at the centre shows the central half", "
   const std::string path = write_image(dir.path() / "centre.png", source);
   AugmentParams p;
   p.zoom = 2;
-  const torch::Tensor zoomed = load(path, 64, p);
+  const torch::Tensor zoomed = load_with(path, 64, p);
   CHECK(zoomed.select(2, 0).min().item<int>() > 240);  // all red
   CHECK(zoomed.select(2, 2).max().item<int>() < 15);
-  const torch::Tensor plain = load(path, 64, AugmentParams{});
+  const torch::Tensor plain = load_with(path, 64, AugmentParams{});
   CHECK(plain[0][0][2].item<int>() > 240);  // without zoom the corner is blue
 }
 
@@ -327,20 +327,20 @@ TEST_CASE("load_augmented_image: always [size,size,3] uint8 RGB, deterministic p
   for (const std::string& path : paths) {
     for (const int size : {1, 7, 33, 64}) {
       const AugmentParams p = ltfit::draw_augment(AugmentConfig{}, size * 31 + path.size());
-      const torch::Tensor out = load(path, size, p);
+      const torch::Tensor out = load_with(path, size, p);
       REQUIRE(out.sizes() == torch::IntArrayRef({size, size, 3}));
       REQUIRE(out.dtype() == torch::kUInt8);
     }
   }
   // A pure red 1x1 source stays red (RGB order) whatever the geometry.
-  const torch::Tensor red = load(paths[0], 9, ltfit::draw_augment(AugmentConfig{}, 3));
+  const torch::Tensor red = load_with(paths[0], 9, ltfit::draw_augment(AugmentConfig{}, 3));
   CHECK(red.select(2, 0).min().item<int>() > 200);
   CHECK(red.select(2, 2).max().item<int>() < 60);
 
   const AugmentParams a = ltfit::draw_augment(AugmentConfig{}, 11);
-  CHECK(torch::equal(load(paths[2], 48, a), load(paths[2], 48, a)));
-  CHECK_FALSE(torch::equal(load(paths[2], 48, a),
-                           load(paths[2], 48, ltfit::draw_augment(AugmentConfig{}, 12))));
+  CHECK(torch::equal(load_with(paths[2], 48, a), load_with(paths[2], 48, a)));
+  CHECK_FALSE(torch::equal(load_with(paths[2], 48, a),
+                           load_with(paths[2], 48, ltfit::draw_augment(AugmentConfig{}, 12))));
 }
 
 TEST_CASE("load_augmented_image: bad files and arguments give nullopt with a reason",
@@ -394,12 +394,12 @@ TEST_CASE("a 33000x8 PNG goes through the training augmentation like a cut-out o
       AugmentParams q = p;  // the same square, in the cut-out's coordinates
       q.crop_col_pct = end - first == side ? 0.0 : double(x0 - first) / (end - first - side);
       INFO("crop_col_pct " << col_pct << ", seed " << seed);
-      const torch::Tensor out = load(path, 32, p);
+      const torch::Tensor out = load_with(path, 32, p);
       CHECK(out.sizes() == torch::IntArrayRef({32, 32, 3}));
-      CHECK(max_abs_diff(to_bgr(out), to_bgr(load(cut, 32, q))) <= 1);
+      CHECK(max_abs_diff(to_bgr(out), to_bgr(load_with(cut, 32, q))) <= 1);
     }
   }
   // A tall one too, with the identity draw.
   const std::string tall = write_image(dir.path() / "tall.png", smooth_image(6, 33000));
-  CHECK(load(tall, 24, AugmentParams{}).sizes() == torch::IntArrayRef({24, 24, 3}));
+  CHECK(load_with(tall, 24, AugmentParams{}).sizes() == torch::IntArrayRef({24, 24, 3}));
 }

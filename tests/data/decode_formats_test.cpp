@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 using Rgb = std::array<int, 3>;
 using Quadrants = std::array<Rgb, 4>;  // top-left, top-right, bottom-left, bottom-right
 
-constexpr int kSize = 32;            // output side; each quadrant is 16x16 after the centre crop
+constexpr int kOutputSide = 32;      // output side; each quadrant is 16x16 after the centre crop
 constexpr int kLossyTolerance = 10;  // JPEG/chroma subsampling error allowed per channel
 
 // The colours make_fixtures.py draws (QUADRANTS, GREYS, SOLID there).
@@ -27,35 +27,36 @@ const Quadrants kColours = {{{220, 30, 30}, {30, 200, 40}, {30, 40, 220}, {230, 
 const Quadrants kGreys = {{{40, 40, 40}, {100, 100, 100}, {160, 160, 160}, {220, 220, 220}}};
 const Rgb kSolid = {200, 120, 50};
 
-fs::path fixture(const std::string& name) {
+fs::path format_fixture(const std::string& name) {
   return ltfit::testing::source_dir() / "tests/fixtures" / name;
 }
 
 // Decodes a fixture with the default (centre) crop, requiring success and the output layout.
 torch::Tensor load_fixture(const std::string& name) {
-  const fs::path path = fixture(name);
+  const fs::path path = format_fixture(name);
   REQUIRE(fs::exists(path));
   std::string error;
-  const auto image = ltfit::load_square_image(path.string(), kSize, ltfit::CropFlip{}, &error);
+  const auto image =
+      ltfit::load_square_image(path.string(), kOutputSide, ltfit::CropFlip{}, &error);
   INFO(name << ": " << error);
   REQUIRE(image.has_value());
-  REQUIRE(image->sizes() == torch::IntArrayRef({kSize, kSize, 3}));
+  REQUIRE(image->sizes() == torch::IntArrayRef({kOutputSide, kOutputSide, 3}));
   REQUIRE(image->dtype() == torch::kUInt8);
   return *image;
 }
 
-Rgb rgb_at(const torch::Tensor& image, int x, int y) {
+Rgb quadrant_rgb(const torch::Tensor& image, int x, int y) {
   const auto pixel = image[y][x];
   return {pixel[0].item<int>(), pixel[1].item<int>(), pixel[2].item<int>()};
 }
 
 // Checks the centre of each quadrant against `expected`, each channel within `tolerance`.
 void check_quadrants(const torch::Tensor& image, const Quadrants& expected, int tolerance) {
-  constexpr int kNear = kSize / 4, kFar = 3 * kSize / 4;
+  constexpr int kNear = kOutputSide / 4, kFar = 3 * kOutputSide / 4;
   const std::array<std::array<int, 2>, 4> centres = {
       {{kNear, kNear}, {kFar, kNear}, {kNear, kFar}, {kFar, kFar}}};
   for (size_t q = 0; q < 4; ++q) {
-    const Rgb actual = rgb_at(image, centres[q][0], centres[q][1]);
+    const Rgb actual = quadrant_rgb(image, centres[q][0], centres[q][1]);
     for (size_t c = 0; c < 3; ++c) {
       INFO("quadrant " << q << " channel " << c << ": expected " << expected[q][c] << ", got "
                        << actual[c]);
@@ -99,5 +100,5 @@ TEST_CASE("a 1x1 JPEG is upscaled to a solid square", "[data][formats]") {
   const torch::Tensor image = load_fixture("pixel_1x1.jpg");
   const Quadrants solid = {kSolid, kSolid, kSolid, kSolid};
   check_quadrants(image, solid, kLossyTolerance);
-  CHECK(rgb_at(image, 0, 0) == rgb_at(image, kSize - 1, kSize - 1));
+  CHECK(quadrant_rgb(image, 0, 0) == quadrant_rgb(image, kOutputSide - 1, kOutputSide - 1));
 }

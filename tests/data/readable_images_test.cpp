@@ -28,7 +28,7 @@ ltfit::LoaderOptions tiny_train(int workers, int batch_size) {
   return o;
 }
 
-std::vector<ltfit::Batch> one_epoch(ltfit::Loader& loader, int epoch, std::int64_t skip = 0) {
+std::vector<ltfit::Batch> epoch_batches(ltfit::Loader& loader, int epoch, std::int64_t skip = 0) {
   std::vector<ltfit::Batch> batches;
   loader.start_epoch(epoch, skip);
   while (auto b = loader.next()) batches.push_back(*b);
@@ -60,7 +60,7 @@ TEST_CASE("64 readable images among 640 empty files: 4 batches, each image once 
   CHECK(loader.skipped().count == 640);
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::multiset<std::int64_t> seen;
-    const auto batches = one_epoch(loader, epoch);
+    const auto batches = epoch_batches(loader, epoch);
     REQUIRE(batches.size() == 4);
     for (const auto& b : batches) {
       CHECK(b.labels.size(0) == 16);
@@ -79,16 +79,16 @@ TEST_CASE("the plan over readable images is the same for any worker count, shard
   const auto samples = mostly_empty(dir, 24, 40);
   ltfit::Loader one(samples, tiny_train(1, 4));
   ltfit::Loader three(samples, tiny_train(3, 4));
-  const auto a = one_epoch(one, 3);
-  const auto b = one_epoch(three, 3);
+  const auto a = epoch_batches(one, 3);
+  const auto b = epoch_batches(three, 3);
   REQUIRE(a.size() == 6);
   REQUIRE(b.size() == a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].indices == b[i].indices);
     CHECK(torch::equal(a[i].images, b[i].images));
   }
-  CHECK(one_epoch(one, 4)[0].indices != a[0].indices);   // a new shuffle each epoch
-  const auto resumed = one_epoch(three, 3, /*skip=*/4);  // mid-epoch resume
+  CHECK(epoch_batches(one, 4)[0].indices != a[0].indices);   // a new shuffle each epoch
+  const auto resumed = epoch_batches(three, 3, /*skip=*/4);  // mid-epoch resume
   REQUIRE(resumed.size() == 2);
   CHECK(resumed[0].indices == a[4].indices);
   CHECK(torch::equal(resumed[1].images, a[5].images));
@@ -99,7 +99,7 @@ TEST_CASE("the plan over readable images is the same for any worker count, shard
     options.shard = {rank, 2};
     ltfit::Loader part(samples, options);
     CHECK(part.batches_per_epoch() == one.batches_per_epoch());
-    ranks.push_back(one_epoch(part, 3));
+    ranks.push_back(epoch_batches(part, 3));
   }
   REQUIRE(ranks[0].size() == a.size());
   REQUIRE(ranks[1].size() == a.size());

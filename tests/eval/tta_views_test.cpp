@@ -8,7 +8,7 @@
 
 namespace {
 
-constexpr int kSide = 32;
+constexpr int kViewSide = 32;
 
 // [n,3,S,S] float: top-left 1, top-right 2, bottom-left 3, bottom-right 4.
 torch::Tensor quadrant_images(std::int64_t n, std::int64_t side) {
@@ -29,9 +29,9 @@ std::int64_t count_equal(const torch::Tensor& t, double value) {
 }  // namespace
 
 TEST_CASE("each v1 view is dominated by its corner and mirrored views mirror", "[eval][tta]") {
-  const torch::Tensor x = quadrant_images(2, kSide);
+  const torch::Tensor x = quadrant_images(2, kViewSide);
   const torch::Tensor views = ltfit::tta_v1_views(x, 1.35);
-  REQUIRE(views.sizes() == torch::IntArrayRef({8 * 2, 3, kSide, kSide}));
+  REQUIRE(views.sizes() == torch::IntArrayRef({8 * 2, 3, kViewSide, kViewSide}));
   for (int i = 0; i < ltfit::kTtaV1Views; ++i) {
     INFO("view " << i);
     const ltfit::CornerView v = ltfit::tta_v1_view(i);
@@ -45,8 +45,8 @@ TEST_CASE("each v1 view is dominated by its corner and mirrored views mirror", "
     for (double other = 1; other <= 4; ++other) {
       if (other != corner_value) CHECK(count_equal(image, other) < dominant);
     }
-    const std::int64_t row = v.row_pct * (kSide - 1);
-    const std::int64_t col = (v.flip ? 1 - v.col_pct : v.col_pct) * (kSide - 1);
+    const std::int64_t row = v.row_pct * (kViewSide - 1);
+    const std::int64_t col = (v.flip ? 1 - v.col_pct : v.col_pct) * (kViewSide - 1);
     CHECK(image[0][row][col].item<float>() == Approx(corner_value));
     if (v.flip) CHECK(torch::equal(image, views[(i - 4) * 2].flip({2})));
   }
@@ -67,10 +67,10 @@ TEST_CASE("v1 views keep the exact input size, even and odd", "[eval][tta]") {
 // the zoom's bilinear taps reach the neighbouring pixels outside the crop (as fastai's affine
 // zoom does) and interpolate() clamps to the crop instead: those output lines are left out.
 TEST_CASE("a zoom of 1 is the identity and zoom 2 equals crop + bilinear resize", "[eval][tta]") {
-  const torch::Tensor x = torch::rand({2, 3, kSide, kSide});
+  const torch::Tensor x = torch::rand({2, 3, kViewSide, kViewSide});
   CHECK(torch::allclose(ltfit::zoom_toward_corner(x, 1.0, 1, 0), x, 1e-5, 1e-5));
   using torch::indexing::Slice;
-  const std::int64_t h = kSide / 2;
+  const std::int64_t h = kViewSide / 2;
   for (int row = 0; row < 2; ++row) {
     for (int col = 0; col < 2; ++col) {
       INFO("row " << row << " col " << col);
@@ -78,11 +78,11 @@ TEST_CASE("a zoom of 1 is the identity and zoom 2 equals crop + bilinear resize"
           x.index({Slice(), Slice(), Slice(row * h, row * h + h), Slice(col * h, col * h + h)});
       const torch::Tensor expected = torch::nn::functional::interpolate(
           crop, torch::nn::functional::InterpolateFuncOptions()
-                    .size(std::vector<std::int64_t>{kSide, kSide})
+                    .size(std::vector<std::int64_t>{kViewSide, kViewSide})
                     .mode(torch::kBilinear)
                     .align_corners(false));
-      const Slice rows = row == 0 ? Slice(0, kSide - 1) : Slice(1, kSide);
-      const Slice cols = col == 0 ? Slice(0, kSide - 1) : Slice(1, kSide);
+      const Slice rows = row == 0 ? Slice(0, kViewSide - 1) : Slice(1, kViewSide);
+      const Slice cols = col == 0 ? Slice(0, kViewSide - 1) : Slice(1, kViewSide);
       const torch::Tensor zoomed = ltfit::zoom_toward_corner(x, 2.0, row, col);
       CHECK(torch::allclose(zoomed.index({Slice(), Slice(), rows, cols}),
                             expected.index({Slice(), Slice(), rows, cols}), 1e-4, 1e-5));

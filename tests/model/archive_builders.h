@@ -86,6 +86,16 @@ inline std::pair<int, std::string> run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Writes `cases_json` to a scratch file and runs `python3 SCRIPT FILE`, SCRIPT relative to the
+// source tree (the Python oracles of the parity and timm tests): its exit status and output.
+inline std::pair<int, std::string> run_python_oracle(const std::string& script,
+                                                     const std::string& cases_json) {
+  TempDir dir;
+  const std::string path = (dir.path() / "cases.json").string();
+  write_file(path, cases_json);
+  return run_command("python3 " + (source_dir() / script).string() + " " + path);
+}
+
 struct CappedRun {
   int exit_code = -1;
   std::string output;

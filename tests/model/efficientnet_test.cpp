@@ -16,29 +16,30 @@
 
 namespace {
 
-const ltfit::ArchInfo& row(const std::string& arch) {
+const ltfit::ArchInfo& efficientnet_row(const std::string& arch) {
   static const std::vector<ltfit::ArchInfo> rows = ltfit::efficientnet_archs();
   return ltfit::testing::family_row(rows, arch);
 }
 
-ltfit::Classifier& linear_model(const std::string& arch) {
-  return ltfit::testing::cached_linear_model(row(arch));
+ltfit::Classifier& linear_efficientnet(const std::string& arch) {
+  return ltfit::testing::cached_linear_model(efficientnet_row(arch));
 }
 
 // efficientnet_b0 with fastai's head and 5 classes, built once.
 ltfit::Classifier& fastai_b0() {
-  static ltfit::Classifier model = row("efficientnet_b0").make(5, ltfit::HeadKind::kFastai, 0.5);
+  static ltfit::Classifier model =
+      efficientnet_row("efficientnet_b0").make(5, ltfit::HeadKind::kFastai, 0.5);
   return model;
 }
 
-std::map<std::string, torch::Tensor> state(ltfit::Classifier& net) {
+std::map<std::string, torch::Tensor> efficientnet_state(ltfit::Classifier& net) {
   std::map<std::string, torch::Tensor> entries;
   for (const auto& p : net->named_parameters()) entries[p.key()] = p.value();
   for (const auto& b : net->named_buffers()) entries[b.key()] = b.value();
   return entries;
 }
 
-std::set<const void*> identities(const std::vector<torch::Tensor>& tensors) {
+std::set<const void*> tensor_identities(const std::vector<torch::Tensor>& tensors) {
   std::set<const void*> ids;
   for (const auto& t : tensors) ids.insert(t.unsafeGetTensorImpl());
   return ids;
@@ -59,19 +60,19 @@ TEST_CASE("EfficientNet parameter counts and state-dict sizes equal torchvision'
                         {"efficientnet_b3", 12233232, 574, 1536}};
   for (const auto& c : cases) {
     INFO(c.arch);
-    ltfit::Classifier& net = linear_model(c.arch);
+    ltfit::Classifier& net = linear_efficientnet(c.arch);
     CHECK(ltfit::count_parameters(*net) == c.params);
-    CHECK(row(c.arch).parameters == c.params);
-    CHECK(state(net).size() == c.state_entries);
+    CHECK(efficientnet_row(c.arch).parameters == c.params);
+    CHECK(efficientnet_state(net).size() == c.state_entries);
     CHECK(net->feature_channels() == c.feature_channels);
-    CHECK(row(c.arch).feature_channels == c.feature_channels);
+    CHECK(efficientnet_row(c.arch).feature_channels == c.feature_channels);
     CHECK(net->arch() == c.arch);
     CHECK_FALSE(net->has_fastai_head());
   }
 }
 
 TEST_CASE("EfficientNet names and shapes equal torchvision's state-dict keys", "[model]") {
-  const auto b0 = state(linear_model("efficientnet_b0"));
+  const auto b0 = efficientnet_state(linear_efficientnet("efficientnet_b0"));
   const std::map<std::string, std::vector<std::int64_t>> expected = {
       {"features.0.0.weight", {32, 3, 3, 3}},
       {"features.0.1.num_batches_tracked", {}},
@@ -97,7 +98,7 @@ TEST_CASE("EfficientNet names and shapes equal torchvision's state-dict keys", "
   CHECK(b0.count("features.1.1.block.0.0.weight") == 0);  // ... and one block
   CHECK(b0.count("classifier.0.weight") == 0);            // Dropout holds nothing
   // B3: width 1.2 (16 -> 24 by the 10% rule), depth 1.4 (stage 7: ceil(1.4) = 2 blocks).
-  const auto b3 = state(linear_model("efficientnet_b3"));
+  const auto b3 = efficientnet_state(linear_efficientnet("efficientnet_b3"));
   CHECK(b3.at("features.0.0.weight").sizes() == torch::IntArrayRef({40, 3, 3, 3}));
   CHECK(b3.at("features.1.1.block.2.0.weight").sizes() == torch::IntArrayRef({24, 24, 1, 1}));
   CHECK(b3.at("features.7.1.block.0.0.weight").sizes() == torch::IntArrayRef({2304, 384, 1, 1}));
@@ -122,7 +123,7 @@ TEST_CASE("EfficientNet stochastic depth: per-sample row mode, linear in block i
   // torchvision: p = 0.2 * block index / 16 for B0's 16 blocks; residual only when shapes match.
   std::map<std::string, double> p;
   std::map<std::string, bool> residual;
-  for (const auto& m : linear_model("efficientnet_b0")->named_modules()) {
+  for (const auto& m : linear_efficientnet("efficientnet_b0")->named_modules()) {
     if (auto* sd = m.value()->as<ltfit::StochasticDepthImpl>()) p[m.key()] = sd->p();
     if (auto* mb = m.value()->as<ltfit::MBConvImpl>()) residual[m.key()] = mb->has_residual();
   }
@@ -149,7 +150,7 @@ TEST_CASE("EfficientNet stochastic depth: per-sample row mode, linear in block i
 
 TEST_CASE("EfficientNet layer groups split at features.4 and hold every parameter once",
           "[model]") {
-  for (ltfit::Classifier* net : {&linear_model("efficientnet_b0"), &fastai_b0()}) {
+  for (ltfit::Classifier* net : {&linear_efficientnet("efficientnet_b0"), &fastai_b0()}) {
     const auto groups = (*net)->layer_group_parameters();
     REQUIRE(groups.size() == 3);
     std::map<const void*, int> seen;
@@ -164,7 +165,7 @@ TEST_CASE("EfficientNet layer groups split at features.4 and hold every paramete
       CHECK(seen[p.value().unsafeGetTensorImpl()] == 1);
     }
     auto in = [&](std::size_t group, const std::string& name) {
-      return identities(groups[group]).count(named[name].unsafeGetTensorImpl()) == 1;
+      return tensor_identities(groups[group]).count(named[name].unsafeGetTensorImpl()) == 1;
     };
     CHECK(in(0, "features.0.0.weight"));
     CHECK(in(0, "features.3.1.block.3.1.bias"));
@@ -175,8 +176,8 @@ TEST_CASE("EfficientNet layer groups split at features.4 and hold every paramete
 }
 
 TEST_CASE("EfficientNet BatchNorm parameters are normalisation parameters", "[model]") {
-  ltfit::Classifier& net = linear_model("efficientnet_b0");
-  const auto norm = identities(net->normalization_parameters());
+  ltfit::Classifier& net = linear_efficientnet("efficientnet_b0");
+  const auto norm = tensor_identities(net->normalization_parameters());
   std::size_t batch_norms = 0;
   for (const auto& m : net->modules(/*include_self=*/false)) {
     if (auto* bn = m->as<torch::nn::BatchNorm2d>()) {
@@ -193,7 +194,7 @@ TEST_CASE("EfficientNet BatchNorm parameters are normalisation parameters", "[mo
 }
 
 TEST_CASE("EfficientNet eval forward is deterministic, train forward is stochastic", "[model]") {
-  ltfit::Classifier& net = linear_model("efficientnet_b0");
+  ltfit::Classifier& net = linear_efficientnet("efficientnet_b0");
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn({2, 3, 32, 32});
   torch::NoGradGuard no_grad;
@@ -233,7 +234,7 @@ TEST_CASE("EfficientNet with fastai's head: no torchvision classifier, [N, class
 TEST_CASE("EfficientNet registry rows match torchvision's IMAGENET1K_V1 weights", "[model]") {
   const auto rows = ltfit::efficientnet_archs();
   REQUIRE(rows.size() == 4);
-  const ltfit::ArchInfo& b0 = row("efficientnet_b0");
+  const ltfit::ArchInfo& b0 = efficientnet_row("efficientnet_b0");
   CHECK(b0.family == "efficientnet");
   CHECK(b0.weights_file == "efficientnet_b0_rwightman-7f5810bc.pth");
   CHECK(b0.interpolation == "bicubic");
@@ -243,12 +244,15 @@ TEST_CASE("EfficientNet registry rows match torchvision's IMAGENET1K_V1 weights"
   CHECK(b0.classifier_prefix == "classifier.");
   CHECK(b0.normalization == ltfit::ImageNormalization{});
   CHECK(b0.layer_groups == "features.0-3 / features.4-8 / head");
-  CHECK(row("efficientnet_b1").weights_file == "efficientnet_b1_rwightman-bac287d4.pth");
-  CHECK(row("efficientnet_b1").eval_crop == 240);
-  CHECK(row("efficientnet_b2").weights_file == "efficientnet_b2_rwightman-c35c1473.pth");
-  CHECK(row("efficientnet_b2").eval_resize == 288);
-  CHECK(row("efficientnet_b3").weights_file == "efficientnet_b3_rwightman-b3899882.pth");
-  CHECK(row("efficientnet_b3").eval_resize == 320);
-  CHECK(row("efficientnet_b3").eval_crop == 300);
-  CHECK(row("efficientnet_b3").imagenet_top1 == Approx(82.008));
+  CHECK(efficientnet_row("efficientnet_b1").weights_file ==
+        "efficientnet_b1_rwightman-bac287d4.pth");
+  CHECK(efficientnet_row("efficientnet_b1").eval_crop == 240);
+  CHECK(efficientnet_row("efficientnet_b2").weights_file ==
+        "efficientnet_b2_rwightman-c35c1473.pth");
+  CHECK(efficientnet_row("efficientnet_b2").eval_resize == 288);
+  CHECK(efficientnet_row("efficientnet_b3").weights_file ==
+        "efficientnet_b3_rwightman-b3899882.pth");
+  CHECK(efficientnet_row("efficientnet_b3").eval_resize == 320);
+  CHECK(efficientnet_row("efficientnet_b3").eval_crop == 300);
+  CHECK(efficientnet_row("efficientnet_b3").imagenet_top1 == Approx(82.008));
 }

@@ -47,14 +47,14 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-std::string random_bytes(size_t n, unsigned seed) {
+std::string random_payload(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::string bytes(n, '\0');
   for (char& c : bytes) c = static_cast<char>(rng() & 0xFF);
   return bytes;
 }
 
-size_t count_files(const fs::path& dir) {
+size_t files_in(const fs::path& dir) {
   if (!fs::exists(dir)) return 0;
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
@@ -150,7 +150,7 @@ TEST_CASE("torch hub checkpoint dir follows TORCH_HOME, XDG_CACHE_HOME, HOME", "
 TEST_CASE("fetch_cached_weights downloads, verifies and then reuses the cache", "[pretrained]") {
   REQUIRE(ltfit::testing::python3_available());
   TempDir served, cache;
-  const std::string content = random_bytes(200000, 3);
+  const std::string content = random_payload(200000, 3);
   const std::string name = "resnet18-" + ltfit::sha256_hex(content).substr(0, 8) + ".pth";
   ltfit::testing::write_file(served.path() / name, content);
   const fs::path cache_dir = cache.path() / "hub" / "checkpoints";
@@ -160,7 +160,7 @@ TEST_CASE("fetch_cached_weights downloads, verifies and then reuses the cache", 
       ltfit::fetch_cached_weights(name, server.url() + "/", cache_dir.string());
   CHECK(path == (cache_dir / name).string());
   CHECK(ltfit::testing::read_file(path) == content);
-  CHECK(count_files(cache_dir) == 1);  // no .partial left
+  CHECK(files_in(cache_dir) == 1);  // no .partial left
 
   server.stop();  // the second call must not need the network
   CHECK(ltfit::fetch_cached_weights(name, server.url(), cache_dir.string()) == path);
@@ -180,7 +180,7 @@ TEST_CASE("fetch_cached_weights rejects a file whose hash does not match its nam
       checkpoint_error([&] { ltfit::fetch_cached_weights(name, server.url(), cache.str()); });
   CHECK_THAT(message, Catch::Contains(server.url() + "/" + name) && Catch::Contains(sha) &&
                           Catch::Contains("f37072fd"));
-  CHECK(count_files(cache.path()) == 0);
+  CHECK(files_in(cache.path()) == 0);
 }
 
 TEST_CASE("fetch_cached_weights names the URL and a way out when the download fails",
@@ -195,7 +195,7 @@ TEST_CASE("fetch_cached_weights names the URL and a way out when the download fa
                           Catch::Contains("download it yourself to " +
                                           (cache.path() / "resnet18-f37072fd.pth").string()) &&
                           Catch::Contains("model.pretrained: none"));
-  CHECK(count_files(cache.path()) == 0);
+  CHECK(files_in(cache.path()) == 0);
 }
 
 TEST_CASE("resolve_pretrained_file uses TORCH_HOME and LTFIT_WEIGHTS_BASE_URL", "[pretrained]") {
@@ -212,7 +212,7 @@ TEST_CASE("resolve_pretrained_file uses TORCH_HOME and LTFIT_WEIGHTS_BASE_URL", 
         [] { ltfit::resolve_pretrained_file(ltfit::PretrainedWeights{}, "resnet18"); });
     CHECK_THAT(message, Catch::Contains(server.url() + "/resnet18-f37072fd.pth") &&
                             Catch::Contains(ltfit::sha256_hex("bogus")));
-    CHECK(count_files(cache_dir) == 0);
+    CHECK(files_in(cache_dir) == 0);
   }
   SECTION("a cached file is used without any server") {
     ltfit::testing::write_file(cache_dir / "resnet34-b627a593.pth", "cached");

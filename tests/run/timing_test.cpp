@@ -26,7 +26,7 @@ double sum(const ltfit::PhaseSeconds& phases) {
   return total;
 }
 
-constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kMebibyte = 1024 * 1024;
 
 }  // namespace
 
@@ -168,11 +168,12 @@ TEST_CASE("peak RSS grows after touching 50 MB above it", "[report][timing]") {
   REQUIRE(peak_before > 0);
   REQUIRE(current_before > 0);
   // Earlier tests may have raised the peak; allocate enough to pass it by 50 MB.
-  const std::int64_t bytes = std::max<std::int64_t>(0, peak_before - current_before) + 50 * kMiB;
+  const std::int64_t bytes =
+      std::max<std::int64_t>(0, peak_before - current_before) + 50 * kMebibyte;
   std::vector<char> block(static_cast<std::size_t>(bytes));
   std::memset(block.data(), 1, block.size());  // touch every page
-  CHECK(ltfit::current_rss_bytes() >= current_before + 45 * kMiB);
-  CHECK(ltfit::peak_rss_bytes() >= peak_before + 40 * kMiB);
+  CHECK(ltfit::current_rss_bytes() >= current_before + 45 * kMebibyte);
+  CHECK(ltfit::peak_rss_bytes() >= peak_before + 40 * kMebibyte);
   CHECK(block[block.size() / 2] == 1);
 }
 
@@ -204,7 +205,7 @@ TEST_CASE("GPU phases synchronize and peak memory is tracked", "[report][timing]
   }
   const ltfit::EpochTiming epoch = profiler.end_epoch(1);
   REQUIRE(epoch.peak_gpu_bytes.has_value());
-  CHECK(*epoch.peak_gpu_bytes >= 64 * kMiB);
+  CHECK(*epoch.peak_gpu_bytes >= 64 * kMebibyte);
   CHECK(epoch.phases[static_cast<int>(ltfit::Phase::kForward)] > 0.0);
   big = torch::Tensor();
   ltfit::reset_cuda_peak_memory(device);

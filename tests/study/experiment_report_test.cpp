@@ -96,11 +96,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-std::string line_with(const std::string& text, const std::string& needle) {
-  for (const auto& line : lines_of(text))
-    if (line.find(needle) != std::string::npos) return line;
-  return "";
-}
+using ltfit::testing::line_with;
 
 }  // namespace
 

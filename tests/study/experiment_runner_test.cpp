@@ -24,14 +24,7 @@ const RunGpus kOne{true, false, 1};
 const RunGpus kTwo{true, false, 2};
 const RunGpus kAll{true, true, 0};
 
-std::string line_with(const std::string& text, const std::string& needle) {
-  std::size_t start = 0;
-  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-    const std::string line = text.substr(start, end - start);
-    if (line.find(needle) != std::string::npos) return line;
-  }
-  return "";
-}
+using ltfit::testing::line_with;
 
 }  // namespace
 

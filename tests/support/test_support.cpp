@@ -78,6 +78,15 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
+std::string line_with(const std::string& text, const std::string& needle) {
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    std::string line = text.substr(start, end - start);
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
 std::vector<ltfit::Sample> write_small_synth(const fs::path& dir, int train, int valid,
                                              int min_side, int max_side, std::uint64_t seed) {
   ltfit::SynthOptions synth;

@@ -44,6 +44,9 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 // Reads a whole file.
 std::string read_file(const std::filesystem::path& path);
 
+// The first complete line of `text` (ended by '\n') that contains `needle`; "" when none.
+std::string line_with(const std::string& text, const std::string& needle);
+
 // Writes a small synthetic set (folders layout) into `dir` with images of min_side..max_side px
 // and returns its indexed training samples.
 std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train, int valid,

@@ -192,11 +192,8 @@ TEST_CASE("timm's own ModelEmaV3, given the same weights, keeps the same average
          {"steps", steps},
          {"ema", record(average)}});
   }
-  ltfit::testing::TempDir dir;
-  const std::string path = (dir.path() / "cases.json").string();
-  ltfit::testing::write_file(path, cases.dump());
-  const std::string oracle = (ltfit::testing::source_dir() / "tests/train/ema_oracle.py").string();
-  const auto [status, output] = ltfit::testing::run_command("python3 " + oracle + " " + path);
+  const auto [status, output] =
+      ltfit::testing::run_python_oracle("tests/train/ema_oracle.py", cases.dump());
   INFO(output);
   CHECK(status == 0);
 }

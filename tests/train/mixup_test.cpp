@@ -215,12 +215,8 @@ TEST_CASE("timm's own Mixup, given ltfit's draws, makes the same images and targ
       }
     }
   }
-  ltfit::testing::TempDir dir;
-  const std::string path = (dir.path() / "cases.json").string();
-  ltfit::testing::write_file(path, cases.dump());
-  const std::string oracle =
-      (ltfit::testing::source_dir() / "tests/train/mixup_oracle.py").string();
-  const auto [status, output] = ltfit::testing::run_command("python3 " + oracle + " " + path);
+  const auto [status, output] =
+      ltfit::testing::run_python_oracle("tests/train/mixup_oracle.py", cases.dump());
   INFO(output);
   CHECK(status == 0);
 }

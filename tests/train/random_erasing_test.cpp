@@ -99,12 +99,8 @@ TEST_CASE("torchvision's own RandomErasing, given ltfit's seed, erases the same 
                      {"seed", seed},
                      {"erased", values(erased)}});
   }
-  ltfit::testing::TempDir dir;
-  const std::string path = (dir.path() / "cases.json").string();
-  ltfit::testing::write_file(path, cases.dump());
-  const std::string oracle =
-      (ltfit::testing::source_dir() / "tests/train/random_erasing_oracle.py").string();
-  const auto [status, output] = ltfit::testing::run_command("python3 " + oracle + " " + path);
+  const auto [status, output] =
+      ltfit::testing::run_python_oracle("tests/train/random_erasing_oracle.py", cases.dump());
   INFO(output);
   CHECK(status == 0);
 }

@@ -13,7 +13,7 @@
 
 namespace {
 
-std::string random_bytes(std::mt19937& rng, std::size_t max_length) {
+std::string random_text(std::mt19937& rng, std::size_t max_length) {
   std::string bytes(rng() % (max_length + 1), '\0');
   // Mostly bytes that make UTF-8 sequences (and break them), some ASCII and backslashes.
   static const std::string kInteresting = "\\x\x80\xbf\xc0\xc1\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff";
@@ -49,7 +49,7 @@ TEST_CASE("escape_utf8 keeps valid UTF-8 and escapes backslashes and invalid byt
 TEST_CASE("escape_utf8 round-trips any bytes and always yields what JSON accepts", "[utf8]") {
   std::mt19937 rng(20240501);
   for (int i = 0; i < 10000; ++i) {
-    const std::string bytes = random_bytes(rng, 24);
+    const std::string bytes = random_text(rng, 24);
     const std::string escaped = ltfit::escape_utf8(bytes);
     INFO("case " << i);
     REQUIRE(ltfit::is_valid_utf8(escaped));
@@ -60,7 +60,7 @@ TEST_CASE("escape_utf8 round-trips any bytes and always yields what JSON accepts
 TEST_CASE("is_valid_utf8 agrees with nlohmann::json's own check", "[utf8]") {
   std::mt19937 rng(7);
   for (int i = 0; i < 10000; ++i) {
-    const std::string bytes = random_bytes(rng, 8);
+    const std::string bytes = random_text(rng, 8);
     bool json_accepts = true;
     try {
       (void)nlohmann::json(bytes).dump();
