@@ -8,6 +8,7 @@
 # a task.
 #   bench/modern_recipe.sh                      # ~20 minutes on two CPU cores (2 seeds, 8 epochs)
 #   SEEDS="1 2 3" EPOCHS=12 bench/modern_recipe.sh bench/results/modern-recipe-$(date +%F).md
+#   ONLY='^(plain|RandAugment|Trivial)' bench/modern_recipe.sh   # the variants whose names match
 # Writes everything under $WORK (default /tmp/ltfit-modern); the markdown table to $1 if given.
 set -euo pipefail
 
@@ -40,6 +41,8 @@ variants=(
   "MixUp+CutMix (timm's switch)|train.mixup.mixup_alpha=0.2 train.mixup.cutmix_alpha=1.0"
   "EMA 0.99 (warm-up)|train.ema.decay=0.99 train.ema.warmup=true"
   "random erasing 0.25|data.augment.random_erasing.p=0.25"
+  "RandAugment n2 m9|data.augment.policy=rand_augment"
+  "TrivialAugmentWide|data.augment.policy=trivial_augment"
   "cosine + warm-up|train.schedule=cosine train.warmup_epochs=1"
   "flat_cos|train.schedule=flat_cos"
   "size schedule 48→64|data.size_schedule=[[0,48],[4,64]]"
@@ -51,6 +54,7 @@ results="$WORK/results.tsv"
 for seed in $SEEDS; do
   for entry in "${variants[@]}"; do
     name="${entry%%|*}"
+    [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] || continue
     sets=()
     for s in ${entry#*|}; do sets+=(--set "$s"); done
     dir="$WORK/runs/seed$seed-$(echo "$name" | tr -c 'a-zA-Z0-9' '_')"

@@ -58,6 +58,15 @@ void convert_random_erasing(const Walk& walk, const Located& at, RandomErasingCo
              "`mode='pixel'`); a number: that value")});
 }
 
+void convert_rand_augment(const Walk& walk, const Located& at, RandAugmentConfig& rand_augment) {
+  read_fields(walk, at,
+              {field("num_ops", rand_augment.num_ops,
+                     "ops applied to each image, one after another (torchvision's `num_ops`)"),
+               field("magnitude", rand_augment.magnitude,
+                     "the magnitude bin of every op, 0 (weakest) to 30 (strongest) of "
+                     "torchvision's 31")});
+}
+
 void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
   if (walk.describe == nullptr && at.node.IsDefined() && at.node.IsScalar()) {
     if (!is_plain_scalar(at.node) || at.node.Scalar() != "none")
@@ -80,6 +89,13 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
        field("random_crop", augment.random_crop,
              "the training crop (the shorter side's square) at a random position, fastai's "
              "`rand_crop`; false: centred, as validation images are"),
+       field("policy", parse_augment_policy, augment.policy,
+             "an automatic augmentation policy on the final-size training image, after the "
+             "transforms above: none, rand_augment (torchvision's `RandAugment`) or "
+             "trivial_augment (torchvision's `TrivialAugmentWide`), their 14 ops on uint8 pixels "
+             "with nearest resampling and black fill; not applied by TTA"),
+       section("rand_augment", convert_rand_augment, augment.rand_augment,
+               "RandAugment's settings, used when `policy: rand_augment`"),
        section("random_erasing", convert_random_erasing, augment.random_erasing,
                "random erasing as torchvision's `RandomErasing` does it, on the normalized "
                "training batch, before MixUp (`augment: none` turns it off too)")});

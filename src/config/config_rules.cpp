@@ -152,6 +152,11 @@ void validate_data(const DataConfig& data, const Rules& fail) {
           "a probability in [0, 1]", a.p_affine);
   require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
           "a probability in [0, 1]", a.p_lighting);
+  require(fail, a.rand_augment.num_ops >= 1 && a.rand_augment.num_ops <= 16,
+          "data.augment.rand_augment.num_ops", "an integer from 1 to 16", a.rand_augment.num_ops);
+  require(fail, a.rand_augment.magnitude >= 0 && a.rand_augment.magnitude <= 30,
+          "data.augment.rand_augment.magnitude", "an integer from 0 to 30 (31 magnitude bins)",
+          a.rand_augment.magnitude);
   const RandomErasingConfig& e = a.random_erasing;
   require(fail, all_in({e.p}, 0, 1, true), "data.augment.random_erasing.p",
           "a probability in [0, 1]", e.p);

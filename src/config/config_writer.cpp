@@ -104,6 +104,11 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_plain(out, "p_affine", format_number(a.p_affine));
   put_plain(out, "p_lighting", format_number(a.p_lighting));
   put_bool(out, "random_crop", a.random_crop);
+  put_string(out, "policy", augment_policy_name(a.policy));
+  begin_section(out, "rand_augment");
+  put_plain(out, "num_ops", std::to_string(a.rand_augment.num_ops));
+  put_plain(out, "magnitude", std::to_string(a.rand_augment.magnitude));
+  out << YAML::EndMap;
   const RandomErasingConfig& e = a.random_erasing;
   begin_section(out, "random_erasing");
   put_plain(out, "p", format_number(e.p));

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "ltfit/data/augment.h"
+#include "ltfit/data/auto_augment.h"
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/readable_images.h"
 #include "ltfit/util/error.h"
@@ -275,6 +276,12 @@ std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) 
                   static_cast<std::uint64_t>(position));
 }
 
+std::uint64_t policy_seed(std::uint64_t augment_seed) {
+  // A stream of its own beside draw_augment's; below 2^63, as torch.manual_seed takes it.
+  constexpr std::uint64_t kPolicyStream = 0x52414e44;  // "RAND"
+  return mix_seed(augment_seed, kPolicyStream) >> 1;
+}
+
 std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoch,
                                                  std::uint64_t augment_seed,
                                                  std::string* error) const {
@@ -290,8 +297,13 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
                                budget);
     }
     const AugmentParams params = draw_augment(options_.augment, augment_seed);
-    return load_augmented_image(sample.path, image_size_at(epoch), params, error, options_.limits,
-                                budget);
+    std::optional<torch::Tensor> image = load_augmented_image(
+        sample.path, image_size_at(epoch), params, error, options_.limits, budget);
+    if (image && options_.train && options_.augment.policy != AugmentPolicy::kNone) {  // not TTA
+      image = apply_augment_policy(*image, options_.augment.policy, options_.augment.rand_augment,
+                                   policy_seed(augment_seed));
+    }
+    return image;
   } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
     throw DataError("loading image '" + sample.path + "' failed: " + e.what());
   }

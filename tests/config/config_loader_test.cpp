@@ -269,6 +269,8 @@ TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, writte
       "  size_schedule: [[0, 64], [2, 128]]\n"
       "  augment:\n"
       "    random_erasing: {p: 0.25, scale: [0.1, 0.2], ratio: [0.5, 2], value: 0.5}\n"
+      "    policy: rand_augment\n"
+      "    rand_augment: {num_ops: 3, magnitude: 14}\n"
       "train:\n"
       "  mixup: {mixup_alpha: 0.2, cutmix_alpha: 1.0, cutmix_minmax: [0.2, 0.8], prob: 0.5,\n"
       "          switch_prob: 0.3, mode: pair}\n"
@@ -282,6 +284,9 @@ TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, writte
   CHECK(c.data.augment.random_erasing.p == 0.25);
   CHECK_FALSE(c.data.augment.random_erasing.random_value);
   CHECK(c.data.augment.random_erasing.value == 0.5);
+  CHECK(c.data.augment.policy == AugmentPolicy::kRandAugment);
+  CHECK(c.data.augment.rand_augment.num_ops == 3);
+  CHECK(c.data.augment.rand_augment.magnitude == 14);
   CHECK(c.train.mixup.cutmix_minmax == std::vector<double>{0.2, 0.8});
   CHECK(c.train.mixup.mode == MixupMode::kPair);
   CHECK(c.train.mixup.enabled());
@@ -302,6 +307,9 @@ TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, writte
   CHECK_FALSE(defaults.train.ema.enabled());
   CHECK(defaults.train.class_weights.kind == ClassWeights::Kind::kNone);
   CHECK(defaults.data.augment.random_erasing.random_value);
+  CHECK(defaults.data.augment.policy == AugmentPolicy::kNone);
+  CHECK(load_config_from_string("data: {augment: {policy: trivial_augment}}\n", "t.yaml")
+            .data.augment.policy == AugmentPolicy::kTrivialAugment);
   CHECK(load_config_from_string(to_yaml(defaults), "w.yaml").train == defaults.train);
   CHECK(load_config_from_string("train: {class_weights: balanced}\n", "t.yaml")
             .train.class_weights.kind == ClassWeights::Kind::kBalanced);
@@ -332,9 +340,16 @@ TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, writte
              Contains("data.augment.random_erasing.value: expected random, or a number"));
   CHECK_THAT(error_of_string("data:\n  augment: {random_erasing: {p: 2}}\n"),
              Contains("data.augment.random_erasing.p: expected a probability in [0, 1]"));
+  CHECK_THAT(error_of_string("data:\n  augment: {policy: auto_augment}\n"),
+             Contains("data.augment.policy: expected one of none, rand_augment, trivial_augment"));
+  CHECK_THAT(error_of_string("data:\n  augment: {rand_augment: {magnitude: 31}}\n"),
+             Contains("data.augment.rand_augment.magnitude: expected an integer from 0 to 30"));
+  CHECK_THAT(error_of_string("data:\n  augment: {rand_augment: {num_ops: 0}}\n"),
+             Contains("data.augment.rand_augment.num_ops: expected an integer from 1 to 16"));
   // augment: none turns random erasing off too, and is still written back as none.
   const Config none = load_config_from_string("data: {augment: none}\n", "t.yaml");
   CHECK(none.data.augment.random_erasing.p == 0.0);
+  CHECK(none.data.augment.policy == AugmentPolicy::kNone);
   CHECK_THAT(to_yaml(none), Contains("  augment: none\n"));
 }
 

@@ -114,12 +114,13 @@ d="$(param_diff runs/a/checkpoints/last.ckpt runs/b/checkpoints/last.ckpt)"
 echo "2 ranks vs 1 rank (ghost BN): max |weight difference| $d"
 close "$d" 1e-5 || fail "2 ranks vs 1 rank: weights differ by $d > 1e-5"
 
-echo "== 1-2b. the same with MixUp/CutMix, random erasing, label smoothing and EMA"
+echo "== 1-2b. the same with MixUp/CutMix, TrivialAugment, random erasing, label smoothing and EMA"
 # Each rank mixes and erases its own slice with the draws of the slice number
 # (batch_in_step x ranks + rank), so rank r matches the 1-rank run's batch r of each step. Two
 # epochs: the comparison is as strict, the block a third shorter.
 modern=(--set train.epochs=2 --set train.mixup.mixup_alpha=0.4 --set train.mixup.cutmix_alpha=1.0
-        --set data.augment.random_erasing.p=0.5 --set train.label_smoothing=0.1
+        --set data.augment.random_erasing.p=0.5 --set data.augment.policy=trivial_augment
+        --set train.label_smoothing=0.1
         --set train.ema.decay=0.9)
 train2 runs/m -- "${modern[@]}" >m.log 2>&1 || fail "2-rank modern run exited $? (m.log: $(tail -3 m.log))"
 OMP_NUM_THREADS=1 "${PIN[@]}" "$LTFIT" train --config "$WORK/c.yaml" --run-dir runs/n \
@@ -139,6 +140,40 @@ PY
 )" || fail "the EMA states could not be compared"
 echo "2 ranks vs 1 rank (ghost BN), modern recipe: max |EMA difference| $e"
 close "${e:-1}" 1e-5 || fail "2 ranks vs 1 rank, modern recipe: EMA differs by $e > 1e-5"
+
+echo "== 1-2c. the plateau schedule and early stopping decide alike on every rank"
+# Both act on the all-reduced validation figures (a 1-rank ghost-BN run is no reference here:
+# its BatchNorm statistics, and so its validation losses, are not the ranks' average). Plateau
+# with patience 0 decays the LR after each epoch that is not better; early stopping with
+# min_delta 10 (no epoch improves that much at this LR) and patience 2 stops after the third of
+# four epochs. A rank deciding otherwise would leave the other waiting in an all-reduce
+# (dist.timeout_seconds 30: exit 5). The LRs of each epoch must be those torch's own
+# ReduceLROnPlateau gives, fed the validation losses of epochs.csv.
+train2 runs/s -- --set train.epochs=4 --set train.lr=0.001 --set train.schedule=plateau \
+  --set train.patience_epochs=0 --set train.early_stopping.patience=2 \
+  --set train.early_stopping.min_delta=10 >s.log 2>&1 ||
+  fail "2-rank plateau + early-stopping run exited $? (s.log: $(tail -3 s.log))"
+"$PYTHON" - <<'PY' || fail "plateau + early stopping over 2 ranks (summary.json, epochs.csv, steps.csv)"
+import csv, json, torch
+s = json.load(open("runs/s/summary.json"))
+assert s["world_size"] == 2 and s["stopped_early"] and s["epochs"] == 3, s
+epochs = list(csv.DictReader(open("runs/s/epochs.csv")))
+assert len(epochs) == 3, epochs
+lrs = {}
+for row in csv.DictReader(open("runs/s/steps.csv")):
+    lrs.setdefault(int(row["epoch"]), []).append(float(row["lr_0"]))
+assert len(lrs) == 3, sorted(lrs)
+first = lrs[min(lrs)][0]
+opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=first)
+plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.1, patience=0)
+decays = 0
+for epoch, row in zip(sorted(lrs), epochs):
+    want = opt.param_groups[0]["lr"]
+    assert all(abs(lr - want) <= 1e-6 * want for lr in lrs[epoch]), (epoch, lrs[epoch], want)
+    decays += want < first
+    plateau.step(float(row["valid_loss"]))
+print(f"3 epochs, stopped early; the LRs follow torch's ReduceLROnPlateau ({decays} epoch(s) decayed)")
+PY
 
 echo "== 3. SIGTERM to rank 1 alone"
 train2 runs/c -- >c.log 2>&1 &

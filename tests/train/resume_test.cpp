@@ -397,7 +397,8 @@ TEST_CASE("images whose decoding fails leave the later epochs, and a resumed run
 }
 
 TEST_CASE(
-    "with MixUp, CutMix, EMA, random erasing, label smoothing, class weights and a size "
+    "with MixUp, CutMix, EMA, RandAugment, random erasing, label smoothing, class weights and a "
+    "size "
     "schedule on, a resumed run ends exactly like an uninterrupted one",
     "[train][resume][mixup][ema]") {
   TempDir dir;
@@ -408,7 +409,7 @@ TEST_CASE(
           {"train.mixup.mixup_alpha=0.4", "train.mixup.cutmix_alpha=1.0", "train.mixup.mode=elem",
            "train.ema.decay=0.9", "train.ema.warmup=true", "train.label_smoothing=0.1",
            "train.class_weights=balanced", "data.augment.random_erasing.p=0.5",
-           "data.size_schedule=[[0, 32], [2, 40]]"}));
+           "data.augment.policy=rand_augment", "data.size_schedule=[[0, 32], [2, 40]]"}));
   ltfit::TrainJobOptions whole;
   whole.run_dir = (dir.path() / "whole").string();
   const ltfit::RunSummary expected = ltfit::run_train_job(config, whole);

@@ -47,7 +47,7 @@ struct LoaderOptions {
   std::vector<SizeStep> size_schedule;
   int batch_size = 16;    // images per batch
   bool train = false;     // shuffle, random crop + flip, drop the last partial batch
-  AugmentConfig augment;  // used when train or augment_in_order
+  AugmentConfig augment;  // used when train or augment_in_order (policy: when train only)
   // Not training (in order, every sample, no drop) but with training augmentation drawn from
   // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
   bool augment_in_order = false;
@@ -189,6 +189,10 @@ int default_worker_count();
 
 // The seed of one sample's augmentation draw, from (seed, epoch, sample position).
 std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position);
+
+// The torch generator seed of one sample's data.augment.policy draws, from its augmentation seed
+// (sample_seed): a stream apart from draw_augment's.
+std::uint64_t policy_seed(std::uint64_t augment_seed);
 
 // uint8 [N,H,W,3] RGB -> float [N,3,H,W] normalised with `normalization` (the model's:
 // Classifier::input_normalization(); default ImageNet's), on `device`, in one fused pass.
