@@ -65,8 +65,8 @@ void TorchArchiveWriter::write_records(zip::ByteSink& sink, bool force_zip64) {
   for (std::size_t i = 0; i < storages_.size(); ++i) {
     const std::string_view data(static_cast<const char*>(storages_[i].data_ptr()),
                                 storages_[i].nbytes());
-    zip.add("archive/data/" + std::to_string(i), data);
-    id_hash = (id_hash ^ zip::crc32_of(data)) * 1099511628211ull;
+    const std::uint32_t crc = zip.add("archive/data/" + std::to_string(i), data);
+    id_hash = (id_hash ^ crc) * 1099511628211ull;  // each storage's CRC-32 computed once
     total += data.size();
   }
   zip.add("archive/version", "3\n");

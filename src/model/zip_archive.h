@@ -95,8 +95,8 @@ struct ZipWriterOptions {
 class ZipWriter {
  public:
   explicit ZipWriter(ByteSink& sink, ZipWriterOptions options = {});
-  // Writes a STORED record with its data aligned.
-  void add(std::string_view name, std::string_view data);
+  // Writes a STORED record with its data aligned; returns the data's CRC-32 (as written).
+  std::uint32_t add(std::string_view name, std::string_view data);
   // Writes a DEFLATE record (not aligned; for tests of the reader).
   void add_deflated(std::string_view name, std::string_view data);
   // Writes the central directory and the end records. No record may be added afterwards.

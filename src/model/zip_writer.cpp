@@ -30,8 +30,10 @@ void ZipWriter::put(std::string_view bytes) {
   offset_ += bytes.size();
 }
 
-void ZipWriter::add(std::string_view name, std::string_view data) {
-  add_record(name, data, data.size(), crc32_of(data), 0, /*align=*/true);
+std::uint32_t ZipWriter::add(std::string_view name, std::string_view data) {
+  const std::uint32_t crc = crc32_of(data);
+  add_record(name, data, data.size(), crc, 0, /*align=*/true);
+  return crc;
 }
 
 void ZipWriter::add_deflated(std::string_view name, std::string_view data) {
