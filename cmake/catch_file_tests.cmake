@@ -3,8 +3,10 @@
 # process (Catch2's --filenames-as-tags gives each case the tag [#<file>]). Starting the test
 # binary loads LibTorch's and CUDA's libraries, about a second of two cores' time: paid once per
 # file instead of once per case. A failing file's output (--output-on-failure) names the case.
-# Expects TEST_EXECUTABLE, TEST_SPEC (the cases left out, e.g. ~[slow]), TEST_TIMEOUT and
-# TEST_ENVIRONMENT, set by the file CMake generates beside this one.
+# Expects TEST_EXECUTABLE, TEST_SPEC (the cases left out, e.g. ~[slow]), TEST_TIMEOUT,
+# TEST_ENVIRONMENT and TEST_COSTS ("name=seconds;..."), set by the file CMake generates beside
+# this one. A cost makes `ctest --parallel` start the long files first in a fresh build folder,
+# which has no measured costs yet (CTest then uses its own).
 execute_process(COMMAND "${TEST_EXECUTABLE}" "${TEST_SPEC}" --list-tags --filenames-as-tags
                 OUTPUT_VARIABLE listing ERROR_VARIABLE listing_error)
 string(REGEX MATCHALL "\\[#[^]\n]+\\]" file_tags "${listing}")
@@ -22,4 +24,9 @@ foreach(tag IN LISTS file_tags)
   add_test("${name}" "${TEST_EXECUTABLE}" "${tag}~[.]${TEST_SPEC}" --filenames-as-tags)
   set_tests_properties("${name}" PROPERTIES TIMEOUT "${TEST_TIMEOUT}"
                                             ENVIRONMENT "${TEST_ENVIRONMENT}")
+  foreach(entry IN LISTS TEST_COSTS)
+    if(entry MATCHES "^${name}=([0-9]+)$")
+      set_tests_properties("${name}" PROPERTIES COST "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
 endforeach()
