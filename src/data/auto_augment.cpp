@@ -33,7 +33,7 @@ std::array<double, 6> inverse_affine_matrix(std::array<double, 2> center, double
   const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
   const double c = std::sin(rot - sy) / std::cos(sy);
   const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
-  std::array<double, 6> m = {d / 1.0, -b / 1.0, 0.0 / 1.0, -c / 1.0, a / 1.0, 0.0 / 1.0};
+  std::array<double, 6> m = {d, -b, 0.0, -c, a, 0.0};  // torchvision's `x / scale`, scale 1
   m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
   m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
   m[2] += cx;
@@ -279,7 +279,7 @@ torch::Tensor apply_augment_op(const torch::Tensor& image, const AugmentOpDraw& 
   const double m = draw.magnitude;
   switch (draw.op) {
     case AugmentOp::kIdentity:
-      return image.clone();
+      return image;  // as torchvision's: the same tensor (the ops never write to their input)
     case AugmentOp::kShearX:
     case AugmentOp::kShearY:
       return shear(image, m, draw.op == AugmentOp::kShearX);
@@ -291,7 +291,7 @@ torch::Tensor apply_augment_op(const torch::Tensor& image, const AugmentOpDraw& 
     case AugmentOp::kBrightness:
       return blend(image, torch::zeros_like(image), 1.0 + m);
     case AugmentOp::kColor:
-      return image.size(0) == 1 ? image.clone() : blend(image, grayscale(image), 1.0 + m);
+      return image.size(0) == 1 ? image : blend(image, grayscale(image), 1.0 + m);
     case AugmentOp::kContrast:
       return adjust_contrast(image, 1.0 + m);
     case AugmentOp::kSharpness:

@@ -70,8 +70,8 @@ std::vector<AugmentOpDraw> draw_augment_policy(AugmentPolicy policy,
                                                std::int64_t width, at::Generator& generator);
 
 // torchvision's _apply_op(img, op, magnitude, NEAREST, fill=None) on a uint8 [C,H,W] image
-// (C 1 or 3); returns a new uint8 [C,H,W] tensor. Throws std::invalid_argument on another shape
-// or dtype.
+// (C 1 or 3); returns uint8 [C,H,W] (the image itself where the op leaves it, as torchvision
+// does; no op writes to its input). Throws std::invalid_argument on another shape or dtype.
 torch::Tensor apply_augment_op(const torch::Tensor& image, const AugmentOpDraw& draw);
 
 // data.augment.policy on one uint8 [H,W,C] image (the loader's layout), with the draws of a torch
