@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Python peers of the benchmarks: torchvision, Pillow, NumPy (bench/loader_bench.sh,
 # the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
-# files with), timm (the MixUp oracle, tests/train/mixup_oracle.py) and fastai (bench/fastai_side_by_side.sh, via bench/fastai_deps.sh).
+# files with), timm (the MixUp, EMA and cosine-schedule oracles) and fastai
+# (bench/fastai_side_by_side.sh and the flat_cos oracle, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
 # older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
@@ -66,9 +67,10 @@ else
   "$PYTHON" -m pip install --quiet --no-deps "timm==${TIMM_VERSION}"
 fi
 
-# fastai, the peer of bench/fastai_side_by_side.sh (also --no-deps, torch kept): its own script.
-# Set SKIP_FASTAI=1 to leave it out. Its failure is a warning only: the oracles above (what the
-# parity test needs) are in place either way.
+# fastai, the peer of bench/fastai_side_by_side.sh and the oracle of the flat_cos schedule
+# (tests/train/schedule_oracle.sh; also --no-deps, torch kept): its own script. Set SKIP_FASTAI=1
+# to leave it out. Its failure is a warning only: the oracles above are in place either way, and
+# the flat_cos part of schedule_oracle then says SKIPPED.
 if [[ "${SKIP_FASTAI:-0}" != 1 ]]; then
   PYTHON="$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/../bench/fastai_deps.sh" ||
     echo "warning: fastai not installed (exit $?); bench/fastai_side_by_side.sh will run ltfit only" >&2

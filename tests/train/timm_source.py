@@ -4,13 +4,15 @@ timm's package __init__ imports torchvision, huggingface_hub and the like; mixup
 model_ema.py need only numpy and torch. A missing timm (or torch) exits 77, which CTest reports
 as skipped.
 """
+import importlib
 import importlib.util
 import os
 import sys
+import types
 
 
-def load_timm_file(relative_path, name):
-    """timm/<relative_path> as module `name`; exits 77 when timm or torch is not installed."""
+def timm_dir():
+    """The installed timm's folder; exits 77 when timm or torch is not installed."""
     try:
         import torch  # noqa: F401 - every timm file needs it
         spec = importlib.util.find_spec("timm")
@@ -20,7 +22,23 @@ def load_timm_file(relative_path, name):
     if spec is None or not spec.submodule_search_locations:
         print("SKIPPED: timm is not installed (scripts/bench_deps.sh installs it)")
         sys.exit(77)
-    path = os.path.join(list(spec.submodule_search_locations)[0], relative_path)
+    return list(spec.submodule_search_locations)[0]
+
+
+def load_timm_package_module(package, module):
+    """timm/<package>/<module>.py with its relative imports (`from .scheduler import ...`), the
+    package's __init__ left out (it imports the whole subpackage and more)."""
+    name = f"timm_{package}"
+    if name not in sys.modules:
+        stub = types.ModuleType(name)
+        stub.__path__ = [os.path.join(timm_dir(), package)]
+        sys.modules[name] = stub
+    return importlib.import_module(f"{name}.{module}")
+
+
+def load_timm_file(relative_path, name):
+    """timm/<relative_path> as module `name`; exits 77 when timm or torch is not installed."""
+    path = os.path.join(timm_dir(), relative_path)
     module_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(module_spec)
     try:
