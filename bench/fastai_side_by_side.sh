@@ -5,10 +5,16 @@
 # Usage: bench/fastai_side_by_side.sh [--arch A] [--size PX] [--bs N] [--epochs N]
 #          [--freeze-epochs N] [--lr LR] [--train N] [--valid N] [--workers N] [--device D]
 #          [--seed S] [--data DIR] [--no-tta] [--no-fastai] [--no-ltfit] [--keep]
+#          [--feature F] [--record FILE]
 # Defaults: resnet18, 64 px, bs 32, 1 frozen + 2 unfrozen epochs, lr 2e-3 (fastai's fine_tune
 # base_lr), 1000 train / 400 valid synthetic images (`ltfit synth`), workers = threads = nproc,
 # cpu. Full-size GPU settings: --device cuda --arch resnet34 --size 224 --bs 64. --arch takes
 # any `ltfit models` arch (fastai gets torchvision's model of that name).
+# --feature adds one modern-recipe feature to both sides, with the same parameters: none (default),
+# label_smoothing (0.1), mixup (alpha 0.4, fastai's default), cutmix (alpha 1), random_erasing
+# (p 0.25) or ema (0.99 with warm-up; fastai has none: timm's ModelEmaV3 in a callback, see
+# bench/fastai_train.py). --record appends the run's figures to FILE as one JSON line
+# (bench/modern_side_by_side.sh reads them).
 # Exit codes: 0 the benchmark ran (a side that could not run is named under the table),
 #             1 no ltfit binary to make the images with, 2 bad usage.
 # Environment: LTFIT (build/ltfit), PYTHON (python3), LTFIT_LOCK (/tmp/ltfit-build.lock: each
@@ -37,8 +43,10 @@ tta=1
 run_fastai=1
 run_ltfit=1
 keep=0
+feature=none
+record=""
 
-usage() { sed -n '5,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '5,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 need_value() { [[ $# -ge 2 ]] || { echo "error: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -58,6 +66,8 @@ while [[ $# -gt 0 ]]; do
     --no-fastai) run_fastai=0; shift ;;
     --no-ltfit) run_ltfit=0; shift ;;
     --keep) keep=1; shift ;;
+    --feature) need_value "$@"; feature="$2"; shift 2 ;;
+    --record) need_value "$@"; record="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "error: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -80,6 +90,20 @@ archs="$("$LTFIT" models --json 2>/dev/null | "$PYTHON" -c \
 "$PYTHON" -c "import sys; float(sys.argv[1]) > 0 or sys.exit(1)" "$lr" 2>/dev/null ||
   { echo "error: --lr takes a positive number, got '$lr'" >&2; exit 2; }
 data="${data:-${TMPDIR:-/tmp}/ltfit-fastai-bench-$n_train-$n_valid}"
+# The feature: ltfit's keys and fastai_train.py's flag, the same parameters.
+case "$feature" in
+  none) ltfit_sets=(); fastai_feature=() ;;
+  label_smoothing) ltfit_sets=(train.label_smoothing=0.1); fastai_feature=(--label-smoothing 0.1) ;;
+  mixup) ltfit_sets=(train.mixup.mixup_alpha=0.4); fastai_feature=(--mixup 0.4) ;;
+  cutmix) ltfit_sets=(train.mixup.cutmix_alpha=1.0); fastai_feature=(--cutmix 1.0) ;;
+  random_erasing) ltfit_sets=(data.augment.random_erasing.p=0.25)
+                  fastai_feature=(--random-erasing 0.25) ;;
+  ema) ltfit_sets=(train.ema.decay=0.99 train.ema.warmup=true); fastai_feature=(--ema 0.99) ;;
+  *) echo "error: --feature: none | label_smoothing | mixup | cutmix | random_erasing | ema," \
+          "got '$feature'" >&2; exit 2 ;;
+esac
+set_args=()
+for s in "${ltfit_sets[@]}"; do set_args+=(--set "$s"); done
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/ltfit-fastai-sbs.XXXXXX")"
 if [[ "$keep" == 1 ]]; then
@@ -176,7 +200,7 @@ if [[ "$run_ltfit" == 1 ]]; then
   # The lock first, then the clock: waiting for someone else's build is not ltfit's time.
   rc=0
   with_ltfit timed "$scratch/ltfit.times" "$scratch/ltfit.json" "$scratch/ltfit.err" \
-    "$LTFIT" train --config "$config" --run-dir "$scratch/run" --json || rc=$?
+    "$LTFIT" train --config "$config" "${set_args[@]}" --run-dir "$scratch/run" --json || rc=$?
   if [[ $rc -eq 127 && ! -s "$scratch/ltfit.err" ]]; then
     echo "ltfit: no binary at $LTFIT (build it first)" >> "$notes"
     run_ltfit=0
@@ -197,6 +221,7 @@ if [[ "$run_fastai" == 1 ]]; then
                --freeze-epochs "$freeze_epochs" --lr "$lr" --workers "$workers"
                --threads "$threads" --device "$device" --seed "$seed")
   [[ "$tta" == 1 ]] || fastai_args+=(--no-tta)
+  fastai_args+=("${fastai_feature[@]}")
   if ! flock "$LOCK" bash -c 'timed "$@"' _ "$scratch/fastai.times" "$scratch/fastai.json" \
          "$scratch/fastai.err" "$PYTHON" "$ROOT/bench/fastai_train.py" "${fastai_args[@]}"; then
     echo "fastai failed: $(tail -n 5 "$scratch/fastai.err")" >> "$notes"
@@ -208,12 +233,14 @@ fi
 echo
 echo "fine_tune side by side: $arch, ${size}px, bs $bs, $freeze_epochs frozen + $epochs unfrozen" \
      "epochs, lr $lr, $n_train train / $n_valid valid ($data), $device, $threads threads," \
-     "$workers workers, $(nproc) cores"
-"$PYTHON" - "$scratch" "$run_ltfit" "$run_fastai" "$freeze_epochs" "$epochs" <<'PY'
+     "$workers workers, $(nproc) cores, feature: $feature"
+"$PYTHON" - "$scratch" "$run_ltfit" "$run_fastai" "$freeze_epochs" "$epochs" "$feature" \
+  "$record" <<'PY'
 import json, os, sys
 
 scratch, run_ltfit, run_fastai = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 total_epochs = int(sys.argv[4]) + int(sys.argv[5])
+feature, record = sys.argv[6], sys.argv[7]
 
 def last_json(path):
     """The last JSON document in a file (ltfit --json: one pretty-printed document)."""
@@ -233,12 +260,19 @@ if run_ltfit:
         "wall": wall("ltfit"), "train": s["train_seconds"], "tta": s.get("tta_seconds"),
         "ips": s["train_images"] * total_epochs / s["train_seconds"],
         "acc": s["accuracy"], "tta_acc": s.get("tta_accuracy")}
+    run = os.path.join(scratch, "run")
+    phases = json.load(open(os.path.join(run, "timing.json")))["phases"]
+    steps = sum(1 for _ in open(os.path.join(run, "steps.csv"))) - 1
+    rows["ltfit"]["step"] = (s["train_seconds"] - phases["validation"] - phases["checkpoint"]) / steps
 if run_fastai:
     f = last_json(os.path.join(scratch, "fastai.json"))
     rows["fastai"] = {
         "wall": wall("fastai"), "train": f["train_seconds"], "tta": f.get("tta_seconds"),
         "ips": f["images_per_second"], "acc": f["accuracy"], "tta_acc": f.get("tta_accuracy"),
-        "import": f["import_seconds"]}
+        "import": f["import_seconds"], "step": f.get("step_seconds")}
+if record:
+    with open(record, "a") as out:
+        out.write(json.dumps({"feature": feature, **rows}) + "\n")
 
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)

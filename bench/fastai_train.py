@@ -4,6 +4,8 @@
     python3 bench/fastai_train.py --root DIR [--arch resnet18] [--size 64] [--bs 32]
                                   [--epochs 2] [--freeze-epochs 1] [--lr 2e-3] [--workers N]
                                   [--device cpu|cuda] [--seed 42] [--no-tta]
+                                  [--label-smoothing EPS] [--mixup ALPHA] [--cutmix ALPHA]
+                                  [--random-erasing P] [--ema DECAY]
 
 DIR holds train/<class>/*.jpg and valid/<class>/*.jpg (`ltfit synth` writes that). What runs:
 
@@ -12,6 +14,16 @@ DIR holds train/<class>/*.jpg and valid/<class>/*.jpg (`ltfit synth` writes that
     learn = vision_learner(dls, arch, pretrained=False, metrics=accuracy)
     learn.fine_tune(epochs, lr, freeze_epochs)      # timed: train_seconds
     learn.tta()                                     # timed: tta_seconds (n=4, beta=0.25)
+
+The modern-recipe flags add fastai's own feature where it has one: `--label-smoothing` the loss
+`LabelSmoothingCrossEntropyFlat(eps)`, `--mixup` / `--cutmix` the `MixUp(alpha)` / `CutMix(alpha)`
+callbacks (not both: fastai's second MixHandler wraps the first's loss and fails on integer
+labels), `--random-erasing` the batch transform `RandomErasing(p, sl=0.02, sh=0.33,
+min_aspect=0.3)` (torchvision's scale and ratio; fastai erases one box per batch). fastai has no weight EMA: `--ema` adds timm's `ModelEmaV3(decay)` (warm-up
+on), updated after each optimizer step as timm's train.py does, and validates and runs TTA with
+the EMA weights, as ltfit's `train.ema.validate: true` does.
+"step_seconds" is the time in fastai's training phases (data wait included, validation not)
+divided by the optimizer steps.
 
 Normalize is added by hand: vision_learner adds ImageNet normalisation only for pretrained
 models, and ltfit always normalises, so without it the two would not train the same inputs.
@@ -46,7 +58,24 @@ def parse_args(argv):
     parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (cpu)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-tta", action="store_true", help="skip learn.tta()")
+    parser.add_argument("--label-smoothing", type=float, default=0.0, metavar="EPS",
+                        help="LabelSmoothingCrossEntropyFlat(eps) as the loss (0: off)")
+    parser.add_argument("--mixup", type=float, default=0.0, metavar="ALPHA",
+                        help="MixUp(alpha) callback (0: off)")
+    parser.add_argument("--cutmix", type=float, default=0.0, metavar="ALPHA",
+                        help="CutMix(alpha) callback (0: off)")
+    parser.add_argument("--random-erasing", type=float, default=0.0, metavar="P",
+                        help="RandomErasing(p) batch transform (0: off)")
+    parser.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
+                        help="timm's ModelEmaV3(decay, warm-up) of the weights (0: off)")
     args = parser.parse_args(argv)
+    for name in ("label_smoothing", "random_erasing", "ema"):
+        if not 0.0 <= getattr(args, name) < 1.0:
+            parser.error(f"--{name.replace('_', '-')}: expected a number in [0, 1)")
+    if args.mixup < 0 or args.cutmix < 0:
+        parser.error("--mixup and --cutmix take an alpha >= 0")
+    if args.mixup and args.cutmix:
+        parser.error("--mixup and --cutmix: one of them (fastai's two callbacks do not combine)")
     for name in ("size", "bs", "epochs", "threads"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name}: expected a positive integer")
@@ -58,6 +87,65 @@ def parse_args(argv):
                   "(expected <root>/{train,valid}/<class>/*.jpg)", file=sys.stderr)
             sys.exit(2)
     return args
+
+
+def feature_callbacks(args, fv, torch):
+    """The callbacks of the modern-recipe flags, a step timer first; and the flags' description."""
+    class StepTimer(fv.Callback):
+        "Seconds in the training phases (data wait included) and the optimizer steps."
+        order = -100  # first in, last out: around every other callback's training work
+        seconds, steps = 0.0, 0
+
+        def before_train(self):
+            self.t0 = time.perf_counter()
+
+        def after_train(self):
+            if self.model.parameters().__next__().is_cuda:
+                torch.cuda.synchronize()
+            self.seconds += time.perf_counter() - self.t0
+
+        def after_step(self):
+            self.steps += 1
+
+    class Ema(fv.Callback):
+        "timm's ModelEmaV3 after each step; validation (and so TTA) with the EMA weights."
+
+        def __init__(self, decay):
+            self.decay, self.ema, self.saved = decay, None, None
+
+        def before_fit(self):
+            if self.ema is None:
+                from timm.utils import ModelEmaV3
+                self.ema = ModelEmaV3(self.model, decay=self.decay, use_warmup=True)
+                self.updates = 0
+
+        def after_step(self):
+            self.updates += 1
+            self.ema.update(self.model, step=self.updates)
+
+        def before_validate(self):
+            self.saved = {k: v.clone() for k, v in self.model.state_dict().items()}
+            self.model.load_state_dict(self.ema.module.state_dict())
+
+        def after_validate(self):  # also around learn.tta()'s passes (get_preds validates)
+            self.model.load_state_dict(self.saved)
+            self.saved = None
+
+    callbacks, features = [StepTimer()], []
+    if args.label_smoothing:
+        features.append(f"LabelSmoothingCrossEntropyFlat(eps={args.label_smoothing})")
+    if args.mixup:
+        callbacks.append(fv.MixUp(args.mixup))
+        features.append(f"MixUp({args.mixup})")
+    if args.cutmix:
+        callbacks.append(fv.CutMix(args.cutmix))
+        features.append(f"CutMix({args.cutmix})")
+    if args.random_erasing:
+        features.append(f"RandomErasing(p={args.random_erasing})")
+    if args.ema:
+        callbacks.append(Ema(args.ema))
+        features.append(f"timm ModelEmaV3({args.ema}, warm-up)")
+    return callbacks, features
 
 
 def main(argv):
@@ -72,6 +160,7 @@ def main(argv):
         print(f"error: cannot import fastai ({e}); run scripts/bench_deps.sh", file=sys.stderr)
         return 1
     imported = time.perf_counter()
+    callbacks, features = feature_callbacks(args, fv, torch)
 
     torch.set_num_threads(args.threads)
     fv.set_seed(args.seed, reproducible=False)
@@ -79,13 +168,18 @@ def main(argv):
     dls = fv.ImageDataLoaders.from_folder(
         args.root, train="train", valid="valid", seed=args.seed,
         item_tfms=fv.Resize(args.size),  # train: random square crop, valid: centre crop
-        batch_tfms=[*fv.aug_transforms(), fv.Normalize.from_stats(*fv.imagenet_stats)],
+        batch_tfms=[*fv.aug_transforms(), fv.Normalize.from_stats(*fv.imagenet_stats)]
+        + ([fv.RandomErasing(p=args.random_erasing, sl=0.02, sh=0.33, min_aspect=0.3)]
+           if args.random_erasing else []),
         bs=args.bs, num_workers=args.workers, device=device)
     # fastai's own resnets where it has one, else torchvision's function of that name (fastai
     # has no metadata for those: vision_learner cuts the body at the pooling layer and splits
     # body | head).
     arch = getattr(fv, args.arch, None) or getattr(torchvision.models, args.arch)
-    learn = fv.vision_learner(dls, arch, pretrained=False, metrics=fv.accuracy)
+    loss = fv.LabelSmoothingCrossEntropyFlat(eps=args.label_smoothing) if args.label_smoothing \
+        else None
+    learn = fv.vision_learner(dls, arch, pretrained=False, metrics=fv.accuracy, loss_func=loss,
+                              cbs=callbacks)
     rows = []  # the Recorder's per-epoch rows, across both fits of fine_tune
 
     def log_row(row):
@@ -134,6 +228,9 @@ def main(argv):
         "accuracy": accuracy,
         "tta_accuracy": tta_accuracy,
         "tta_seconds": None if tta_seconds is None else round(tta_seconds, 3),
+        "features": features,
+        "steps": callbacks[0].steps,
+        "step_seconds": round(callbacks[0].seconds / max(callbacks[0].steps, 1), 6),
         "epochs_table": epochs,
     }))
     return 0

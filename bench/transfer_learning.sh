@@ -24,22 +24,10 @@ cd "$ROOT"
 mkdir -p "$WORK"
 start=$(date +%s)
 
-if [[ ! -f "$WORK/source/.complete" ]]; then
-  rm -rf "$WORK/source"
-  "$LTFIT" synth --out "$WORK/source" --task cats_dogs --train 1000 --valid 400 --seed 0
-  touch "$WORK/source/.complete"
-fi
 rm -rf "$WORK/target"
 "$LTFIT" synth --out "$WORK/target" --task bears_rabbits --train "$TARGET_TRAIN" \
   --valid "$TARGET_VALID" --seed 1
-
-if [[ ! -f "$WORK/source.pth" ]]; then
-  echo "== pretraining $ARCH on cats vs dogs (configs/quickstart.yaml) =="
-  rm -rf "$WORK/pretrain"
-  "$LTFIT" train --config configs/quickstart.yaml --set "data.root=$WORK/source" \
-    --set "model.arch=$ARCH" --run-dir "$WORK/pretrain"
-  "$LTFIT" export --checkpoint "$WORK/pretrain/checkpoints/last.ckpt" --out "$WORK/source.pth"
-fi
+LTFIT="$LTFIT" "$ROOT/bench/synthetic_pretrain.sh" "$WORK" "$ARCH"
 
 common=(--config configs/quickstart.yaml --set "data.root=$WORK/target" --set "model.arch=$ARCH"
         --set model.head=fastai
