@@ -40,8 +40,8 @@ TEST_CASE("ltfit configs lists the checkout's configs and plans with their first
           "[cli][configs]") {
   const auto r = run_ltfit_in(ltfit::testing::source_dir(), "configs");
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.stdout_text, Contains("  cats_dogs   The cats-vs-dogs timing study"));
-  CHECK_THAT(r.stdout_text, Contains("  quickstart  A quick end-to-end run"));
+  CHECK_THAT(r.stdout_text, Contains("  cats_dogs         The cats-vs-dogs timing study"));
+  CHECK_THAT(r.stdout_text, Contains("  quickstart        A quick end-to-end run"));
   CHECK_THAT(r.stdout_text, Contains("configs/quickstart.yaml"));
   CHECK_THAT(r.stdout_text, Contains("  kaggle_vs_colab"));
   CHECK(r.stdout_text.find("study_2019") == std::string::npos);  // figures, not a plan
@@ -51,7 +51,7 @@ TEST_CASE("ltfit configs lists the checkout's configs and plans with their first
   const auto doc = nlohmann::json::parse(j.stdout_text);
   std::vector<std::string> names;
   for (const auto& c : doc.at("configs")) names.push_back(c.at("name"));
-  CHECK(names == std::vector<std::string>{"cats_dogs", "quickstart"});
+  CHECK(names == std::vector<std::string>{"cats_dogs", "cats_dogs_modern", "quickstart"});
   REQUIRE(doc.at("plans").size() == 1);
   CHECK(doc.at("plans")[0].at("name") == "kaggle_vs_colab");
 
@@ -110,7 +110,8 @@ TEST_CASE("a config or plan name that matches nothing exits 2 listing the names"
     const std::string asked = std::string(cmd) == "configs gamma" ? "ltfit configs" : "--config";
     CHECK_THAT(r.output, Contains(asked + " gamma: no such file, and no config of that name in "
                                           "configs/"));
-    CHECK_THAT(r.output, Contains("(shipped configs: alpha, beta, cats_dogs, quickstart)"));
+    CHECK_THAT(r.output,
+               Contains("(shipped configs: alpha, beta, cats_dogs, cats_dogs_modern, quickstart)"));
     CHECK_THAT(r.output, Contains("ltfit configs"));
   }
   const auto typo = run_ltfit_in(dir.path(), "configs alpah");  // a did-you-mean for a typo

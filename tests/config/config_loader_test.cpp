@@ -676,6 +676,17 @@ TEST_CASE("the shipped configs load cleanly", "[config]") {
   CHECK(quick.model.pretrained.kind == ltfit::PretrainedWeights::Kind::kNone);
   CHECK(quick.train.recipe == Recipe::kOneCycle);
   CHECK_FALSE(quick.eval.tta);
+  // The modern config is the study's, plus the EMA that measured best (README "The modern recipe").
+  const Config modern = load_config((configs / "cats_dogs_modern.yaml").string());
+  CHECK(config_warnings(modern).empty());
+  CHECK(modern.run.name == "cats_dogs_modern");
+  CHECK(modern.train.ema.decay == 0.99);
+  CHECK(modern.train.ema.warmup);
+  CHECK(modern.train.ema.validate);
+  CHECK(modern.model.arch == study.model.arch);
+  CHECK(modern.data.batch_size == study.data.batch_size);
+  CHECK(modern.train.epochs == study.train.epochs);
+  CHECK(modern.train.recipe == study.train.recipe);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cmake --install` as a user runs it, then the installed binary used from another directory
 # with nothing in the environment pointing at the build:
-# 1. P/bin/ltfit, P/share/ltfit/configs/{cats_dogs,quickstart}.yaml (+ experiments/) and the docs
+# 1. P/bin/ltfit, P/share/ltfit/configs/{cats_dogs,cats_dogs_modern,quickstart}.yaml (+ experiments/) and the docs
 #    in P/share/doc/ltfit are installed;
 # 2. the binary resolves every library (no "not found" in ldd) through its RUNPATH, and its
 #    RUNPATH names LibTorch's folder;
@@ -30,7 +30,8 @@ if ! cmake --install "$BUILD" --prefix "$P" >"$WORK/install.log" 2>&1; then
 fi
 LTFIT="$P/bin/ltfit"
 check test -x "$LTFIT"
-for f in share/ltfit/configs/cats_dogs.yaml share/ltfit/configs/quickstart.yaml \
+for f in share/ltfit/configs/cats_dogs.yaml share/ltfit/configs/cats_dogs_modern.yaml \
+         share/ltfit/configs/quickstart.yaml \
          share/ltfit/configs/experiments/kaggle_vs_colab.yaml share/doc/ltfit/README.md; do
   check test -f "$P/$f"
 done
@@ -82,7 +83,7 @@ check test -f runs/local_copy/config.yaml
 run train --config no_such_config >"$WORK/missing.log" 2>&1
 code=$?
 [[ $code -eq 2 ]] || fail "a missing config name exited $code, not 2"
-grep -q "cats_dogs, quickstart" "$WORK/missing.log" || fail "the missing-name message lists no configs"
+grep -q "cats_dogs, cats_dogs_modern, quickstart" "$WORK/missing.log" || fail "the missing-name message lists no configs"
 run experiment --plan no_such_plan >"$WORK/plan.log" 2>&1
 [[ $? -eq 2 ]] || fail "a missing plan name did not exit 2"
 grep -q "kaggle_vs_colab" "$WORK/plan.log" || fail "the missing-plan message lists no plans"
