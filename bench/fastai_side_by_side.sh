@@ -234,9 +234,11 @@ echo
 echo "fine_tune side by side: $arch, ${size}px, bs $bs, $freeze_epochs frozen + $epochs unfrozen" \
      "epochs, lr $lr, $n_train train / $n_valid valid ($data), $device, $threads threads," \
      "$workers workers, $(nproc) cores, feature: $feature"
-"$PYTHON" - "$scratch" "$run_ltfit" "$run_fastai" "$freeze_epochs" "$epochs" "$feature" \
+PYTHONPATH="$ROOT/bench" "$PYTHON" - "$scratch" "$run_ltfit" "$run_fastai" "$freeze_epochs" \
+  "$epochs" "$feature" \
   "$record" <<'PY'
 import json, os, sys
+from run_figures import step_seconds
 
 scratch, run_ltfit, run_fastai = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 total_epochs = int(sys.argv[4]) + int(sys.argv[5])
@@ -260,10 +262,7 @@ if run_ltfit:
         "wall": wall("ltfit"), "train": s["train_seconds"], "tta": s.get("tta_seconds"),
         "ips": s["train_images"] * total_epochs / s["train_seconds"],
         "acc": s["accuracy"], "tta_acc": s.get("tta_accuracy")}
-    run = os.path.join(scratch, "run")
-    phases = json.load(open(os.path.join(run, "timing.json")))["phases"]
-    steps = sum(1 for _ in open(os.path.join(run, "steps.csv"))) - 1
-    rows["ltfit"]["step"] = (s["train_seconds"] - phases["validation"] - phases["checkpoint"]) / steps
+    rows["ltfit"]["step"] = step_seconds(os.path.join(scratch, "run"))
 if run_fastai:
     f = last_json(os.path.join(scratch, "fastai.json"))
     rows["fastai"] = {

@@ -98,17 +98,14 @@ for seed in $SEEDS; do
       echo "   failed: see $dir.log" >&2
       exit 1
     }
-    "$PYTHON" - "$dir" "$name" "$seed" >>"$results" <<'PY'
+    PYTHONPATH="$ROOT/bench" "$PYTHON" - "$dir" "$name" "$seed" >>"$results" <<'PY'
 import json, sys
+from run_figures import step_seconds
 run, name, seed = sys.argv[1:4]
 summary = json.load(open(f"{run}/summary.json"))
-timing = json.load(open(f"{run}/timing.json"))
-steps = sum(1 for _ in open(f"{run}/steps.csv")) - 1
-phases = timing["phases"]
-train = summary["train_seconds"] - phases["validation"] - phases["checkpoint"]
 tta = summary.get("tta_accuracy")
 tta = "" if tta is None else f"{tta:.6f}"
-print(f"{name}\t{seed}\t{summary['accuracy']:.6f}\t{tta}\t{summary['valid_loss']:.6f}\t{train / steps:.6f}")
+print(f"{name}\t{seed}\t{summary['accuracy']:.6f}\t{tta}\t{summary['valid_loss']:.6f}\t{step_seconds(run):.6f}")
 PY
   done
 done
