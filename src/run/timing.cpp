@@ -2,6 +2,9 @@
 #include "ltfit/run/timing.h"
 
 #include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,6 +158,15 @@ std::int64_t current_rss_bytes() {
   std::int64_t resident_pages = 0;
   if (!(statm >> size_pages >> resident_pages)) return 0;
   return resident_pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::int64_t heap_in_use_bytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
+#else
+  return 0;
+#endif
 }
 
 std::optional<std::int64_t> cuda_peak_memory_bytes(const torch::Device& device) {

@@ -79,23 +79,32 @@ class RandomBatches : public BatchSource {
   std::int64_t served_ = 0;
 };
 
-// Samples the resident set size where a step holds the most: after the forward (activations
-// kept for backward), after backward (+ gradients) and after the step (+ optimizer state).
-class RssSampler : public Hook {
+// Largest resident set and heap in use, sampled where a step holds the most: after the forward
+// (activations kept for backward), after backward (+ gradients) and after the step (+ optimizer
+// state).
+struct HostMemoryPeak {
+  std::int64_t rss = current_rss_bytes();
+  std::int64_t heap = heap_in_use_bytes();
+};
+
+class HostMemorySampler : public Hook {
  public:
   void after_loss(TrainContext& /*ctx*/) override { sample(); }
   void after_backward(TrainContext& /*ctx*/) override { sample(); }
   void after_step(TrainContext& /*ctx*/) override { sample(); }
-  std::int64_t max_rss = current_rss_bytes();
+  HostMemoryPeak peak;
 
  private:
-  void sample() { max_rss = std::max(max_rss, current_rss_bytes()); }
+  void sample() {
+    peak.rss = std::max(peak.rss, current_rss_bytes());
+    peak.heap = std::max(peak.heap, heap_in_use_bytes());
+  }
 };
 
 // Builds the model and optimizer and runs `options.steps` training steps at `batch` with the
-// Trainer, under the config's precision and memory format; returns the largest resident set
-// size sampled (CPU memory is not otherwise visible).
-std::int64_t run_steps(const Config& config, const torch::Device& device, int batch,
+// Trainer, under the config's precision and memory format; returns the host memory sampled
+// (CPU memory is not otherwise visible).
+HostMemoryPeak run_steps(const Config& config, const torch::Device& device, int batch,
                        const BatchFitOptions& options) {
   ModelConfig model_config = config.model;
   model_config.pretrained = {PretrainedWeights::Kind::kNone,
@@ -106,14 +115,14 @@ std::int64_t run_steps(const Config& config, const torch::Device& device, int ba
   auto optimizer = make_optimizer(config.train.optimizer, model);
   RandomBatches batches(batch, config.data.image_size, options.num_classes, config.run.seed,
                         options.steps);
-  RssSampler rss;
+  HostMemorySampler sampler;
   Trainer trainer(model, *optimizer, batches, /*valid=*/nullptr,
-                  {device, config.train.channels_last, config.train.precision}, {&rss});
+                  {device, config.train.channels_last, config.train.precision}, {&sampler});
   StagePlan stage;
   stage.name = "find_batch";
   trainer.fit({stage});  // unfrozen: every gradient, the most memory a step can take
   if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-  return rss.max_rss;
+  return sampler.peak;
 }
 
 // One trial; on CPU its memory is measured from `baseline_rss` (the process before any trial).
@@ -123,9 +132,10 @@ TrialMemory trial(const Config& config, const torch::Device& device, int batch,
   TrialMemory result;
   reset_cuda_peak_memory(device);
   const std::int64_t peak_before = peak_rss_bytes();
-  std::int64_t sampled_rss = 0;
+  const std::int64_t heap_before = heap_in_use_bytes();
+  HostMemoryPeak sampled{0, 0};
   try {
-    sampled_rss = run_steps(config, device, batch, options);
+    sampled = run_steps(config, device, batch, options);
     result.fits = true;
   } catch (const c10::OutOfMemoryError&) {
     result.note = "out of memory";
@@ -143,9 +153,12 @@ TrialMemory trial(const Config& config, const torch::Device& device, int batch,
     result.bytes = cuda_peak_memory_bytes(device).value_or(0);
   } else {
     // The kernel's peak counts only when this trial raised it; otherwise the sampled maximum.
+    // The resident set misses memory an earlier trial freed and this one reused (it stays
+    // resident), so the heap's own growth during the trial counts too: the larger of the two.
     const std::int64_t peak_after = peak_rss_bytes();
-    const std::int64_t trial_peak = peak_after > peak_before ? peak_after : sampled_rss;
-    result.bytes = std::max<std::int64_t>(0, trial_peak - baseline_rss);
+    const std::int64_t trial_peak = peak_after > peak_before ? peak_after : sampled.rss;
+    const std::int64_t heap_growth = heap_before > 0 ? sampled.heap - heap_before : 0;
+    result.bytes = std::max<std::int64_t>({0, trial_peak - baseline_rss, heap_growth});
     const std::int64_t budget = cpu_budget_bytes(options);
     if (result.fits && result.bytes > budget) {
       result.fits = false;

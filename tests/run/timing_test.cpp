@@ -177,6 +177,24 @@ TEST_CASE("peak RSS grows after touching 50 MB above it", "[report][timing]") {
   CHECK(block[block.size() / 2] == 1);
 }
 
+TEST_CASE("the heap in use counts reused memory the resident set does not", "[report][timing]") {
+  const std::int64_t before = ltfit::heap_in_use_bytes();
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  REQUIRE(before > 0);
+#endif
+  if (before == 0) {
+    WARN("skipped: this allocator does not report its heap in use");
+    return;
+  }
+  {
+    // Freed, then allocated again: resident already, so only the heap's count shows it.
+    std::vector<char> first(static_cast<std::size_t>(20 * kMebibyte), 1);
+  }
+  const torch::Tensor block = torch::ones({5 * kMebibyte}, torch::kFloat32);  // 20 MiB
+  CHECK(ltfit::heap_in_use_bytes() >= before + 19 * kMebibyte);
+  CHECK(block.sum().item<double>() == 5.0 * kMebibyte);
+}
+
 TEST_CASE("the phase table shows mm:ss and shares", "[report][timing]") {
   ltfit::PhaseSeconds phases{};
   phases[static_cast<int>(ltfit::Phase::kForward)] = 30.0;

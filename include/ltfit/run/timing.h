@@ -119,6 +119,10 @@ class ScopedPhase {
 std::int64_t peak_rss_bytes();
 // Current resident set size (/proc/self/statm); 0 if unknown.
 std::int64_t current_rss_bytes();
+// Bytes the C heap has handed out and not taken back (glibc's mallinfo2: arena blocks in use
+// plus mmapped chunks); 0 where the allocator does not say (another libc, a sanitizer's
+// allocator). Unlike the resident set, it grows when freed-but-resident memory is reused.
+std::int64_t heap_in_use_bytes();
 
 // Peak bytes allocated by the CUDA caching allocator on `device` since the last reset;
 // null when `device` is not CUDA or no GPU is usable.
