@@ -105,7 +105,7 @@ class HostMemorySampler : public Hook {
 // Trainer, under the config's precision and memory format; returns the host memory sampled
 // (CPU memory is not otherwise visible).
 HostMemoryPeak run_steps(const Config& config, const torch::Device& device, int batch,
-                       const BatchFitOptions& options) {
+                         const BatchFitOptions& options) {
   ModelConfig model_config = config.model;
   model_config.pretrained = {PretrainedWeights::Kind::kNone,
                              ""};  // weights do not change memory; nothing to download
