@@ -5,7 +5,7 @@
 //   ltfit_fuzz_seeds OUT_DIR [TORCH_DIR]
 //
 // OUT_DIR/<target>/<seed> for the targets zip, pickle, checkpoint, image_header, config,
-// resample;
+// resample, csv;
 // OUT_DIR/<target>.dict where a dictionary helps. TORCH_DIR holds torch.save files written by
 // Python (fuzz/torch_seeds.py), added to the zip and pickle corpora. Exits 0, or 1 when a seed
 // did not meet its expectation (listed).
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   corpora.push_back({"image_header", image_header_seeds(), run_image_header});
   corpora.push_back({"config", config_seeds(LTFIT_SOURCE_DIR), run_config});
   corpora.push_back({"resample", resample_seeds(), run_resample});
+  corpora.push_back({"csv", csv_seeds(), run_csv});
   for (const Corpus& c : corpora) {
     fs::create_directories(out / c.target);
     for (const Seed& s : c.seeds) write(out / c.target / s.name, s.bytes);
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   write(out / "checkpoint.dict", pickle_dictionary());
   write(out / "zip.dict", pickle_dictionary());
   write(out / "config.dict", config_dictionary());
+  write(out / "csv.dict", csv_dictionary());
   int failed = 0;
   for (const Corpus& c : corpora) {
     int accepted = 0;

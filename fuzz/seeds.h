@@ -28,9 +28,12 @@ std::vector<Seed> checkpoint_seeds();                               // seeds_che
 std::vector<Seed> image_header_seeds();                             // seeds_image_config.cpp
 std::vector<Seed> config_seeds(const std::filesystem::path& repo);  // seeds_image_config.cpp
 std::vector<Seed> resample_seeds();                                 // seeds_image_config.cpp
+std::vector<Seed> csv_seeds();                                      // seeds_csv.cpp
 
-// libFuzzer dictionaries (-dict=): pickle opcodes and torch's global names; config keys.
+// libFuzzer dictionaries (-dict=): pickle opcodes and torch's global names; config keys; CSV
+// quotes and line breaks.
 std::string pickle_dictionary();  // seeds_archive.cpp
 std::string config_dictionary();  // seeds_image_config.cpp
+std::string csv_dictionary();     // seeds_csv.cpp
 
 }  // namespace ltfit::fuzz

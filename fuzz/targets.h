@@ -20,6 +20,7 @@ Outcome run_checkpoint(std::string_view input);    // checkpoint_target.cpp
 Outcome run_image_header(std::string_view input);  // image_header_target.cpp
 Outcome run_config(std::string_view input);        // config_target.cpp
 Outcome run_resample(std::string_view input);      // resample_target.cpp
+Outcome run_csv(std::string_view input);           // csv_target.cpp
 
 // One-time set-up for every target (single-threaded LibTorch and OpenCV).
 void init_targets();

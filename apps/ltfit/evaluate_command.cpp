@@ -22,9 +22,9 @@ void run_evaluate(const EvaluateArgs& args) {
   const EvaluateJobResult result = run_evaluate_job(args.job);
   if (args.json) {
     // Names escaped (util/json.h).
-    write_stdout(evaluation_json(result.evaluation, result.predictions_csv) + "\n");
+    write_stdout(evaluation_json(result.evaluation, result.predictions_csv, result) + "\n");
   } else {
-    write_stdout(evaluation_table(result.evaluation));
+    write_stdout(evaluation_table(result.evaluation) + tuned_thresholds_table(result));
   }
 }
 
@@ -64,6 +64,10 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "folder for predictions.csv and confusion_matrix.png (default: the checkpoint's "
                   "run directory, else the current directory)");
   cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  cmd->add_flag("--tune-thresholds", args->job.tune_thresholds,
+                "multi-label: per-class thresholds that maximise each class's F1 on the evaluated "
+                "images (the TTA probabilities with --tta), written into <checkpoint>-tuned.ckpt "
+                "beside the checkpoint (its eval.thresholds), which predict and evaluate then use");
   cmd->callback([args, exit_code] {
     StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_evaluate(*args);

@@ -33,6 +33,7 @@ nlohmann::json ranked_json(const std::vector<RankedClass>& ranked) {
 nlohmann::json prediction_json(const ImagePrediction& p) {
   if (p.error) return {{"image", p.image}, {"error", *p.error}};
   nlohmann::json out = {{"image", p.image}, {"top", ranked_json(p.top)}};
+  if (p.labels) out["labels"] = ranked_json(*p.labels);
   if (!p.tta_mode.empty()) {
     out["tta"] = p.tta_mode;
     out["plain_top"] = ranked_json(p.plain_top);
@@ -43,6 +44,11 @@ nlohmann::json prediction_json(const ImagePrediction& p) {
 
 std::string prediction_text(const ImagePrediction& p) {
   std::string out = p.image + (p.tta_mode.empty() ? "" : " (TTA " + p.tta_mode + ")") + "\n";
+  if (p.labels) {
+    std::string names;
+    for (const auto& l : *p.labels) names += fmt::format(" {} ({:.4f})", l.name, l.probability);
+    out += "  labels:" + (names.empty() ? std::string(" none above threshold") : names) + "\n";
+  }
   for (const auto& t : p.top) out += fmt::format("  {:<30} {:8.4f}\n", t.name, t.probability);
   if (p.logits) out += "  logits: " + dump_json(nlohmann::json(*p.logits), -1) + "\n";
   return out;

@@ -8,7 +8,13 @@ namespace ltfit {
 namespace {
 
 const EnumNames<DataLayout>& data_layouts() {
-  static const EnumNames<DataLayout> names{"data.layout", {"auto", "folders", "kaggle"}};
+  static const EnumNames<DataLayout> names{"data.layout",
+                                           {"auto", "folders", "kaggle", "csv", "pattern"}};
+  return names;
+}
+
+const EnumNames<Task>& tasks() {
+  static const EnumNames<Task> names{"model.task", {"auto", "single_label", "multi_label"}};
   return names;
 }
 
@@ -55,7 +61,8 @@ const EnumNames<AugmentPolicy>& augment_policies() {
 }
 
 const EnumNames<Monitor>& monitors() {
-  static const EnumNames<Monitor> names{"monitor", {"valid_loss", "accuracy"}};
+  static const EnumNames<Monitor> names{
+      "monitor", {"valid_loss", "accuracy", "f1_samples", "f1_macro", "map"}};
   return names;
 }
 
@@ -68,6 +75,9 @@ const EnumNames<BnBuffers>& bn_buffer_modes() {
 
 DataLayout parse_data_layout(std::string_view text) { return data_layouts().parse(text); }
 const std::string& data_layout_name(DataLayout layout) { return data_layouts().name(layout); }
+
+Task parse_task(std::string_view text) { return tasks().parse(text); }
+const std::string& task_name(Task task) { return tasks().name(task); }
 
 HeadKind parse_head_kind(std::string_view text) { return head_kinds().parse(text); }
 const std::string& head_kind_name(HeadKind head) { return head_kinds().name(head); }

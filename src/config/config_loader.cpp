@@ -101,6 +101,26 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
                "training batch, before MixUp (`augment: none` turns it off too)")});
 }
 
+void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
+  read_fields(
+      walk, at,
+      {field("file", csv.file, "the CSV file, relative to `data.root` (or absolute)"),
+       field("path_column", csv.path_column,
+             "the column of image paths (relative to `data.root`/`folder`): a header name, or a "
+             "0-based index"),
+       field("label_column", csv.label_column,
+             "the column of labels: a header name, or a 0-based index"),
+       field("valid_column", read_optional_text, csv.valid_column, "null, or a column",
+             "a column whose truthy values (1, true, yes, t, y, case-insensitive) mark the "
+             "validation rows (fastai's `valid_col`); null: split by `data.valid_pct`"),
+       field("label_delim", read_optional_text, csv.label_delim, "null, or a string",
+             "separator of several labels in one cell (fastai's `label_delim`, e.g. ' '); set, "
+             "the task is multi-label unless `model.task` says otherwise"),
+       field("folder", csv.folder, "the images' folder under `data.root` (fastai's `folder`)"),
+       field("suffix", csv.suffix,
+             "appended to each path (fastai's `suffix`, e.g. .jpg for names without one)")});
+}
+
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
   read_fields(
       walk, at,
@@ -108,10 +128,28 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "dataset root: `train/<class>/*`, `valid/<class>/*` (folders), or Kaggle's flat "
              "`<class>.<N>.jpg` in `root/train` or `root` (kaggle)"),
        field("layout", parse_data_layout, data.layout,
-             "how the images under `data.root` are arranged; auto: folders when "
-             "`{train,valid}/<class>/` exist, else kaggle"),
+             "how the images under `data.root` are arranged and labelled: folders "
+             "(`train_folder`/`valid_folder` of class folders, or class folders alone), kaggle "
+             "(flat `<class>.<N>.jpg`), csv (`data.csv`), pattern (`label_pattern` on file "
+             "names); auto: folders when `train_folder` holds class folders, else csv when "
+             "`data.csv.file` exists, else kaggle when `<class>.<N>.jpg` files do, else plain "
+             "class folders"),
        field("valid_count", data.valid_count,
              "kaggle layout: images held out for validation, chosen by `run.seed`"),
+       section("csv", convert_csv, data.csv,
+               "csv layout: a table of image paths and labels (fastai's `from_csv`), read as RFC "
+               "4180 (quotes, embedded commas and newlines, CRLF, a UTF-8 BOM)"),
+       field("label_pattern", data.label_pattern,
+             "pattern layout: an ECMAScript regular expression; the first group of a full match "
+             "of each file name (under `data.root`, recursively) is its label (fastai's "
+             "`from_name_re`); files that do not match are counted and named"),
+       field("valid_pct", data.valid_pct,
+             "where no split is given (class folders without `valid_folder`, csv without "
+             "`valid_column`, pattern): the fraction of images held out for validation, drawn by "
+             "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`"),
+       field("train_folder", data.train_folder, "folders layout: the training split's folder"),
+       field("valid_folder", data.valid_folder,
+             "folders layout: the validation split's folder (`val` for ImageNet's tree)"),
        field("image_size", data.image_size, "side of the square training image, in pixels"),
        field("batch_size", data.batch_size,
              "images per batch (data-parallel: the global batch, split over the ranks)"),
@@ -151,7 +189,11 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
        field("head", parse_head_kind, model.head,
              "the classifier on the body; fastai: concat pool, BN, dropout, linear 512, ReLU, BN, "
              "dropout, linear; linear: torchvision's average pool and fc"),
-       field("dropout", model.dropout, "fastai head: the last dropout p (the first is half)")});
+       field("dropout", model.dropout, "fastai head: the last dropout p (the first is half)"),
+       field("task", parse_task, model.task,
+             "single_label: one class per image (softmax, cross-entropy); multi_label: a set of "
+             "labels per image (a sigmoid per class, binary cross-entropy, fastai's "
+             "`MultiCategoryBlock`); auto: multi_label when `data.csv.label_delim` is set")});
 }
 
 void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& optimizer) {
@@ -306,6 +348,11 @@ void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
              "weights of the classes in the training loss (torch's cross_entropy `weight`); "
              "balanced: n / (classes × count) over the training images, scikit-learn's "
              "`balanced`; a list: one per class in the classes' sorted order"),
+       field("pos_weight", read_pos_weight, train.pos_weight,
+             "null, balanced, or a list of numbers (one per class)",
+             "multi_label: each class's positive term weighed in the binary cross-entropy "
+             "(torch's `BCEWithLogitsLoss` `pos_weight`); balanced: negatives / positives over "
+             "the training images"),
        field("precision", parse_precision, train.precision,
              "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
        field("channels_last", train.channels_last, "NHWC memory format where it helps"),
@@ -342,7 +389,13 @@ void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
              "final = beta·plain + (1 − beta)·mean of the views; unset, it follows `tta_mode` "
              "(v1: 0.4, v2: 0.25)"),
        field("tta_scale", eval.tta_scale, "v1: zoom factor of each corner view"),
-       field("tta_n", eval.tta_n, "v2: augmented passes")});
+       field("tta_n", eval.tta_n, "v2: augmented passes"),
+       field("threshold", eval.threshold,
+             "multi_label: a class is predicted when its probability is above this (fastai's "
+             "`thresh`)"),
+       field("thresholds", read_thresholds, eval.thresholds, "null, or a list of numbers",
+             "multi_label: one threshold per class, in the classes' sorted order (`evaluate "
+             "--tune-thresholds` writes them into a checkpoint); null: `threshold` for all")});
 }
 
 void convert_dist(const Walk& walk, const Located& at, DistConfig& dist) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config_internal.h"
+#include "config/config_rules_support.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -28,49 +29,6 @@ constexpr int kMaxAccumulate = 1024;
 constexpr double kMaxDivisor = 1e12;
 constexpr double kMaxMinutes = 1e6;
 constexpr double kMaxAlpha = 1000.0;
-
-// "[0.9, 0.99]", each number in its shortest exact text.
-std::string format_list(const std::vector<double>& values) {
-  std::vector<std::string> texts;
-  for (double v : values) texts.push_back(format_number(v));
-  std::string text = "[";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "[" + s + "]"
-  text += join(texts);
-  text += "]";
-  return text;
-}
-
-// The rules' reporter: reports a broken rule through `fail` (which throws or collects). When
-// listing (describe_rules), every rule reports, broken or not, to a `fail` that collects.
-struct Rules {
-  Fail fail;
-  bool list_all = false;
-  void operator()(const Problem& problem) const { fail(problem); }
-};
-
-std::string show(int value) { return std::to_string(value); }
-std::string show(double value) { return format_number(value); }
-std::string show(const std::string& value) { return "'" + value + "'"; }
-std::string show(const std::vector<double>& value) { return format_list(value); }
-
-template <typename T>
-void require(const Rules& fail, bool ok, const std::string& path, const std::string& expected,
-             const T& value) {
-  if (!ok || fail.list_all) fail({path, expected, show(value), ""});
-}
-
-void require_one_of(const Rules& fail, const std::string& path, const std::string& value,
-                    const std::vector<std::string>& choices) {
-  const bool ok = std::find(choices.begin(), choices.end(), value) != choices.end();
-  if (ok && !fail.list_all) return;
-  const std::string suggestion = closest(value, choices);
-  fail({path, "one of " + join(choices), show(value),
-        suggestion.empty() ? "" : "did you mean '" + suggestion + "'?"});
-}
-
-bool all_in(const std::vector<double>& values, double low, double high, bool high_included) {
-  return std::all_of(values.begin(), values.end(),
-                     [&](double v) { return v >= low && (high_included ? v <= high : v < high); });
-}
 
 // run.name becomes one directory under run.out_dir (and its `<name>-N` siblings, and lr-find's
 // `<name>-lr_find`): a single path component that cannot climb out of out_dir, short enough for
@@ -320,6 +278,7 @@ void check_all(const Config& config, const Rules& fail) {
   validate_train(config.train, fail);
   validate_eval(config.eval, fail);
   validate_dist(config.dist, fail);
+  validate_labels(config, fail);
 }
 
 // ---- keys another key makes irrelevant: warned about, not refused ------------------------------

@@ -44,6 +44,15 @@ void put_string(YAML::Emitter& out, const char* key, const std::string& value) {
   yaml::emit_string(out, value);
 }
 
+void put_optional_string(YAML::Emitter& out, const char* key,
+                         const std::optional<std::string>& value) {
+  if (value) {
+    put_string(out, key, *value);
+  } else {
+    out << YAML::Key << key << YAML::Value << YAML::Null;
+  }
+}
+
 void put_bool(YAML::Emitter& out, const char* key, bool value) {
   out << YAML::Key << key << YAML::Value << value;
 }
@@ -73,6 +82,19 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
   put_string(out, "root", data.root);
   put_string(out, "layout", data_layout_name(data.layout));
   put_plain(out, "valid_count", std::to_string(data.valid_count));
+  begin_section(out, "csv");
+  put_string(out, "file", data.csv.file);
+  put_string(out, "path_column", data.csv.path_column);
+  put_string(out, "label_column", data.csv.label_column);
+  put_optional_string(out, "valid_column", data.csv.valid_column);
+  put_optional_string(out, "label_delim", data.csv.label_delim);
+  put_string(out, "folder", data.csv.folder);
+  put_string(out, "suffix", data.csv.suffix);
+  out << YAML::EndMap;
+  put_string(out, "label_pattern", data.label_pattern);
+  put_plain(out, "valid_pct", format_number(data.valid_pct));
+  put_string(out, "train_folder", data.train_folder);
+  put_string(out, "valid_folder", data.valid_folder);
   out << YAML::Key << "size_schedule" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const SizeStep& step : data.size_schedule) {
     out << YAML::Flow << YAML::BeginSeq << step.epoch << step.size << YAML::EndSeq;
@@ -129,6 +151,7 @@ void emit_model(YAML::Emitter& out, const ModelConfig& model) {
   put_string(out, "pretrained", pretrained_name(model.pretrained));
   put_string(out, "head", head_kind_name(model.head));
   put_plain(out, "dropout", format_number(model.dropout));
+  put_string(out, "task", task_name(model.task));
   out << YAML::EndMap;
 }
 
@@ -216,6 +239,13 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   put_string(out, "plateau_monitor", monitor_name(train.plateau_monitor));
   put_string(out, "best_monitor", monitor_name(train.best_monitor));
   emit_class_weights(out, train.class_weights);
+  if (train.pos_weight.kind == ClassWeights::Kind::kNone) {
+    out << YAML::Key << "pos_weight" << YAML::Value << YAML::Null;
+  } else if (train.pos_weight.kind == ClassWeights::Kind::kBalanced) {
+    put_string(out, "pos_weight", "balanced");
+  } else {
+    put_list(out, "pos_weight", train.pos_weight.weights);
+  }
   put_string(out, "precision", precision_name(train.precision));
   put_bool(out, "channels_last", train.channels_last);
   put_plain(out, "accumulate", std::to_string(train.accumulate));
@@ -243,6 +273,12 @@ void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
   put_plain(out, "tta_beta", format_number(eval.tta_beta));
   put_plain(out, "tta_scale", format_number(eval.tta_scale));
   put_plain(out, "tta_n", std::to_string(eval.tta_n));
+  put_plain(out, "threshold", format_number(eval.threshold));
+  if (eval.thresholds.empty()) {
+    out << YAML::Key << "thresholds" << YAML::Value << YAML::Null;
+  } else {
+    put_list(out, "thresholds", eval.thresholds);
+  }
   out << YAML::EndMap;
 }
 

@@ -159,6 +159,46 @@ void read_size_schedule(const Context& context, const Located& at, std::vector<S
   out = std::move(steps);
 }
 
+void read_optional_text(const Context& context, const Located& at,
+                        std::optional<std::string>& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsNull()) {
+    out.reset();
+    return;
+  }
+  std::string text;
+  read_value(context, at, text);
+  out = std::move(text);
+}
+
+void read_thresholds(const Context& context, const Located& at, std::vector<double>& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsNull()) {
+    out.clear();
+    return;
+  }
+  if (!at.node.IsSequence()) fail_type(context, at, "null, or a list of numbers (one per class)");
+  read_value(context, at, out);
+}
+
+void read_pos_weight(const Context& context, const Located& at, ClassWeights& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsNull()) {
+    out = {};
+    return;
+  }
+  if (at.node.IsSequence()) {
+    out.kind = ClassWeights::Kind::kList;
+    read_value(context, at, out.weights);
+    return;
+  }
+  if (is_plain_scalar(at.node) && at.node.Scalar() == "balanced") {
+    out = {ClassWeights::Kind::kBalanced, {}};
+    return;
+  }
+  fail_type(context, at, "null, balanced, or a list of numbers (one per class)");
+}
+
 void read_class_weights(const Context& context, const Located& at, ClassWeights& out) {
   if (!at.node.IsDefined()) return;
   if (at.node.IsSequence()) {

@@ -59,6 +59,12 @@ void read_minmax(const Context& context, const Located& at, std::vector<double>&
 void read_erasing_value(const Context& context, const Located& at, RandomErasingConfig& out);
 // data.size_schedule: a list of [epoch, size] pairs (their order and ranges checked by the rules).
 void read_size_schedule(const Context& context, const Located& at, std::vector<SizeStep>& out);
+// A string that may be null (data.csv.valid_column, data.csv.label_delim).
+void read_optional_text(const Context& context, const Located& at, std::optional<std::string>& out);
+// eval.thresholds: null (empty) or a list of numbers (one per class, checked when used).
+void read_thresholds(const Context& context, const Located& at, std::vector<double>& out);
+// train.pos_weight: null, balanced, or a list of numbers, one per class.
+void read_pos_weight(const Context& context, const Located& at, ClassWeights& out);
 // train.class_weights: none, balanced, or a list of numbers, one per class.
 void read_class_weights(const Context& context, const Located& at, ClassWeights& out);
 

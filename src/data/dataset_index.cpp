@@ -1,11 +1,17 @@
-// Indexing a dataset's image files: class folders ("folders") or Kaggle's flat cat.N.jpg files.
+// Indexing a dataset: the choice of layout (data.layout, or auto-detection), what every layout
+// gets afterwards (label sets for a multi-label task, the class check, sorting, data.subset),
+// split.csv, evaluation data, and the helpers the layouts share (layouts.h). The layouts
+// themselves are in layout_{folders,kaggle,csv,pattern}.cpp.
 //
-// Directory listings are sorted and the Kaggle validation split is drawn with a Fisher–Yates
-// shuffle driven by our own SplitMix64 (ltfit/util/random.h), so the index is identical on every
-// machine and standard library. Hidden entries (names starting with '.') and names without an
-// image extension are skipped; every other entry is indexed whatever its type (see
-// is_image_file). Never opens an image. Pure functions, thread-safe.
+// Directory listings are sorted and every random split is a pure function of the sorted paths
+// and the seed, so the index is identical on every machine, rank and resume. Hidden entries
+// (names starting with '.') and names without an image extension are skipped; every other entry
+// is indexed whatever its type, so the loader skips, counts and names it instead of it vanishing
+// here unreported. Never opens an image. Pure functions, thread-safe.
 #include "ltfit/data/dataset_index.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <array>
@@ -13,45 +19,36 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
+#include "data/layouts.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/random.h"
 
 namespace ltfit {
-namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<const char*, 7> kImageExtensions = {"jpg",  "jpeg", "png", "bmp",
-                                                         "webp", "tif",  "tiff"};
-constexpr const char* kDataHint =
-    "run `ltfit synth --out DIR` for a synthetic set, or see data/README.md to fetch the real "
-    "one (fastai's dogscats archive, 23,000/2,000 split, or Kaggle's dogs-vs-cats)";
+// ---- helpers the layouts share -------------------------------------------------------------
 
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
+namespace layouts {
 
-bool is_hidden(const fs::path& path) {
+bool is_hidden_entry(const fs::path& path) {
   const std::string name = path.filename().string();
   return !name.empty() && name[0] == '.';
 }
 
-// By name only, whatever the entry is: a FIFO, a directory or a dangling link named *.jpg is
-// indexed like any file, so the loader skips, counts and names it (without opening it) instead of
-// it vanishing here unreported.
-bool is_image_file(const fs::directory_entry& entry) {
-  return !is_hidden(entry.path()) && has_image_extension(entry.path().string());
+bool is_directory_at(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
 }
 
-// Visible subdirectories of `dir`, sorted by name.
-std::vector<std::string> subdirectory_names(const fs::path& dir) {
+std::vector<std::string> visible_subdirectories(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::error_code ignored;
-    if (entry.is_directory(ignored) && !is_hidden(entry.path())) {
+    if (entry.is_directory(ignored) && !is_hidden_entry(entry.path())) {
       names.push_back(entry.path().filename().string());
     }
   }
@@ -59,192 +56,181 @@ std::vector<std::string> subdirectory_names(const fs::path& dir) {
   return names;
 }
 
-// Image files directly in `dir`, sorted by path.
-std::vector<std::string> image_files(const fs::path& dir) {
+std::vector<std::string> image_files_in(const fs::path& dir) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (is_image_file(entry)) files.push_back(entry.path().string());
+    if (!is_hidden_entry(entry.path()) && has_image_extension(entry.path().string()))
+      files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
 }
 
-bool directory_exists(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
-
-void sort_by_path(std::vector<Sample>& samples) {
+void sort_samples_by_path(std::vector<Sample>& samples) {
   std::sort(samples.begin(), samples.end(),
             [](const Sample& a, const Sample& b) { return a.path < b.path; });
 }
 
-std::string joined(const std::vector<std::string>& names) {
+std::string join_names(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
 }
 
-// Samples of `dir`/<class>/* for each class; a missing or empty class folder is an error.
-std::vector<Sample> index_split(const fs::path& dir, const std::vector<std::string>& classes) {
-  std::vector<Sample> samples;
-  for (size_t label = 0; label < classes.size(); ++label) {
-    const fs::path class_dir = dir / classes[label];
-    if (!directory_exists(class_dir)) {
-      throw DataError("class folder '" + class_dir.string() + "' is missing (classes from " +
-                          (dir.parent_path() / "train").string() + ": " + joined(classes) + ")",
-                      "every split needs the same class folders; " + std::string(kDataHint));
-    }
-    const auto files = image_files(class_dir);
-    if (files.empty()) {
-      throw DataError("class folder '" + class_dir.string() + "' holds no images (looked for " +
-                          "*.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
-                      "add images or remove the folder; " + std::string(kDataHint));
-    }
-    for (const auto& file : files) samples.push_back({file, static_cast<std::int64_t>(label)});
+RandomSplit random_split(std::size_t n, double valid_pct, std::uint64_t seed,
+                         const std::string& what) {
+  if (n < 2) {
+    throw DataError(what + " holds " + std::to_string(n) +
+                        " image(s); a split by data.valid_pct needs at least 2 (one to train on, "
+                        "one to validate)",
+                    kDataHint);
   }
-  return samples;
-}
-
-// True when `root`/train has a subdirectory holding an image and `root`/valid exists.
-bool looks_like_folders(const fs::path& root) {
-  if (!directory_exists(root / "valid")) return false;
-  for (const auto& name : subdirectory_names(root / "train")) {
-    if (!image_files(root / "train" / name).empty()) return true;
+  // torch's CPU randperm itself, so that the split is fastai's RandomSplitter to the image.
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const at::Tensor perm = at::randperm(static_cast<std::int64_t>(n), generator, at::kLong);
+  const std::int64_t* order = perm.data_ptr<std::int64_t>();
+  // Python's int(valid_pct * n): the double product, truncated.
+  const auto wanted = static_cast<std::int64_t>(valid_pct * static_cast<double>(n));
+  const auto cut = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(n) - 1));
+  RandomSplit split;
+  for (std::size_t k = 0; k < n; ++k) {
+    (k < cut ? split.valid : split.train).push_back(static_cast<std::size_t>(order[k]));
   }
-  return false;
+  return split;
 }
 
-// The class of a Kaggle-style file name `<class>.<N>.<ext>`, or "" if it is not one.
-std::string kaggle_class(const fs::path& path) {
-  const std::string name = path.filename().string();
-  const size_t first = name.find('.');
-  const size_t last = name.rfind('.');
-  if (first == std::string::npos || first == 0 || last <= first + 1) return "";
-  const std::string number = name.substr(first + 1, last - first - 1);
-  const bool digits = std::all_of(number.begin(), number.end(),
-                                  [](unsigned char c) { return std::isdigit(c) != 0; });
-  return digits ? name.substr(0, first) : "";
+std::vector<std::string> class_names_of(const std::vector<LabelledFile>& files) {
+  std::set<std::string> names;
+  for (const auto& file : files) names.insert(file.names.begin(), file.names.end());
+  return {names.begin(), names.end()};
 }
 
-// Kaggle-style image files of `dir`, sorted by path.
-std::vector<std::string> kaggle_files(const fs::path& dir) {
-  std::vector<std::string> files;
-  for (const auto& file : image_files(dir)) {
-    if (!kaggle_class(file).empty()) files.push_back(file);
+Sample labelled_sample(const LabelledFile& file, const std::vector<std::string>& classes,
+                       bool multi_label) {
+  const auto index_of = [&](const std::string& name) {
+    return static_cast<std::int64_t>(std::lower_bound(classes.begin(), classes.end(), name) -
+                                     classes.begin());
+  };
+  Sample sample{file.path, -1};
+  if (!multi_label) {
+    sample.label = index_of(file.names.at(0));
+    return sample;
   }
-  return files;
+  for (const auto& name : file.names) sample.labels.push_back(index_of(name));
+  std::sort(sample.labels.begin(), sample.labels.end());
+  sample.labels.erase(std::unique(sample.labels.begin(), sample.labels.end()), sample.labels.end());
+  if (!sample.labels.empty()) sample.label = sample.labels.front();
+  return sample;
 }
 
-// The folder holding the Kaggle files: `root`/train if it has any, else `root`; "" if neither.
-fs::path kaggle_dir(const fs::path& root) {
-  if (!kaggle_files(root / "train").empty()) return root / "train";
-  if (!kaggle_files(root).empty()) return root;
-  return {};
+void split_labelled_files(DatasetIndex& index, const std::vector<LabelledFile>& files,
+                          double valid_pct, std::uint64_t seed, bool multi_label) {
+  index.classes = class_names_of(files);
+  index.split = "valid_pct";
+  const RandomSplit split = random_split(files.size(), valid_pct, seed, "layout " + index.layout);
+  for (const std::size_t i : split.train)
+    index.train.push_back(labelled_sample(files[i], index.classes, multi_label));
+  for (const std::size_t i : split.valid)
+    index.valid.push_back(labelled_sample(files[i], index.classes, multi_label));
 }
 
-std::string tried_layouts(const fs::path& root) {
-  return "tried layout folders (" + (root / "train" / "<class>" / "*.jpg").string() + " with " +
-         (root / "valid" / "<class>").string() + ") and kaggle (" +
+void NoteTally::add(const std::string& example) {
+  ++count_;
+  if (examples_.size() < kExamples) examples_.push_back(example);
+}
+
+void NoteTally::append_to(std::vector<std::string>& notes) const {
+  if (count_ == 0) return;
+  std::string note = std::to_string(count_) + " " + what_ + ": " + join_names(examples_);
+  if (count_ > examples_.size())
+    note += " (and " + std::to_string(count_ - examples_.size()) + " more)";
+  notes.push_back(note);
+}
+
+}  // namespace layouts
+
+bool has_image_extension(const std::string& path) {
+  static constexpr std::array<const char*, 7> kExtensions = {"jpg",  "jpeg", "png", "bmp",
+                                                             "webp", "tif",  "tiff"};
+  std::string ext = fs::path(path).extension().string();
+  if (ext.size() < 2) return false;
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(kExtensions.begin(), kExtensions.end(), ext.substr(1)) != kExtensions.end();
+}
+
+// ---- index_dataset -------------------------------------------------------------------------
+
+namespace {
+
+std::string tried_layouts(const DataConfig& data) {
+  const fs::path root(data.root);
+  return "tried layout csv (" + layouts::csv_file_path(data).string() + "), folders (" +
+         (root / data.train_folder / "<class>" / "*.jpg").string() + ", or " +
+         (root / "<class>" / "*.jpg").string() + ") and kaggle (" +
          (root / "<class>.<N>.jpg").string() + " or " +
          (root / "train" / "<class>.<N>.jpg").string() + ")";
 }
 
-DatasetIndex index_folders(const fs::path& root) {
-  DatasetIndex index;
-  index.layout = data_layout_name(DataLayout::kFolders);
-  index.classes = subdirectory_names(root / "train");
+DataLayout detect_layout(const DataConfig& data) {
+  const fs::path root(data.root);
+  std::error_code ec;
+  // Class folders under train/ first: a folders set that also keeps a labels.csv (fastai's
+  // mnist_sample) is read as folders; a CSV set's images sit in one plain folder.
+  if (layouts::has_split_class_folders(root, data.train_folder)) return DataLayout::kFolders;
+  if (fs::exists(layouts::csv_file_path(data), ec)) return DataLayout::kCsv;
+  if (!layouts::kaggle_folder(root).empty()) return DataLayout::kKaggle;
+  if (layouts::has_plain_class_folders(root)) return DataLayout::kFolders;
+  throw DataError("no images found under data root '" + data.root + "': " + tried_layouts(data),
+                  layouts::kDataHint);
+}
+
+DatasetIndex index_layout(const DataConfig& data, std::uint64_t seed, bool multi_label) {
+  switch (data.layout == DataLayout::kAuto ? detect_layout(data) : data.layout) {
+    case DataLayout::kCsv:
+      return layouts::index_csv_layout(data, seed, multi_label);
+    case DataLayout::kPattern:
+      return layouts::index_pattern_layout(data, seed);
+    case DataLayout::kKaggle:
+      return layouts::index_kaggle_layout(fs::path(data.root), data.valid_count, seed);
+    case DataLayout::kFolders:
+    case DataLayout::kAuto:
+      break;
+  }
+  return layouts::index_folders_layout(data, seed);
+}
+
+// A layout's single labels as sets of one.
+void make_label_sets(std::vector<Sample>& samples) {
+  for (Sample& s : samples) s.labels = {s.label};
+}
+
+void require_classes(const DatasetIndex& index, const DataConfig& data) {
   if (index.classes.empty()) {
-    throw DataError("no class folders in '" + (root / "train").string() + "' (layout folders)",
-                    kDataHint);
+    throw DataError("data root '" + data.root + "' (layout " + index.layout +
+                        ") has no labels at all: every image's label set is empty",
+                    "a multi-label task needs at least one class");
   }
-  const auto valid_classes = subdirectory_names(root / "valid");
-  for (const auto& name : valid_classes) {
-    if (!std::binary_search(index.classes.begin(), index.classes.end(), name)) {
-      throw DataError("class folder '" + (root / "valid" / name).string() +
-                          "' has no counterpart in '" + (root / "train").string() + "'",
-                      "train and valid need the same class folders");
-    }
-  }
-  index.train = index_split(root / "train", index.classes);
-  index.valid = index_split(root / "valid", index.classes);
-  return index;
-}
-
-// Indices 0..n-1 in a Fisher–Yates order driven by SplitMix64(seed).
-std::vector<size_t> shuffled_order(size_t n, std::uint64_t seed) {
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  SplitMix64 rng(seed);
-  for (size_t i = n; i > 1; --i) {
-    const auto j = static_cast<size_t>(rng.below(i));
-    std::swap(order[i - 1], order[j]);
-  }
-  return order;
-}
-
-DatasetIndex index_kaggle(const fs::path& root, int valid_count, std::uint64_t seed) {
-  const fs::path dir = kaggle_dir(root);
-  if (dir.empty()) {
-    throw DataError("no Kaggle-style images (<class>.<N>.jpg) in '" + root.string() + "' or '" +
-                        (root / "train").string() + "' (layout kaggle)",
-                    kDataHint);
-  }
-  const auto files = kaggle_files(dir);
-  if (valid_count < 1 || static_cast<size_t>(valid_count) >= files.size()) {
-    throw DataError("data.valid_count is " + std::to_string(valid_count) + " but '" + dir.string() +
-                        "' holds " + std::to_string(files.size()) + " images (layout kaggle: " +
-                        (valid_count < 1 ? "the validation split would be empty"
-                                         : "the training split would be empty") +
-                        ")",
-                    "set data.valid_count between 1 and the number of images minus one");
-  }
-  DatasetIndex index;
-  index.layout = data_layout_name(DataLayout::kKaggle);
-  std::map<std::string, std::int64_t> labels;
-  for (const auto& file : files) labels.emplace(kaggle_class(file), 0);
-  for (auto& [name, label] : labels) {
-    label = static_cast<std::int64_t>(index.classes.size());
-    index.classes.push_back(name);
-  }
-  const auto order = shuffled_order(files.size(), seed);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const std::string& file = files[order[k]];
-    auto& split = k < static_cast<size_t>(valid_count) ? index.valid : index.train;
-    split.push_back({file, labels.at(kaggle_class(file))});
-  }
-  sort_by_path(index.train);
-  sort_by_path(index.valid);
-  return index;
-}
-
-DataLayout resolve_layout(const fs::path& root, DataLayout layout) {
-  if (layout != DataLayout::kAuto) return layout;
-  if (looks_like_folders(root)) return DataLayout::kFolders;
-  if (!kaggle_dir(root).empty()) return DataLayout::kKaggle;
-  throw DataError("no images found under data root '" + root.string() + "': " + tried_layouts(root),
-                  kDataHint);
-}
-
-void require_two_classes(const DatasetIndex& index, const fs::path& root) {
-  if (index.classes.size() < 2) {
-    throw DataError("data root '" + root.string() + "' holds only one class ('" +
-                        joined(index.classes) + "'); a classifier needs at least two",
-                    kDataHint);
+  if (!index.multi_label && index.classes.size() < 2) {
+    throw DataError("data root '" + data.root + "' holds only one class ('" +
+                        layouts::join_names(index.classes) + "'); a classifier needs at least two",
+                    layouts::kDataHint);
   }
 }
 
-}  // namespace
-
-bool has_image_extension(const std::string& path) {
-  const std::string ext = lower(fs::path(path).extension().string());
-  if (ext.size() < 2) return false;
-  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext.substr(1)) !=
-         kImageExtensions.end();
+// Notes the classes that no training sample has: the model never learns them.
+void note_valid_only_classes(DatasetIndex& index) {
+  std::vector<bool> trained(index.classes.size(), false);
+  for (const Sample& s : index.train) {
+    if (!index.multi_label) trained[static_cast<std::size_t>(s.label)] = true;
+    for (const std::int64_t label : s.labels) trained[static_cast<std::size_t>(label)] = true;
+  }
+  layouts::NoteTally only_valid("class(es) seen only in validation, never trained on (kept)");
+  for (std::size_t k = 0; k < trained.size(); ++k)
+    if (!trained[k]) only_valid.add("'" + index.classes[k] + "'");
+  only_valid.append_to(index.notes);
 }
-
-namespace {
 
 // Keeps ceil(fraction * n) samples of each class (at least one), chosen by `seed`, in path order.
 void keep_subset(std::vector<Sample>& samples, double fraction, std::uint64_t seed) {
@@ -268,64 +254,71 @@ void keep_subset(std::vector<Sample>& samples, double fraction, std::uint64_t se
 
 }  // namespace
 
-DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed) {
-  const fs::path root(data.root);
-  if (!directory_exists(root)) {
+DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed, bool multi_label) {
+  if (!layouts::is_directory_at(fs::path(data.root))) {
     throw DataError(
-        "data root '" + data.root + "' does not exist (data.root; " + tried_layouts(root) + ")",
+        "data root '" + data.root + "' does not exist (data.root; " + tried_layouts(data) + ")",
         "if the data has moved, name its folder: ltfit evaluate --data DIR, or --set "
         "data.root=DIR; otherwise " +
-            std::string(kDataHint));
+            std::string(layouts::kDataHint));
   }
-  DatasetIndex index = resolve_layout(root, data.layout) == DataLayout::kFolders
-                           ? index_folders(root)
-                           : index_kaggle(root, data.valid_count, seed);
-  require_two_classes(index, root);
-  sort_by_path(index.train);
-  sort_by_path(index.valid);
+  DatasetIndex index = index_layout(data, seed, multi_label);
+  if (multi_label && !index.multi_label) {
+    make_label_sets(index.train);
+    make_label_sets(index.valid);
+    index.multi_label = true;
+  }
+  require_classes(index, data);
+  layouts::sort_samples_by_path(index.train);
+  layouts::sort_samples_by_path(index.valid);
+  note_valid_only_classes(index);
   keep_subset(index.train, data.subset, seed);
   keep_subset(index.valid, data.subset, seed ^ 0x5u);
   return index;
 }
 
-std::vector<Sample> index_class_folders(const std::string& dir,
-                                        const std::vector<std::string>& classes) {
-  const fs::path root(dir);
-  if (!directory_exists(root)) {
-    throw DataError("data folder '" + dir + "' does not exist (looked for " +
-                        (root / "<class>" / "*.jpg").string() + " with classes " + joined(classes) +
-                        ")",
-                    kDataHint);
-  }
-  for (const auto& name : subdirectory_names(root)) {
-    if (std::find(classes.begin(), classes.end(), name) == classes.end()) {
-      throw DataError("folder '" + (root / name).string() +
-                          "' is not one of the model's classes (" + joined(classes) + ")",
-                      "name the class folders as in training, or remove the extra folder");
-    }
-  }
-  std::vector<std::string> missing;
-  for (const auto& name : classes) {
-    if (!directory_exists(root / name)) missing.push_back(name);
-  }
-  if (!missing.empty()) {
-    throw DataError("class folder(s) missing in '" + dir + "': " + joined(missing),
-                    "evaluation needs one folder per class (" + joined(classes) +
-                        "), or a dataset root holding train/ valid/ (test/) with such folders, "
-                        "or Kaggle's flat <class>.<N>.jpg files");
-  }
-  std::vector<Sample> samples;
-  for (size_t label = 0; label < classes.size(); ++label) {
-    for (const auto& file : image_files(root / classes[label])) {
-      samples.push_back({file, static_cast<std::int64_t>(label)});
-    }
-  }
-  if (samples.empty()) {
-    throw DataError("no images in the class folders of '" + dir + "'", kDataHint);
-  }
-  sort_by_path(samples);
-  return samples;
+// ---- split.csv -----------------------------------------------------------------------------
+
+namespace {
+
+// `field` as RFC 4180 writes it: quoted, with doubled quotes, when it holds a comma, a quote, a
+// line break, or spaces at either end.
+std::string split_csv_field(const std::string& field) {
+  const bool quote = field.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!field.empty() && (field.front() == ' ' || field.back() == ' '));
+  if (!quote) return field;
+  std::string out = "\"";
+  for (const char c : field) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
 }
+
+std::string split_csv_labels(const DatasetIndex& index, const Sample& sample) {
+  if (!index.multi_label) return index.classes.at(static_cast<std::size_t>(sample.label));
+  std::string text;
+  for (const std::int64_t label : sample.labels)
+    text += (text.empty() ? "" : " ") + index.classes.at(static_cast<std::size_t>(label));
+  return text;
+}
+
+}  // namespace
+
+std::string split_csv(const DatasetIndex& index, const std::string& root) {
+  std::vector<std::pair<const Sample*, const char*>> rows;
+  for (const Sample& s : index.train) rows.emplace_back(&s, "train");
+  for (const Sample& s : index.valid) rows.emplace_back(&s, "valid");
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first->path < b.first->path; });
+  const fs::path base = fs::path(root).lexically_normal();
+  std::string text = "path,split,labels\n";
+  for (const auto& [sample, split] : rows) {
+    const fs::path relative = fs::path(sample->path).lexically_normal().lexically_relative(base);
+    text += split_csv_field(relative.empty() ? sample->path : relative.generic_string()) + "," +
+            split + "," + split_csv_field(split_csv_labels(index, *sample)) + "\n";
+  }
+  return text;
+}
+
+// ---- evaluation data -----------------------------------------------------------------------
 
 namespace {
 
@@ -335,7 +328,7 @@ constexpr std::array<const char*, 3> kSplitNames = {"train", "valid", "test"};
 std::vector<std::string> split_folders(const fs::path& root) {
   std::vector<std::string> splits;
   for (const char* name : kSplitNames) {
-    if (directory_exists(root / name)) splits.emplace_back(name);
+    if (layouts::is_directory_at(root / name)) splits.emplace_back(name);
   }
   return splits;
 }
@@ -349,14 +342,14 @@ bool any_of_names(const std::vector<std::string>& names, const std::vector<std::
 // True when one of `root`'s split folders holds a subfolder (a class folder).
 bool has_split_with_classes(const fs::path& root, const std::vector<std::string>& splits) {
   return std::any_of(splits.begin(), splits.end(), [&](const std::string& split) {
-    return !subdirectory_names(root / split).empty();
+    return !layouts::visible_subdirectories(root / split).empty();
   });
 }
 
 DataError missing_split(const fs::path& root, const std::string& split,
                         const std::vector<std::string>& splits, const std::string& layout) {
   return DataError("dataset root '" + root.string() + "' has no split '" + split + "' (" + layout +
-                       "); its splits: " + (splits.empty() ? "none" : joined(splits)),
+                       "); its splits: " + (splits.empty() ? "none" : layouts::join_names(splits)),
                    "choose one of them with --split");
 }
 
@@ -370,51 +363,26 @@ EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::strin
           data_layout_name(DataLayout::kFolders)};
 }
 
-// Kaggle's flat files, split as training split them (data.valid_count, run.seed), labelled by
-// the model's class names.
-EvalDataSet eval_kaggle_root(const fs::path& root, const std::vector<std::string>& classes,
-                             const std::string& split, int valid_count, std::uint64_t seed) {
-  const std::string layout = "layout kaggle: the checkpoint's seeded split, data.valid_count " +
-                             std::to_string(valid_count) + ", run.seed " + std::to_string(seed);
-  if (split != "train" && split != "valid")
-    throw missing_split(root, split, {"train", "valid"}, layout);
-  const DatasetIndex index = index_kaggle(root, valid_count, seed);
-  std::vector<std::int64_t> model_label(index.classes.size());
-  for (std::size_t k = 0; k < index.classes.size(); ++k) {
-    const auto it = std::find(classes.begin(), classes.end(), index.classes[k]);
-    if (it == classes.end()) {
-      throw DataError("Kaggle-style images of class '" + index.classes[k] + "' in '" +
-                          kaggle_dir(root).string() + "' are not one of the model's classes (" +
-                          joined(classes) + ")",
-                      "evaluate on images of the classes the model was trained on");
-    }
-    model_label[k] = static_cast<std::int64_t>(it - classes.begin());
-  }
-  EvalDataSet out{split == "train" ? index.train : index.valid, kaggle_dir(root).string(), split,
-                  data_layout_name(DataLayout::kKaggle)};
-  for (Sample& s : out.samples) s.label = model_label[static_cast<std::size_t>(s.label)];
-  if (out.samples.empty()) {
-    throw DataError(
-        "split '" + split + "' of '" + root.string() + "' holds no images (" + layout + ")",
-        "choose the other split with --split");
-  }
-  return out;
-}
-
 }  // namespace
 
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
                             const std::string& split, int valid_count, std::uint64_t seed) {
   const fs::path root(dir);
-  const auto subfolders =
-      directory_exists(root) ? subdirectory_names(root) : std::vector<std::string>{};
+  const auto subfolders = layouts::is_directory_at(root) ? layouts::visible_subdirectories(root)
+                                                         : std::vector<std::string>{};
   const bool class_level = any_of_names(subfolders, classes);
   const auto splits = split_folders(root);
   const std::string wanted = split.empty() ? "valid" : split;
   if (!class_level && has_split_with_classes(root, splits))
     return eval_folders_root(root, classes, wanted);
-  if (!class_level && directory_exists(root) && !kaggle_dir(root).empty())
-    return eval_kaggle_root(root, classes, wanted, valid_count, seed);
+  if (!class_level && layouts::is_directory_at(root) && !layouts::kaggle_folder(root).empty()) {
+    if (wanted != "train" && wanted != "valid") {
+      throw missing_split(root, wanted, {"train", "valid"},
+                          "layout kaggle: the checkpoint's seeded split, data.valid_count " +
+                              std::to_string(valid_count) + ", run.seed " + std::to_string(seed));
+    }
+    return layouts::kaggle_eval_data(root, classes, wanted, valid_count, seed);
+  }
   if (!class_level && !splits.empty()) return eval_folders_root(root, classes, wanted);
   if (!split.empty() && class_level) {
     throw ConfigError("--split " + split + ": '" + dir +

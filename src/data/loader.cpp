@@ -345,6 +345,31 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
   return true;
 }
 
+std::string batch_caption(const Batch& batch, std::int64_t i,
+                          const std::vector<std::string>& classes) {
+  const torch::Tensor row = batch.labels[i];
+  if (row.dim() == 0) return classes.at(static_cast<std::size_t>(row.item<std::int64_t>()));
+  std::string names;
+  for (std::int64_t c = 0; c < row.size(0); ++c) {
+    if (row[c].item<float>() > 0.5F) {
+      names += (names.empty() ? "" : " ") + classes.at(static_cast<std::size_t>(c));
+    }
+  }
+  return names.empty() ? "(no label)" : names;
+}
+
+torch::Tensor Loader::multi_hot(const std::vector<std::int64_t>& positions) const {
+  const auto rows = static_cast<std::int64_t>(positions.size());
+  torch::Tensor hot = torch::zeros({rows, options_.multi_label_classes}, torch::kFloat32);
+  auto cells = hot.accessor<float, 2>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c : samples_[static_cast<std::size_t>(positions[r])].labels) {
+      if (c >= 0 && c < options_.multi_label_classes) cells[r][c] = 1.0F;
+    }
+  }
+  return hot;
+}
+
 std::optional<Batch> Loader::build_batch(const Work& work, std::vector<std::int64_t>& unreadable) {
   const std::vector<std::int64_t>& order = *work.order;
   const auto n = static_cast<std::int64_t>(order.size());
@@ -392,7 +417,8 @@ std::optional<Batch> Loader::build_batch(const Work& work, std::vector<std::int6
   }
   if (labels.empty() && !sharded) return std::nullopt;
   batch.images = images.narrow(0, 0, static_cast<std::int64_t>(labels.size()));
-  batch.labels = torch::tensor(labels, torch::kInt64);
+  batch.labels = options_.multi_label_classes > 0 ? multi_hot(batch.indices)
+                                                  : torch::tensor(labels, torch::kInt64);
   return batch;
 }
 

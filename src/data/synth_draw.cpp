@@ -1,5 +1,6 @@
-// Drawing one synthetic image (synth_draw.h): palette, background, clutter, and the four faces
-// (cat, dog, bear, rabbit), each drawn in face-local coordinates with OpenCV.
+// Drawing one synthetic image (synth_draw.h): palette, background and clutter (shared with the
+// shapes of synth_shapes.cpp), and the four faces (cat, dog, bear, rabbit), each drawn in
+// face-local coordinates with OpenCV.
 #include "data/synth_draw.h"
 
 #include <algorithm>
@@ -12,12 +13,8 @@
 #include "ltfit/util/random.h"
 
 namespace ltfit {
+namespace synth_canvas {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kMinFaceFraction = 0.35;  // face diameter / shorter side
-constexpr double kMaxFaceFraction = 0.70;
-constexpr double kMaxRotationDegrees = 20.0;
 
 // Shared by both classes (RGB): fur-like tones and a few background colours.
 constexpr std::array<std::array<int, 3>, 14> kPalette = {{
@@ -37,7 +34,17 @@ constexpr std::array<std::array<int, 3>, 14> kPalette = {{
     {200, 190, 90},
 }};
 
-// A palette colour with per-channel jitter, as an OpenCV BGR scalar.
+double colour_distance(const cv::Scalar& a, const cv::Scalar& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                   (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+cv::Point random_point(SplitMix64& rng, const cv::Mat& image) {
+  return {rng.uniform_int(0, image.cols - 1), rng.uniform_int(0, image.rows - 1)};
+}
+
+}  // namespace
+
 cv::Scalar palette_colour(SplitMix64& rng) {
   const auto& rgb = kPalette[static_cast<size_t>(rng.uniform_int(0, kPalette.size() - 1))];
   std::array<double, 3> c{};
@@ -45,12 +52,6 @@ cv::Scalar palette_colour(SplitMix64& rng) {
   return cv::Scalar(c[2], c[1], c[0]);
 }
 
-double colour_distance(const cv::Scalar& a, const cv::Scalar& b) {
-  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
-                   (a[2] - b[2]) * (a[2] - b[2]));
-}
-
-// A palette colour at least `min_distance` from `avoid` (best of a few tries).
 cv::Scalar contrasting_colour(SplitMix64& rng, const cv::Scalar& avoid, double min_distance) {
   cv::Scalar best = palette_colour(rng);
   for (int attempt = 0; attempt < 12 && colour_distance(best, avoid) < min_distance; ++attempt) {
@@ -60,7 +61,6 @@ cv::Scalar contrasting_colour(SplitMix64& rng, const cv::Scalar& avoid, double m
   return best;
 }
 
-// Linear gradient between two colours plus per-pixel noise. Returns the mean colour.
 cv::Scalar fill_background(cv::Mat& image, SplitMix64& rng) {
   const cv::Scalar from = palette_colour(rng), to = palette_colour(rng);
   const double angle = rng.uniform(0, 2 * kPi), noise = rng.uniform(0, 14);
@@ -82,11 +82,6 @@ cv::Scalar fill_background(cv::Mat& image, SplitMix64& rng) {
   return (from + to) * 0.5;
 }
 
-cv::Point random_point(SplitMix64& rng, const cv::Mat& image) {
-  return {rng.uniform_int(0, image.cols - 1), rng.uniform_int(0, image.rows - 1)};
-}
-
-// Lines and blobs of palette colours, the same for both classes.
 void draw_clutter(cv::Mat& image, SplitMix64& rng, int max_lines, int max_blobs) {
   const double short_side = std::min(image.rows, image.cols);
   const int lines = rng.uniform_int(0, max_lines), blobs = rng.uniform_int(0, max_blobs);
@@ -103,13 +98,26 @@ void draw_clutter(cv::Mat& image, SplitMix64& rng, int max_lines, int max_blobs)
   }
 }
 
+cv::Scalar outline_colour(SplitMix64& rng, const cv::Scalar& fill) {
+  const double luma = 0.114 * fill[0] + 0.587 * fill[1] + 0.299 * fill[2];
+  return cv::Scalar::all(luma > 110 ? rng.uniform(0, 60) : rng.uniform(190, 255));
+}
+
+}  // namespace synth_canvas
+
+namespace {
+
+constexpr double kMinFaceFraction = 0.35;  // face diameter / shorter side
+constexpr double kMaxFaceFraction = 0.70;
+constexpr double kMaxRotationDegrees = 20.0;
+
 // Face-local coordinates (units of the face radius, y down) mapped to pixels.
 struct Frame {
   cv::Point2d centre;
   double radius = 1;
   double angle_degrees = 0;  // rotation of the whole figure
   cv::Point to_pixel(double x, double y) const {
-    const double a = angle_degrees * kPi / 180, c = std::cos(a), s = std::sin(a);
+    const double a = angle_degrees * synth_canvas::kPi / 180, c = std::cos(a), s = std::sin(a);
     return {static_cast<int>(std::lround(centre.x + radius * (c * x - s * y))),
             static_cast<int>(std::lround(centre.y + radius * (s * x + c * y)))};
   }
@@ -244,13 +252,12 @@ void draw_rabbit(cv::Mat& image, const Frame& f, SplitMix64& rng, const Style& s
 
 Style draw_style(SplitMix64& rng, const cv::Scalar& background, double radius) {
   Style s;
-  s.face = contrasting_colour(rng, background, 110);
-  s.ear = rng.bernoulli(0.6) ? s.face : contrasting_colour(rng, background, 90);
-  s.inner = palette_colour(rng);
-  s.eye = palette_colour(rng);
+  s.face = synth_canvas::contrasting_colour(rng, background, 110);
+  s.ear = rng.bernoulli(0.6) ? s.face : synth_canvas::contrasting_colour(rng, background, 90);
+  s.inner = synth_canvas::palette_colour(rng);
+  s.eye = synth_canvas::palette_colour(rng);
   s.dark = cv::Scalar::all(rng.uniform(0, 50));
-  const double luma = 0.114 * s.face[0] + 0.587 * s.face[1] + 0.299 * s.face[2];
-  s.outline = cv::Scalar::all(luma > 110 ? rng.uniform(0, 60) : rng.uniform(190, 255));
+  s.outline = synth_canvas::outline_colour(rng, s.face);
   s.stroke = std::max(2, static_cast<int>(radius * rng.uniform(0.05, 0.09)));
   return s;
 }
@@ -262,8 +269,8 @@ cv::Mat draw_synthetic_image(std::uint64_t seed, bool second_class, const SynthO
   const int width = rng.uniform_int(o.min_side, o.max_side);
   const int height = rng.uniform_int(o.min_side, o.max_side);
   cv::Mat image(height, width, CV_8UC3);
-  const cv::Scalar background = fill_background(image, rng);
-  draw_clutter(image, rng, 8, 8);
+  const cv::Scalar background = synth_canvas::fill_background(image, rng);
+  synth_canvas::draw_clutter(image, rng, 8, 8);
   const double short_side = std::min(width, height);
   Frame frame;
   frame.radius = 0.5 * short_side * rng.uniform(kMinFaceFraction, kMaxFaceFraction);
@@ -277,7 +284,8 @@ cv::Mat draw_synthetic_image(std::uint64_t seed, bool second_class, const SynthO
   } else {
     (second_class ? draw_dog : draw_cat)(image, frame, rng, style);
   }
-  draw_clutter(image, rng, 2, 0);  // a few strokes in front, as real photos have occlusions
+  synth_canvas::draw_clutter(image, rng, 2,
+                             0);  // a few strokes in front, as real photos have occlusions
   return image;
 }
 

@@ -25,11 +25,8 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
     const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
                                              model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits, batch->labels,
-                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-    probs.push_back(torch::softmax(logits, 1));
+    loss_sum += batch_loss_sum(logits, batch->labels, options);
+    probs.push_back(output_probabilities(logits, options));
     targets.push_back(batch->labels);
     indices.push_back(torch::tensor(batch->indices, torch::kInt64));
   }
@@ -41,12 +38,52 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
   }
   if (probs.empty()) throw DataError("no readable image to evaluate");
   EvalResult result =
-      score_predictions(torch::cat(probs), torch::cat(targets), torch::cat(indices), loss_sum);
+      score_outputs(torch::cat(probs), torch::cat(targets), torch::cat(indices), loss_sum, options);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
-EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group) {
+namespace {
+
+EvalResult all_reduce_multi_label(const EvalResult& local, DistGroup& group,
+                                  const std::vector<double>& thresholds) {
+  const auto classes = static_cast<std::int64_t>(thresholds.size());
+  torch::Tensor counts = torch::zeros({group.size() + 1}, torch::kFloat64);
+  counts[group.rank()] = static_cast<double>(local.count);
+  counts[group.size()] = local.count > 0 ? local.loss * static_cast<double>(local.count) : 0.0;
+  std::vector<torch::Tensor> reduced{counts.to(group.device())};
+  group.all_reduce_sum(reduced);
+  const torch::Tensor all = reduced[0].cpu();
+  const auto total =
+      static_cast<std::int64_t>(all.narrow(0, 0, group.size()).sum().item<double>() + 0.5);
+  if (total <= 0) throw DataError("no readable image to evaluate (on any rank)");
+  const auto offset =
+      static_cast<std::int64_t>(all.narrow(0, 0, group.rank()).sum().item<double>() + 0.5);
+  torch::Tensor probs = torch::zeros({total, classes}, torch::kFloat32);
+  torch::Tensor targets = torch::zeros({total, classes}, torch::kFloat32);
+  if (local.count > 0) {
+    probs.narrow(0, offset, local.count).copy_(local.probabilities);
+    targets.narrow(0, offset, local.count).copy_(local.targets);
+  }
+  std::vector<torch::Tensor> rows{probs.to(group.device()), targets.to(group.device())};
+  group.all_reduce_sum(rows);
+  EvalOptions options;
+  options.thresholds = thresholds;
+  EvalResult merged = score_outputs(rows[0].cpu(), rows[1].cpu(), torch::arange(total),
+                                    all[group.size()].item<double>(), options);
+  // Per-image tensors stay this rank's own, as single-label results do.
+  merged.probabilities = local.probabilities;
+  merged.targets = local.targets;
+  merged.indices = local.indices;
+  merged.seconds = local.seconds;
+  return merged;
+}
+
+}  // namespace
+
+EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group,
+                           const std::vector<double>& thresholds) {
+  if (!thresholds.empty()) return all_reduce_multi_label(local, group, thresholds);
   const double count = static_cast<double>(local.count);
   const torch::Tensor sums = torch::tensor(
       {count > 0 ? local.loss * count : 0.0, count > 0 ? local.accuracy * count : 0.0, count},
@@ -101,6 +138,69 @@ EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
 double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets) {
   const torch::Tensor p = probabilities.gather(1, targets.unsqueeze(1)).clamp_min(1e-12);
   return -p.to(torch::kFloat64).log().sum().item<double>();
+}
+
+torch::Tensor output_probabilities(const torch::Tensor& logits, const EvalOptions& options) {
+  return options.thresholds.empty() ? torch::softmax(logits, 1) : torch::sigmoid(logits);
+}
+
+double batch_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels,
+                      const EvalOptions& options) {
+  namespace F = torch::nn::functional;
+  if (options.thresholds.empty()) {
+    return F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+        .item<double>();
+  }
+  const double classes = static_cast<double>(std::max<std::int64_t>(logits.size(1), 1));
+  return F::binary_cross_entropy_with_logits(
+             logits, labels.to(torch::kFloat32),
+             F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kSum))
+             .item<double>() /
+         classes;
+}
+
+double probability_loss_sum(const torch::Tensor& probabilities, const torch::Tensor& targets,
+                            const EvalOptions& options) {
+  if (options.thresholds.empty()) return nll_sum(probabilities, targets);
+  const torch::Tensor p = probabilities.to(torch::kFloat64).clamp(1e-12, 1.0 - 1e-12);
+  const torch::Tensor y = targets.to(torch::kFloat64);
+  const double classes = static_cast<double>(std::max<std::int64_t>(p.size(1), 1));
+  return -(y * p.log() + (1.0 - y) * (1.0 - p).log()).sum().item<double>() / classes;
+}
+
+EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, torch::Tensor indices,
+                         double loss_sum, const EvalOptions& options) {
+  if (options.thresholds.empty()) {
+    return score_predictions(std::move(probabilities), std::move(targets), std::move(indices),
+                             loss_sum);
+  }
+  EvalResult result;
+  result.count = targets.size(0);
+  if (result.count == 0) throw DataError("no readable image to evaluate");
+  const std::int64_t classes = probabilities.size(1);
+  LTFIT_CHECK(probabilities.dim() == 2 && targets.dim() == 2 && targets.size(1) == classes &&
+                  static_cast<std::int64_t>(options.thresholds.size()) == classes,
+              "multi-label scores need [N, classes] probabilities and targets, a threshold each");
+  MultiLabelScores scores;
+  scores.rows = result.count;
+  scores.classes = classes;
+  const torch::Tensor p = probabilities.to(torch::kFloat32).contiguous();
+  scores.probs.assign(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+  const torch::Tensor t = targets.gt(0.5).to(torch::kUInt8).contiguous();
+  scores.targets.assign(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
+  const MultiLabelReport report = multi_label_report(scores, options.thresholds);
+  result.multi_label = true;
+  result.thresholds = options.thresholds;
+  result.accuracy = report.accuracy_multi;
+  result.f1_samples = report.f1_samples;
+  result.f1_macro = report.f1_macro;
+  result.map = report.mean_average_precision;
+  result.per_class = report.per_class;
+  result.loss = loss_sum / static_cast<double>(result.count);
+  result.probabilities = std::move(probabilities);
+  result.targets = std::move(targets);
+  result.indices = std::move(indices);
+  return result;
 }
 
 }  // namespace ltfit

@@ -51,7 +51,7 @@ torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, d
     const torch::Tensor zoomed = zoom_toward_corner(x, scale, view.row_pct, view.col_pct);
     torch::Tensor both = torch::cat({zoomed, zoomed.flip({3})});
     if (options.channels_last) both = both.contiguous(torch::MemoryFormat::ChannelsLast);
-    const torch::Tensor probs = torch::softmax(forward_logits(model, both, options), 1);
+    const torch::Tensor probs = output_probabilities(forward_logits(model, both, options), options);
     const torch::Tensor pair_sum = probs.view({2, x.size(0), probs.size(1)}).sum(0);
     sum = sum.defined() ? sum + pair_sum : pair_sum;
   }
@@ -59,11 +59,12 @@ torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, d
 }
 
 // Scores the plain and blended predictions into `result` (mode, beta, views already set).
-void score_tta(TtaResult& result, EvalResult plain, const torch::Tensor& augmented) {
+void score_tta(TtaResult& result, EvalResult plain, const torch::Tensor& augmented,
+               const EvalOptions& options) {
   result.plain = std::move(plain);
   const torch::Tensor blended = blend_tta(result.plain.probabilities, augmented, result.beta);
-  result.tta = score_predictions(blended, result.plain.targets, result.plain.indices,
-                                 nll_sum(blended, result.plain.targets));
+  result.tta = score_outputs(blended, result.plain.targets, result.plain.indices,
+                             probability_loss_sum(blended, result.plain.targets, options), options);
 }
 
 }  // namespace
@@ -84,12 +85,8 @@ TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
     const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
                                              model->input_normalization());
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
-    parts.plain_loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, batch->labels,
-            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    parts.plain.push_back(torch::softmax(logits, 1));
+    parts.plain_loss_sum += batch_loss_sum(logits, batch->labels, options);
+    parts.plain.push_back(output_probabilities(logits, options));
     parts.plain_seconds += seconds_since(plain_start);
     parts.augmented.push_back(v1_view_probabilities(model, x, eval.tta_scale, options));
     parts.targets.push_back(batch->labels);
@@ -102,10 +99,10 @@ TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
   result.mode = tta_mode_name(TtaMode::kV1);
   result.beta = eval.tta_beta;
   result.views = kTtaV1Views;
-  EvalResult plain = score_predictions(torch::cat(parts.plain), torch::cat(parts.targets),
-                                       torch::cat(parts.indices), parts.plain_loss_sum);
+  EvalResult plain = score_outputs(torch::cat(parts.plain), torch::cat(parts.targets),
+                                   torch::cat(parts.indices), parts.plain_loss_sum, options);
   plain.seconds = parts.plain_seconds;
-  score_tta(result, std::move(plain), torch::cat(parts.augmented));
+  score_tta(result, std::move(plain), torch::cat(parts.augmented), options);
   result.seconds = result.tta.seconds = seconds_since(start);
   return result;
 }
@@ -128,7 +125,7 @@ TtaResult tta_v2(Classifier& model, Loader& loader, const LoaderOptions& loader_
       const torch::Tensor x = normalize_images(batch->images, options.device, options.channels_last,
                                                model->input_normalization());
       const torch::Tensor probs =
-          torch::softmax(forward_logits(model, x, options), 1).to(torch::kCPU);
+          output_probabilities(forward_logits(model, x, options), options).to(torch::kCPU);
       const torch::Tensor at = torch::tensor(batch->indices, torch::kInt64);
       sum.index_add_(0, at, probs);
       count.index_add_(0, at, torch::ones({at.size(0)}, torch::kFloat32));
@@ -142,7 +139,7 @@ TtaResult tta_v2(Classifier& model, Loader& loader, const LoaderOptions& loader_
   result.mode = tta_mode_name(TtaMode::kV2);
   result.beta = eval.tta_beta;
   result.views = eval.tta_n;
-  score_tta(result, std::move(plain), augmented);
+  score_tta(result, std::move(plain), augmented, options);
   result.seconds = result.tta.seconds = seconds_since(start);
   return result;
 }

@@ -10,6 +10,7 @@
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/class_counts.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/jobs/training_setup.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
@@ -20,9 +21,12 @@ namespace ltfit {
 namespace {
 
 // Validation loader options of `config` for `device` (pinned batches for CUDA copies).
-LoaderOptions valid_loader_options(const Config& config, const torch::Device& device) {
+// A multi-label checkpoint's batches carry multi-hot rows of its `classes`.
+LoaderOptions valid_loader_options(const Config& config, const torch::Device& device,
+                                   std::size_t classes) {
   LoaderOptions options = make_loader_options(config, /*train=*/false);
   options.pin_memory = device.is_cuda();
+  if (is_multi_label(config)) options.multi_label_classes = static_cast<std::int64_t>(classes);
   return options;
 }
 
@@ -31,13 +35,20 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
                         CheckpointEvaluation& out) {
   const Config& config = loaded.config;
   if (request.data.empty() && request.split.empty()) {
-    const DatasetIndex index = index_dataset(config.data, config.run.seed);
+    const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
     out.samples = index.valid;
     out.split = "valid";
     out.data_folder = index.layout == data_layout_name(DataLayout::kFolders)
                           ? (std::filesystem::path(config.data.root) / "valid").string()
                           : config.data.root;
     return;
+  }
+  if (is_multi_label(config)) {
+    throw ConfigError(
+        "--data/--split: a multi-label checkpoint is evaluated on its config's "
+        "validation split (the label sets come from its data.layout)",
+        "leave --data and --split out, or train a config whose data.root is the "
+        "data to evaluate");
   }
   const std::string& data = request.data.empty() ? config.data.root : request.data;
   EvalDataSet set = index_eval_data(data, loaded.meta.classes, request.split,
@@ -112,6 +123,7 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
   options.device = device;
   options.precision = resolve_eval_precision(
       precision.empty() ? loaded.config.train.precision : parse_precision(precision), device);
+  options.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
   return options;
 }
 
@@ -126,7 +138,8 @@ CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   out.precision = precision_name(options.precision);
   out.classes = loaded.meta.classes;
   index_eval_samples(request, loaded, out);
-  const LoaderOptions loader_options = valid_loader_options(loaded.config, device);
+  const LoaderOptions loader_options =
+      valid_loader_options(loaded.config, device, loaded.meta.classes.size());
   Loader loader(out.samples, loader_options);
   spdlog::info("evaluating {} on {}{}: {} images of {} classes ({}, {}, {})", request.checkpoint,
                out.data_folder, out.split.empty() ? "" : " (split " + out.split + ")",
@@ -149,7 +162,8 @@ TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>
                              SkippedImages* skipped) {
   std::vector<Sample> samples;
   for (const auto& path : paths) samples.push_back({path, 0});
-  LoaderOptions loader_options = valid_loader_options(loaded.config, options.device);
+  LoaderOptions loader_options =
+      valid_loader_options(loaded.config, options.device, loaded.meta.classes.size());
   if (batch_size > 0) loader_options.batch_size = batch_size;
   loader_options.workers = prediction_workers(loader_options, paths.size());
   Loader loader(std::move(samples), loader_options);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "jobs/eval_report_multi_label.h"
 #include "ltfit/data/confusion_plot.h"
 #include "ltfit/eval/metrics.h"
 #include "ltfit/util/json.h"
@@ -84,6 +85,7 @@ std::string csv_field(const std::string& raw) {
 }
 
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path) {
+  if (e.plain.multi_label) return multi_label_evaluation_json(e, predictions_path);
   const EvalResult& r = e.plain;
   nlohmann::json j = {
       {"checkpoint", e.checkpoint},
@@ -118,6 +120,7 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
 }
 
 std::string evaluation_table(const CheckpointEvaluation& e) {
+  if (e.plain.multi_label) return multi_label_evaluation_table(e);
   std::string out =
       fmt::format("{} ({}) on {}, {}\ndata: {}{}\n\n", e.checkpoint, e.arch, e.device, e.precision,
                   e.data_folder, e.split.empty() ? "" : " (split " + e.split + ")");
@@ -135,6 +138,7 @@ std::string evaluation_table(const CheckpointEvaluation& e) {
 }
 
 std::string predictions_csv(const CheckpointEvaluation& e) {
+  if (e.plain.multi_label) return multi_label_predictions_csv(e);
   std::string out = "path,label,predicted,loss";
   for (const auto& c : e.classes) out += "," + csv_field("prob_" + c);
   if (e.tta) {

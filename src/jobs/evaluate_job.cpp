@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/output_check.h"
 #include "ltfit/train/checkpoint.h"
@@ -38,6 +39,45 @@ CheckpointEvaluation evaluate_naming_batch_size(const CheckpointEvalRequest& req
   }
 }
 
+// --tune-thresholds: per-class F1-maximising thresholds from the evaluated probabilities, scored
+// and written into a copy of the checkpoint beside it.
+void tune_and_save(const EvaluateJobRequest& request, EvaluateJobResult& result) {
+  const CheckpointEvaluation& e = result.evaluation;
+  if (!e.plain.multi_label) {
+    throw ConfigError("--tune-thresholds: checkpoint '" + request.eval.checkpoint +
+                          "' is single-label (its predictions are the most probable class)",
+                      "thresholds are tuned for multi-label checkpoints (model.task: multi_label)");
+  }
+  const EvalResult& reported = e.tta ? e.tta->tta : e.plain;
+  MultiLabelScores scores;
+  scores.rows = reported.count;
+  scores.classes = static_cast<std::int64_t>(e.classes.size());
+  const torch::Tensor p = reported.probabilities.to(torch::kFloat32).contiguous();
+  scores.probs.assign(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+  const torch::Tensor t = reported.targets.gt(0.5).to(torch::kUInt8).contiguous();
+  scores.targets.assign(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
+  result.tuned_thresholds = tune_thresholds(
+      scores, /*fallback=*/reported.thresholds.empty() ? 0.5 : reported.thresholds.front());
+  EvalOptions options;
+  options.thresholds = result.tuned_thresholds;
+  result.tuned = score_outputs(reported.probabilities, reported.targets, reported.indices,
+                               reported.loss * static_cast<double>(reported.count), options);
+  const std::filesystem::path source(request.eval.checkpoint);
+  const std::filesystem::path target =
+      source.parent_path() / (source.stem().string() + "-tuned" + source.extension().string());
+  CheckpointMeta meta = read_checkpoint_meta(source.string());
+  Config config = load_config_from_string(meta.config_yaml, source.string() + " (config)");
+  config.eval.thresholds = result.tuned_thresholds;
+  meta.config_yaml = to_yaml(config);
+  meta.weights_only = true;
+  LoadedModel trained = load_model_for_eval(source.string(), torch::kCPU, WeightChoice::kModel);
+  save_checkpoint(target.string(), trained.model, nullptr, meta);
+  result.tuned_checkpoint = target.string();
+  spdlog::info("tuned thresholds: F1 macro {:.4f} -> {:.4f}, samples {:.4f} -> {:.4f}; wrote {}",
+               reported.f1_macro, result.tuned->f1_macro, reported.f1_samples,
+               result.tuned->f1_samples, result.tuned_checkpoint);
+}
+
 }  // namespace
 
 EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
@@ -53,8 +93,14 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
   create_output_dir(out, "output folder (--out)");
   remove_stale_temp_files(out.string(), "predictions.csv");  // a killed evaluate's (temp_files.h)
   write_text_atomic(result.predictions_csv, predictions_csv(result.evaluation));
-  write_file_atomic(result.confusion_png, confusion_png(result.evaluation).bytes);
-  spdlog::info("wrote {} and {}", result.predictions_csv, result.confusion_png);
+  if (result.evaluation.plain.multi_label) {
+    result.confusion_png.clear();  // label sets have no confusion matrix
+  } else {
+    write_file_atomic(result.confusion_png, confusion_png(result.evaluation).bytes);
+  }
+  spdlog::info("wrote {}{}", result.predictions_csv,
+               result.confusion_png.empty() ? "" : " and " + result.confusion_png);
+  if (request.tune_thresholds) tune_and_save(request, result);
   return result;
 }
 

@@ -6,6 +6,7 @@
 
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/export_meta.h"
+#include "ltfit/jobs/training_setup.h"
 #include "ltfit/model/torch_weights.h"
 
 namespace ltfit {
@@ -38,6 +39,8 @@ ExportMeta export_meta_of(const LoadedModel& loaded) {
   meta.dropout = loaded.config.model.dropout;
   meta.normalization = loaded.model->input_normalization();
   meta.image_size = loaded.config.data.image_size;
+  meta.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
+  if (!meta.thresholds.empty()) meta.task = "multi_label";
   return meta;
 }
 

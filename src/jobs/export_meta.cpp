@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
@@ -51,6 +52,14 @@ ExportMeta parse_meta(const nlohmann::json& j) {
   m.normalization.mean = j.at("normalization").at("mean").get<std::array<float, 3>>();
   m.normalization.std = j.at("normalization").at("std").get<std::array<float, 3>>();
   m.image_size = j.at("eval_transform").at("crop").get<int>();
+  m.task = j.value("task", m.task);
+  if (m.task != "single_label" && m.task != "multi_label") {
+    throw std::invalid_argument("task must be single_label or multi_label");
+  }
+  if (j.contains("thresholds")) m.thresholds = j.at("thresholds").get<std::vector<double>>();
+  if (m.task == "multi_label" && m.thresholds.size() != m.classes.size()) {
+    throw std::invalid_argument("a multi_label export needs one threshold per class");
+  }
   return m;
 }
 
@@ -79,6 +88,8 @@ std::string export_meta_json(const ExportMeta& m) {
       // torchvision's Resize(resize) + CenterCrop(crop) is its nearest equivalent.
       {"eval_transform",
        {{"resize", m.image_size}, {"crop", m.image_size}, {"interpolation", "bilinear"}}},
+      {"task", m.task},
+      {"thresholds", m.thresholds},
   };
   return dump_json(j) + "\n";
 }
@@ -112,6 +123,8 @@ std::optional<ExportMeta> read_export_meta(const std::string& weights) {
       malformed(path, "its \"version\" is not " + std::to_string(kVersion));
     return parse_meta(j);
   } catch (const nlohmann::json::exception& e) {
+    malformed(path, e.what());
+  } catch (const std::invalid_argument& e) {
     malformed(path, e.what());
   }
 }

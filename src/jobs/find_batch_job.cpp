@@ -23,7 +23,8 @@ std::int64_t dataset_class_count(const Config& config) {
                  config.data.root);
     return 2;
   }
-  return static_cast<std::int64_t>(index_dataset(config.data, config.run.seed).classes.size());
+  return static_cast<std::int64_t>(
+      index_dataset(config.data, config.run.seed, is_multi_label(config)).classes.size());
 }
 
 }  // namespace

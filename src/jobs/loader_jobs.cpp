@@ -34,7 +34,7 @@ std::int64_t pull_batches(Loader& loader, int count, int* epoch) {
 
 BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) {
   if (workers > 0) config.data.workers = workers;
-  const DatasetIndex index = index_dataset(config.data, config.run.seed);
+  const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   Loader loader(index.train, make_loader_options(config, /*train=*/true));
   const int warmup = 2 * loader.workers();
   int epoch = 0;
@@ -55,15 +55,17 @@ BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) 
 }
 
 void run_show_batch_job(const Config& config, int epoch, const std::string& out) {
-  const DatasetIndex index = index_dataset(config.data, config.run.seed);
-  Loader loader(index.train, make_loader_options(config, /*train=*/true));
+  const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
+  LoaderOptions options = make_loader_options(config, /*train=*/true);
+  if (index.multi_label)
+    options.multi_label_classes = static_cast<std::int64_t>(index.classes.size());
+  Loader loader(index.train, options);
   loader.start_epoch(epoch);
   const auto batch = loader.next();
   if (!batch) throw DataError("no readable training image for a batch");
   std::vector<std::string> captions;
   for (std::int64_t i = 0; i < batch->labels.size(0); ++i) {
-    captions.push_back(
-        index.classes[static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())]);
+    captions.push_back(batch_caption(*batch, i, index.classes));
   }
   write_image_grid(batch->images, captions, 0, out);
   spdlog::info("wrote {} augmented training images (epoch {}) to {}", captions.size(), epoch, out);

@@ -5,12 +5,14 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 
 #include "ltfit/data/image_inputs.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/export_meta.h"
@@ -113,6 +115,10 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
       head_kind_name(head.kind), head.num_classes,
       meta ? " (classes and transform from " + export_meta_path(request.weights) + ")" : "");
   p.eval.device = device;
+  if (meta && meta->task == "multi_label" &&
+      meta->thresholds.size() == static_cast<std::size_t>(head.num_classes)) {
+    p.eval.thresholds = meta->thresholds;  // sigmoids, and the labels above threshold
+  }
   if (meta) {
     p.loader.image_size = meta->image_size;
   } else {
@@ -134,6 +140,24 @@ Predictor make_predictor(const PredictRequest& request, const torch::Device& dev
   p.loader = make_loader_options(p.loaded->config, /*train=*/false);
   if (request.batch_size > 0) p.loader.batch_size = request.batch_size;
   return p;
+}
+
+// Multi-label: the classes above their thresholds, most probable first (null: single-label).
+std::optional<std::vector<RankedClass>> labels_above(const torch::Tensor& probs,
+                                                     const std::vector<std::string>& classes,
+                                                     const std::vector<double>& thresholds) {
+  if (thresholds.empty()) return std::nullopt;
+  std::vector<RankedClass> out;
+  for (std::int64_t k = 0; k < probs.size(0); ++k) {
+    const double p = probs[k].item<double>();
+    if (predicted(static_cast<float>(p), thresholds[static_cast<std::size_t>(k)])) {
+      out.push_back({classes[static_cast<std::size_t>(k)], k, p});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RankedClass& a, const RankedClass& b) {
+    return a.probability > b.probability;
+  });
+  return out;
 }
 
 std::vector<RankedClass> ranked(const torch::Tensor& probs, const std::vector<std::string>& classes,
@@ -240,11 +264,12 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
     const torch::Tensor pixels =
         normalize_images(batch->images, p.eval.device, false, p.model->input_normalization());
     const torch::Tensor logits = forward_logits(p.model, pixels, p.eval).to(torch::kCPU);
-    const torch::Tensor probs = torch::softmax(logits, 1);
+    const torch::Tensor probs = output_probabilities(logits, p.eval);
     for (std::size_t row = 0; row < batch->indices.size(); ++row) {
       const auto r = static_cast<std::int64_t>(row);
       ImagePrediction prediction;
       prediction.top = ranked(probs[r], p.classes, out.request().top);
+      prediction.labels = labels_above(probs[r], p.classes, p.eval.thresholds);
       if (out.request().logits) {
         const torch::Tensor l = logits[r].contiguous();
         prediction.logits =
@@ -273,6 +298,7 @@ SkippedImages predict_tta(Predictor& p, const std::vector<std::string>& images, 
     ImagePrediction prediction;
     prediction.tta_mode = r.mode;
     prediction.top = ranked(r.tta.probabilities[row], p.classes, out.request().top);
+    prediction.labels = labels_above(r.tta.probabilities[row], p.classes, p.eval.thresholds);
     prediction.plain_top = ranked(r.plain.probabilities[row], p.classes, out.request().top);
     out.predicted(r.tta.indices[row].item<std::int64_t>(), std::move(prediction),
                   r.tta.probabilities[row], r.plain.probabilities[row]);

@@ -12,9 +12,9 @@ SynthResult run_synth_job(const SynthOptions& options) {
   const SynthResult result = write_synthetic_dataset(options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("wrote {} train + {} valid images to {} ({} layout) in {:.1f} s",
-               result.train_written, result.valid_written, options.out_dir, options.layout,
-               seconds);
+  spdlog::info("wrote {} train + {} valid images to {} ({} task, {} layout) in {:.1f} s",
+               result.train_written, result.valid_written, options.out_dir, options.task,
+               options.layout, seconds);
   return result;
 }
 

@@ -9,6 +9,7 @@
 
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
+#include "ltfit/jobs/training_setup.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/precision.h"
 
@@ -73,10 +74,16 @@ void record_skipped(RunSummary& summary, const Loader& train, const Loader& vali
 torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& valid_loader,
                             const LoaderOptions& valid_options, const torch::Device& device,
                             RunSummary& summary) {
-  const EvalOptions eval_options{device, config.train.channels_last,
-                                 resolve_eval_precision(config.train.precision, device)};
+  EvalOptions eval_options{device, config.train.channels_last,
+                           resolve_eval_precision(config.train.precision, device)};
+  eval_options.thresholds = class_thresholds(config, summary.classes.size());
   const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
   summary.tta_accuracy = tta.tta.accuracy;
+  if (tta.tta.multi_label) {
+    summary.tta_f1_samples = tta.tta.f1_samples;
+    summary.tta_f1_macro = tta.tta.f1_macro;
+    summary.tta_map = tta.tta.map;
+  }
   summary.tta_seconds = tta.seconds;  // TTA's own plain pass included, as the study counts it
   summary.total_seconds = summary.train_seconds + tta.seconds;
   spdlog::info("TTA {} ({} views, beta {}): accuracy {:.4f} (plain {:.4f}) in {}",
@@ -87,6 +94,7 @@ torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& val
 
 torch::Tensor validation_confusion(const Config& config, Classifier& model, Loader& whole,
                                    const torch::Device& device) {
+  if (is_multi_label(config)) return {};  // no confusion matrix for label sets
   const EvalResult result = evaluate(
       model, whole,
       {device, config.train.channels_last, resolve_eval_precision(config.train.precision, device)});

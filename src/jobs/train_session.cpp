@@ -25,6 +25,7 @@
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
 #include "ltfit/train/trainer.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
@@ -160,9 +161,12 @@ class TrainSession {
   // Rank 0's metrics files, progress bar and TensorBoard events (<run dir>/tb/).
   void open_recorders() {
     if (!owner_) return;
+    // Which image went where, with its labels: the split every rank and a resume draw alike.
+    write_text_atomic((run_dir_ / "split.csv").string(),
+                      split_csv(setup_.index, config_.data.root));
     std::optional<MetricsWriter::ResumeAt> metrics_resume;
     if (options_.resume) metrics_resume = {{resumed_.global_step, resumed_.epochs_done}};
-    metrics_.emplace(run_dir_.string(), kLayerGroups, metrics_resume);
+    metrics_.emplace(run_dir_.string(), kLayerGroups, metrics_resume, !setup_.thresholds.empty());
     progress_.emplace(static_cast<std::int64_t>(config_.data.batch_size) *
                       config_.train.accumulate);
     if (config_.run.tensorboard) {
@@ -248,6 +252,13 @@ class TrainSession {
         static_cast<std::int64_t>(index.train.size()) - summary.train_images;
     summary.valid_images = static_cast<std::int64_t>(index.valid.size());
     summary.accuracy = history.empty() ? resumed_.accuracy : history.back().accuracy;
+    summary.multi_label = !setup_.thresholds.empty();
+    summary.thresholds = setup_.thresholds;
+    if (!history.empty()) {
+      summary.f1_samples = history.back().f1_samples;
+      summary.f1_macro = history.back().f1_macro;
+      summary.map = history.back().map;
+    }
     summary.error_rate = 1.0 - summary.accuracy;
     summary.valid_loss = history.empty() ? resumed_.valid_loss : history.back().valid_loss;
     summary.best_accuracy = checkpoints_->best_accuracy();
@@ -280,7 +291,9 @@ class TrainSession {
       confusion =
           run_final_tta(config_, setup_.model, whole.get(), setup_.valid_options, device_, summary);
     }
-    if (tensorboard_) {
+    if (tensorboard_ && !setup_.thresholds.empty()) {
+      tensorboard_.reset();  // multi-label: no confusion matrix; the events are complete
+    } else if (tensorboard_) {
       if (!confusion.defined()) {
         confusion = validation_confusion(config_, setup_.model, whole.get(), device_);
       }

@@ -24,8 +24,7 @@ std::optional<Batch> TrainTensorBoard::Tap::next() {
     const std::int64_t n = std::min<std::int64_t>(batch->labels.size(0), kGridImages);
     std::vector<std::string> captions;
     for (std::int64_t i = 0; i < n; ++i) {
-      captions.push_back(
-          owner_.classes_.at(static_cast<std::size_t>(batch->labels[i].item<std::int64_t>())));
+      captions.push_back(batch_caption(*batch, i, owner_.classes_));
     }
     owner_.writer_.add_image("train/batch",
                              encode_image_grid(batch->images.slice(0, 0, n), captions, 0));

@@ -7,6 +7,7 @@
 
 #include "ltfit/data/class_counts.h"
 #include "ltfit/data/readable_images.h"
+#include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/jobs/dist_session.h"
 #include "ltfit/model/model_factory.h"
 #include "ltfit/train/optimizer.h"
@@ -19,8 +20,10 @@ namespace {
 void log_dataset(const DatasetIndex& index) {
   std::string classes;
   for (const auto& c : index.classes) classes += (classes.empty() ? "" : ", ") + c;
-  spdlog::info("data: {} layout, {} train / {} valid images, classes: {}", index.layout,
-               index.train.size(), index.valid.size(), classes);
+  spdlog::info("data: {} layout{}, {} train / {} valid images (split: {}), classes: {}",
+               index.layout, index.multi_label ? " (multi-label)" : "", index.train.size(),
+               index.valid.size(), index.split, classes);
+  for (const std::string& note : index.notes) spdlog::warn("data: {}", note);
   spdlog::info("train: {}", describe_class_counts(index.train, index.classes));
   spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
 }
@@ -65,7 +68,55 @@ TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
   options.group = group;
   options.label_smoothing = config.train.label_smoothing;
   if (setup.class_weights.defined()) options.class_weights = setup.class_weights.to(device);
+  options.thresholds = setup.thresholds;
+  if (setup.pos_weight.defined()) options.pos_weight = setup.pos_weight.to(device);
   return options;
+}
+
+std::vector<double> class_thresholds(const Config& config, std::size_t classes) {
+  if (!is_multi_label(config)) return {};
+  const std::vector<double>& given = config.eval.thresholds;
+  if (given.empty()) return std::vector<double>(classes, config.eval.threshold);
+  if (given.size() != classes) {
+    throw ConfigError("eval.thresholds: " + std::to_string(given.size()) + " threshold(s) for " +
+                          std::to_string(classes) + " classes",
+                      "give one per class, in the classes' sorted order, or null to use "
+                      "eval.threshold for all");
+  }
+  return given;
+}
+
+torch::Tensor pos_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
+  const std::size_t classes = index.classes.size();
+  std::vector<double> w;
+  switch (weights.kind) {
+    case ClassWeights::Kind::kNone:
+      return {};
+    case ClassWeights::Kind::kList:
+      if (weights.weights.size() != classes) {
+        throw ConfigError("train.pos_weight: " + std::to_string(weights.weights.size()) +
+                              " weight(s) for " + std::to_string(classes) + " classes",
+                          "give one weight per class, in the classes' sorted order, or "
+                          "`balanced`");
+      }
+      w = weights.weights;
+      break;
+    case ClassWeights::Kind::kBalanced: {
+      std::vector<std::int64_t> positives(classes, 0);
+      for (const Sample& s : index.train) {
+        for (std::int64_t c : s.labels) ++positives[static_cast<std::size_t>(c)];
+      }
+      w = balanced_pos_weight(positives, static_cast<std::int64_t>(index.train.size()));
+      break;
+    }
+  }
+  std::string text;
+  for (std::size_t c = 0; c < classes; ++c) {
+    text += fmt::format("{}{} {:.4g}", c ? ", " : "", index.classes[c], w[c]);
+  }
+  spdlog::info("pos_weight ({}): {}",
+               weights.kind == ClassWeights::Kind::kBalanced ? "balanced" : "given", text);
+  return torch::tensor(w, torch::kFloat32);
 }
 
 torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
@@ -110,10 +161,14 @@ torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetInde
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
                                   bool with_valid, const DistSession* dist) {
   TrainingSetup setup;
-  setup.index = index_dataset(config.data, config.run.seed);
+  setup.index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   log_dataset(setup.index);
   setup.train_options = make_loader_options(config, /*train=*/true);
   setup.valid_options = make_loader_options(config, /*train=*/false);
+  if (setup.index.multi_label) {
+    setup.train_options.multi_label_classes = setup.valid_options.multi_label_classes =
+        static_cast<std::int64_t>(setup.index.classes.size());
+  }
   setup.train_options.pin_memory = setup.valid_options.pin_memory = device.is_cuda();
   std::vector<Sample> valid = setup.index.valid;
   if (dist != nullptr && dist->active()) {
@@ -139,6 +194,8 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
   if (config.train.channels_last) set_channels_last(setup.model);
   setup.optimizer = make_optimizer(config.train.optimizer, setup.model);
   setup.class_weights = class_weight_tensor(config.train.class_weights, setup.index);
+  setup.thresholds = class_thresholds(config, setup.index.classes.size());
+  setup.pos_weight = pos_weight_tensor(config.train.pos_weight, setup.index);
   return setup;
 }
 

@@ -41,11 +41,13 @@ std::ofstream reopen_csv(const std::string& path, const std::string& header, std
 
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& run_dir, int groups,
-                             std::optional<ResumeAt> resume) {
-  const std::string epochs_header =
+MetricsWriter::MetricsWriter(const std::string& run_dir, int groups, std::optional<ResumeAt> resume,
+                             bool multi_label)
+    : multi_label_(multi_label) {
+  std::string epochs_header =
       "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,images_per_second,"
       "data_wait_seconds,image_size";
+  if (multi_label) epochs_header += ",f1_samples,f1_macro,map";
   std::string steps_header = "step,epoch";
   for (int g = 0; g < groups; ++g) steps_header += ",lr_" + std::to_string(g);
   steps_header += ",momentum,loss,loss_scale";
@@ -66,9 +68,12 @@ void MetricsWriter::on_step(const StepStats& s) {
 }
 
 void MetricsWriter::on_epoch_end(const EpochStats& e) {
-  epochs_ << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f},{}\n", e.epoch,
-                         e.stage, e.train_loss, e.valid_loss, e.accuracy, e.error_rate, e.seconds,
-                         e.images_per_second, e.data_wait_seconds, e.image_size);
+  std::string row =
+      fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f},{}", e.epoch, e.stage,
+                  e.train_loss, e.valid_loss, e.accuracy, e.error_rate, e.seconds,
+                  e.images_per_second, e.data_wait_seconds, e.image_size);
+  if (multi_label_) row += fmt::format(",{:.6f},{:.6f},{:.6f}", e.f1_samples, e.f1_macro, e.map);
+  epochs_ << row << '\n';
   epochs_.flush();
 }
 

@@ -79,6 +79,10 @@ void ProgressReporter::on_validation_begin(std::int64_t batches) {
 void ProgressReporter::on_epoch_end(const EpochStats& e) {
   spdlog::info("{:>5}  {:>10.6f}  {:>10.6f}  {:>8.6f}  {:>10.6f}  {:>6}", e.epoch, e.train_loss,
                e.valid_loss, e.accuracy, e.error_rate, format_mm_ss(e.seconds));
+  if (e.multi_label) {
+    spdlog::info("       accuracy_multi {:.6f}  f1_samples {:.6f}  f1_macro {:.6f}  mAP {:.6f}",
+                 e.accuracy, e.f1_samples, e.f1_macro, e.map);
+  }
   done_ = first_ = 0;
   next_decile_ = 1;
   epoch_start_ = Clock::now();  // the next epoch's clock starts now, loader warm-up included

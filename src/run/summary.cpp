@@ -37,7 +37,17 @@ std::string summary_json(const RunSummary& s) {
       {"weights", s.weights},
       {"stopped_early",
        s.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stopped_early)},
+      {"task", s.multi_label ? "multi_label" : "single_label"},
   };
+  if (s.multi_label) {
+    j["thresholds"] = s.thresholds;
+    j["f1_samples"] = s.f1_samples;
+    j["f1_macro"] = s.f1_macro;
+    j["map"] = s.map;
+    j["tta_f1_samples"] = optional_json(s.tta_f1_samples);
+    j["tta_f1_macro"] = optional_json(s.tta_f1_macro);
+    j["tta_map"] = optional_json(s.tta_map);
+  }
   return dump_json(j) + "\n";
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string host_name() {
+std::string event_host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
   return name;
@@ -37,7 +37,7 @@ std::string new_events_path(const std::string& dir) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  const std::string host = host_name();
+  const std::string host = event_host_name();
   for (;;) {
     const fs::path path =
         fs::path(dir) / events_file_name(seconds, host, static_cast<int>(::getpid()), counter++);
@@ -100,8 +100,15 @@ void TensorBoardWriter::on_epoch_end(const EpochStats& e) {
              e.seconds,
              static_cast<double>(e.image_size)};
   // The epoch's last step: a resumed session that starts with validation has logged none yet.
-  file_.add_scalars(last_step_ >= 0 ? last_step_ : std::max<std::int64_t>(first_step_ - 1, 0),
-                    epoch_tags_, values_);
+  const std::int64_t step =
+      last_step_ >= 0 ? last_step_ : std::max<std::int64_t>(first_step_ - 1, 0);
+  file_.add_scalars(step, epoch_tags_, values_);
+  if (e.multi_label) {
+    static const std::vector<std::string> multi_label_tags{"epoch/f1_samples", "epoch/f1_macro",
+                                                           "epoch/map"};
+    const std::vector<double> figures{e.f1_samples, e.f1_macro, e.map};
+    file_.add_scalars(step, multi_label_tags, figures);
+  }
   flush();
 }
 

@@ -85,9 +85,10 @@ CheckpointWriter::CheckpointWriter(std::string dir, Classifier model,
       base_(std::move(base)),
       options_(std::move(options)),
       best_accuracy_(options_.best_accuracy),
-      best_value_(options_.best_monitor == Monitor::kAccuracy
-                      ? options_.best_accuracy
-                      : std::numeric_limits<double>::infinity()) {}
+      best_value_(options_.best_monitor == Monitor::kAccuracy ? options_.best_accuracy
+                  : lower_is_better(options_.best_monitor)
+                      ? std::numeric_limits<double>::infinity()
+                      : -std::numeric_limits<double>::infinity()) {}
 
 HookState CheckpointWriter::save_state() const {
   const bool has_best = std::isfinite(best_value_);
@@ -162,8 +163,8 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
     last_accuracy_ = epoch->accuracy;
     last_valid_loss_ = epoch->valid_loss;
   }
-  const bool lower = options_.best_monitor == Monitor::kValidLoss;
-  const double value = epoch == nullptr ? 0.0 : lower ? epoch->valid_loss : epoch->accuracy;
+  const bool lower = lower_is_better(options_.best_monitor);
+  const double value = epoch == nullptr ? 0.0 : monitor_value(*epoch, options_.best_monitor);
   const bool new_best = epoch != nullptr && (lower ? value < best_value_ : value > best_value_);
   if (new_best) {
     best_value_ = value;

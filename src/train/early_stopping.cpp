@@ -12,12 +12,6 @@ namespace ltfit {
 
 namespace {
 
-bool lower_is_better(Monitor monitor) { return monitor == Monitor::kValidLoss; }
-
-double value_of(const EpochStats& epoch, Monitor monitor) {
-  return monitor == Monitor::kValidLoss ? epoch.valid_loss : epoch.accuracy;
-}
-
 double start_value(Monitor monitor) {
   const double inf = std::numeric_limits<double>::infinity();
   return lower_is_better(monitor) ? inf : -inf;
@@ -58,7 +52,7 @@ void EarlyStoppingHook::stage_begin(TrainContext& ctx) {
 }
 
 void EarlyStoppingHook::epoch_end(TrainContext& ctx) {
-  const double value = value_of(*ctx.epoch, config_.monitor);
+  const double value = monitor_value(*ctx.epoch, config_.monitor);
   // TrackerCallback: comp(value - min_delta, best), min_delta negated for "lower is better".
   const bool better = lower_is_better(config_.monitor) ? value + config_.min_delta < best_
                                                        : value - config_.min_delta > best_;

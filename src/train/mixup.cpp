@@ -206,10 +206,15 @@ torch::Tensor mixup_targets(const torch::Tensor& labels, std::int64_t classes, c
                             double smoothing) {
   const double off = smoothing / static_cast<double>(classes);
   const double on = 1.0 - smoothing + off;
-  const torch::Tensor index = labels.to(torch::kLong).view({-1, 1});
-  const torch::Tensor y1 = torch::full({index.size(0), classes}, off,
-                                       torch::dtype(torch::kFloat32).device(labels.device()))
-                               .scatter_(1, index, on);
+  torch::Tensor y1;
+  if (labels.dim() == 2) {  // multi-hot rows (multi-label): each label on, the others off
+    y1 = labels.to(torch::kFloat32) * (on - off) + off;
+  } else {
+    const torch::Tensor index = labels.to(torch::kLong).view({-1, 1});
+    y1 = torch::full({index.size(0), classes}, off,
+                     torch::dtype(torch::kFloat32).device(labels.device()))
+             .scatter_(1, index, on);
+  }
   const torch::Tensor y2 = y1.flip(0);
   if (!mix.per_image) return y1 * mix.lam + y2 * (1.0 - mix.lam);
   const torch::Tensor lam = mix.lams.unsqueeze(1);

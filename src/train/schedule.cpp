@@ -111,7 +111,7 @@ class Plateau final : public WarmedUp {
  public:
   Plateau(const ScheduleConfig& c, std::int64_t total, std::int64_t steps_per_epoch)
       : WarmedUp(c, total, steps_per_epoch),
-        max_(c.monitor == Monitor::kAccuracy),
+        max_(!lower_is_better(c.monitor)),
         best_(max_ ? -std::numeric_limits<double>::infinity()
                    : std::numeric_limits<double>::infinity()) {}
 

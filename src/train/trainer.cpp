@@ -39,6 +39,14 @@ torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tens
   // Class indices or a [N,K] distribution (PyTorch's cross_entropy takes both); fp32 under
   // autocast. Label smoothing mixes either with the uniform distribution; class weights scale
   // each class's term (with indices the mean is over the batch's weights, torch's rule).
+  if (!options_.thresholds.empty()) {
+    const double eps = options_.label_smoothing;
+    torch::Tensor y = target.to(torch::kFloat32);
+    if (eps > 0) y = y * (1.0 - eps) + eps / static_cast<double>(output.size(1));
+    auto bce = F::BinaryCrossEntropyWithLogitsFuncOptions();
+    if (options_.pos_weight.defined()) bce.pos_weight(options_.pos_weight);
+    return F::binary_cross_entropy_with_logits(output.to(torch::kFloat32), y, bce);
+  }
   auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   if (options_.class_weights.defined()) options.weight(options_.class_weights);
   return F::cross_entropy(output, target, options);
@@ -186,13 +194,20 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   {
     ScopedPhase phase(*profiler_, Phase::kValidation);
     const bool shard = options_.group != nullptr;
-    valid = evaluate(model_, *valid_,
-                     {options_.device, options_.channels_last, options_.precision, shard});
-    if (options_.group != nullptr) valid = all_reduce_eval(valid, *options_.group);
+    valid = evaluate(
+        model_, *valid_,
+        {options_.device, options_.channels_last, options_.precision, shard, options_.thresholds});
+    if (options_.group != nullptr) {
+      valid = all_reduce_eval(valid, *options_.group, options_.thresholds);
+    }
   }
   epoch.valid_loss = valid.loss;
   epoch.accuracy = valid.accuracy;
   epoch.error_rate = 1.0 - valid.accuracy;
+  epoch.multi_label = valid.multi_label;
+  epoch.f1_samples = valid.f1_samples;
+  epoch.f1_macro = valid.f1_macro;
+  epoch.map = valid.map;
   ctx_.valid_accuracy = valid.accuracy;
   fire(&Hook::validation_end);
   return epoch;

@@ -132,7 +132,7 @@ TEST_CASE("evaluate --data <Kaggle flat root>: the checkpoint's own seeded split
   data.root = root.string();
   data.layout = ltfit::DataLayout::kKaggle;
   data.valid_count = 5;
-  const ltfit::DatasetIndex index = ltfit::index_dataset(data, 9);  // what training took
+  const ltfit::DatasetIndex index = ltfit::index_dataset(data, 9, false);  // what training took
   std::set<std::string> valid, train;
   for (const auto& s : index.valid) valid.insert(s.path);
   for (const auto& s : index.train) train.insert(s.path);

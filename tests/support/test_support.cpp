@@ -99,7 +99,7 @@ std::vector<ltfit::Sample> write_small_synth(const fs::path& dir, int train, int
   ltfit::write_synthetic_dataset(synth);
   ltfit::DataConfig data;
   data.root = dir.string();
-  return ltfit::index_dataset(data, 0).train;
+  return ltfit::index_dataset(data, 0, false).train;
 }
 
 fs::path source_dir() { return fs::path(LTFIT_SOURCE_DIR); }

@@ -26,12 +26,24 @@ namespace ltfit {
 
 // `data.layout`: how the images under data.root are arranged.
 enum class DataLayout {
-  kAuto,     // folders when {train,valid}/<class>/ exist, else kaggle
-  kFolders,  // {train,valid}/<class>/*.jpg
+  kAuto,     // folders (train/<class>/), else csv (data.csv.file), else kaggle, else <class>/
+  kFolders,  // {train,valid}/<class>/*.jpg, or <class>/*.jpg split by data.valid_pct
   kKaggle,   // <class>.<N>.jpg (in root/train or root), validation split by run.seed
+  kCsv,      // a CSV of file names and labels (data.csv)
+  kPattern,  // the label in the file name (data.label_pattern), split by data.valid_pct
 };
-DataLayout parse_data_layout(std::string_view text);  // "auto" | "folders" | "kaggle"
+// "auto" | "folders" | "kaggle" | "csv" | "pattern"
+DataLayout parse_data_layout(std::string_view text);
 const std::string& data_layout_name(DataLayout layout);
+
+// `model.task`: one label per image (softmax) or a set of labels (sigmoid per class).
+enum class Task {
+  kAuto,         // multi_label when data.csv.label_delim is set, else single_label
+  kSingleLabel,  // cross-entropy over the classes
+  kMultiLabel,   // binary cross-entropy per class (fastai's MultiCategoryBlock)
+};
+Task parse_task(std::string_view text);  // "auto" | "single_label" | "multi_label"
+const std::string& task_name(Task task);
 
 // `model.pretrained`: where the body's first weights come from.
 struct PretrainedWeights {
@@ -102,10 +114,17 @@ MixupMode parse_mixup_mode(std::string_view text);  // "batch" | "pair" | "elem"
 const std::string& mixup_mode_name(MixupMode mode);
 
 // A figure of an epoch to watch (`train.early_stopping.monitor`, `train.best_monitor`): the loss
-// is better lower, accuracy higher.
-enum class Monitor { kValidLoss, kAccuracy };
-Monitor parse_monitor(std::string_view text);  // "valid_loss" | "accuracy"
+// is better lower, the others higher. accuracy is accuracy_multi in a multi-label run; the F1s
+// (samples and macro averages) and the mean average precision exist only there.
+enum class Monitor { kValidLoss, kAccuracy, kF1Samples, kF1Macro, kMap };
+// "valid_loss" | "accuracy" | "f1_samples" | "f1_macro" | "map"
+Monitor parse_monitor(std::string_view text);
 const std::string& monitor_name(Monitor monitor);
+inline bool lower_is_better(Monitor monitor) { return monitor == Monitor::kValidLoss; }
+// The multi-label figures: f1_samples, f1_macro, map.
+inline bool multi_label_monitor(Monitor monitor) {
+  return monitor != Monitor::kValidLoss && monitor != Monitor::kAccuracy;
+}
 
 // `dist.backend`: the c10d process group of a data-parallel run (ltfit/dist/launch.h).
 enum class DistBackend {
@@ -214,11 +233,30 @@ struct SizeStep {
 };
 
 // `data:` where the images are and how batches are made.
+// `data.csv:` where a CSV of file names and labels keeps them (fastai's `from_csv`). Columns are
+// named by header name, or by 0-based index written as digits.
+struct CsvConfig {
+  std::string file = "labels.csv";  // relative to data.root (or absolute)
+  std::string path_column = "fname";
+  std::string label_column = "labels";
+  std::optional<std::string> valid_column;  // truthy values mark validation rows; null: none
+  std::optional<std::string> label_delim;   // several labels per cell (multi-label); null: one
+  std::string folder;                       // images under data.root/folder
+  std::string suffix;                       // appended to each path (e.g. ".jpg")
+
+  bool operator==(const CsvConfig&) const = default;
+};
+
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
   DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle
   int valid_count = 2000;                  // kaggle layout: validation images, split by seed
-  int image_size = 224;                    // side of the square training image, pixels
+  CsvConfig csv;                           // csv layout
+  std::string label_pattern = R"(^(.+)_\d+\.jpg$)";  // pattern layout: group 1 is the label
+  double valid_pct = 0.2;                            // split drawn by run.seed where none is given
+  std::string train_folder = "train";                // folders layout: the training split's folder
+  std::string valid_folder = "valid";  // folders layout: the validation split's folder
+  int image_size = 224;                // side of the square training image, pixels
   int batch_size = 16;    // images per batch; at least 2 (BatchNorm needs 2 per training batch)
   int workers = 0;        // loader threads, 1 to kMaxLoaderWorkers; 0 means auto (one per core)
   AugmentConfig augment;  // training augmentation
@@ -244,6 +282,7 @@ struct ModelConfig {
   PretrainedWeights pretrained;       // imagenet | none | PATH to a torchvision .pth
   HeadKind head = HeadKind::kFastai;  // fastai | linear
   double dropout = 0.5;               // fastai head: last dropout p (the first is half)
+  Task task = Task::kAuto;            // auto | single_label | multi_label
 
   bool operator==(const ModelConfig&) const = default;
 };
@@ -362,8 +401,10 @@ struct TrainConfig {
   EarlyStoppingConfig early_stopping;             // stop when the monitored figure stops improving
   Monitor best_monitor = Monitor::kAccuracy;      // what best.ckpt tracks
   ClassWeights class_weights;                     // none | balanced | [w0, w1, ...]
-  Precision precision = Precision::kFp32;         // fp32 | fp16 | bf16
-  bool channels_last = true;                      // NHWC memory format where it helps
+  // multi_label: BCE's pos_weight per class, none (null) | balanced (negatives / positives) | list
+  ClassWeights pos_weight;
+  Precision precision = Precision::kFp32;    // fp32 | fp16 | bf16
+  bool channels_last = true;                 // NHWC memory format where it helps
   int accumulate = 1;                        // batches whose gradients add up to one optimizer step
   double clip_grad_norm = 0.0;               // clip the gradients' total L2 norm to this (0: off)
   DeviceRequest device;                      // auto | cpu | cuda | cuda:N
@@ -381,6 +422,8 @@ struct EvalConfig {
   double tta_beta = default_tta_beta(TtaMode::kV1);  // final = beta * plain + (1 - beta) * aug.
   double tta_scale = 1.35;                           // v1: corner zoom factor
   int tta_n = 4;                                     // v2: augmented passes
+  double threshold = 0.5;          // multi_label: a class is predicted when its p > threshold
+  std::vector<double> thresholds;  // multi_label: one per class (overrides threshold); [] = null
 
   bool operator==(const EvalConfig&) const = default;
 };
@@ -408,5 +451,8 @@ struct Config {
 
   bool operator==(const Config&) const = default;
 };
+
+// model.task resolved: multi_label, or auto with data.csv.label_delim set under the csv layout.
+bool is_multi_label(const Config& config);
 
 }  // namespace ltfit

@@ -1,9 +1,17 @@
-// Finding the images of a dataset and their labels, in either supported layout.
+// Finding the images of a dataset and their labels, in one of the layouts of `data.layout`:
 //
-//   folders: <root>/train/<class>/*.jpg and <root>/valid/<class>/*.jpg
+//   folders: <root>/train/<class>/* with <root>/valid/<class>/* (data.train_folder,
+//            data.valid_folder); without the valid folder, the train folder split by
+//            data.valid_pct; or a plain tree <root>/<class>/* split by data.valid_pct.
 //   kaggle:  <root>/cat.N.jpg (or <root>/train/cat.N.jpg): the class is the name's prefix; a
 //            validation split of `valid_count` images is drawn deterministically from `seed`.
-// File order is sorted, so the index is the same on every machine. Thread-safe (pure functions).
+//   csv:     data.csv names each image and its label (or label set); validation rows marked by a
+//            column or split by data.valid_pct (fastai's ImageDataLoaders.from_csv).
+//   pattern: every image under the root, labelled by data.label_pattern's first group on the
+//            file name (fastai's from_name_re), split by data.valid_pct.
+// The data.valid_pct split is fastai's RandomSplitter(valid_pct, seed) on the sorted paths, so
+// the index is the same on every machine, rank and resume. Each layout lives in its own file
+// (src/data/layout_*.cpp). Thread-safe (pure functions).
 #pragma once
 
 #include <cstdint>
@@ -16,19 +24,36 @@ namespace ltfit {
 
 struct Sample {
   std::string path;    // image file
-  std::int64_t label;  // index into DatasetIndex::classes
+  std::int64_t label;  // single-label: index into DatasetIndex::classes; multi-label: the first
+                       // of `labels`, or -1 when the set is empty
+  std::vector<std::int64_t> labels = {};  // multi-label only: sorted unique class indices (may
+                                          // be empty); empty for single-label
 };
 
 struct DatasetIndex {
-  std::string layout;                // resolved layout: folders | kaggle
-  std::vector<std::string> classes;  // sorted class names
+  std::string layout;                // resolved layout: folders | kaggle | csv | pattern
+  std::vector<std::string> classes;  // sorted class names (multi-label: every label seen)
+  bool multi_label = false;          // samples carry label sets
   std::vector<Sample> train;         // training samples, sorted by path
   std::vector<Sample> valid;         // validation samples, sorted by path
+  std::string split;  // how valid was chosen: folders | valid_column | valid_pct | valid_count
+  // What was left out or looks wrong (rows skipped, names unmatched, classes only in
+  // validation), each counted and naming a few examples; the caller logs them.
+  std::vector<std::string> notes;
 };
 
-// Indexes `data.root` per `data.layout`. Throws DataError (exit 3) naming what was looked for
-// when the root is missing, a class folder is empty, or no image is found.
-DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed);
+// Indexes `data.root` per `data.layout` (auto: csv when data.csv.file exists under the root,
+// folders when class folders exist, else kaggle). `multi_label` (is_multi_label(config)) makes
+// every sample a label set. Throws DataError (exit 3) naming what was looked for when the root is
+// missing, a class folder is empty, no image is found, a CSV row's path leaves the root, no row
+// is usable, or a split would be empty; ConfigError (exit 2) for a bad data.label_pattern or a
+// data.csv column that does not exist.
+DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed, bool multi_label);
+
+// The text of a run directory's split.csv: header `path,split,labels`, then one row per sample
+// sorted by path: its path relative to `root`, train | valid, and its class names joined by
+// spaces. Fields quoted per RFC 4180 where needed.
+std::string split_csv(const DatasetIndex& index, const std::string& root);
 
 // Indexes one folder of class subfolders (<dir>/<class>/*) against known `classes`.
 std::vector<Sample> index_class_folders(const std::string& dir,

@@ -66,6 +66,9 @@ struct LoaderOptions {
   // delivered empty (0 images) instead of being passed over, so every rank counts the same
   // batches and no rank waits for a collective that another skipped.
   Shard shard;
+  // Multi-label: the number of classes; each batch's labels are then float [N, classes]
+  // multi-hot rows from the samples' label sets. 0: int64 [N] class indices.
+  std::int64_t multi_label_classes = 0;
   // Called on the worker thread before each image is loaded; may throw. For fault-injection
   // tests (an exception here must reach the consumer with the image's path).
   std::function<void(const std::string& path)> before_load;
@@ -73,9 +76,14 @@ struct LoaderOptions {
 
 struct Batch {
   torch::Tensor images;               // uint8 [N,H,W,3] RGB
-  torch::Tensor labels;               // int64 [N]
+  torch::Tensor labels;               // int64 [N], or float [N, classes] multi-hot (multi-label)
   std::vector<std::int64_t> indices;  // positions in the sample list, for predictions
 };
+
+// The label of image `i` of `batch` in words: its class, or (multi-hot rows) its classes joined
+// by spaces, "(no label)" for an empty set. For captions (show-batch, TensorBoard).
+std::string batch_caption(const Batch& batch, std::int64_t i,
+                          const std::vector<std::string>& classes);
 
 // Images that could not be decoded, each counted once per loader.
 struct SkippedImages {
@@ -154,6 +162,8 @@ class Loader : public BatchSource {
   // could be read.
   // `unreadable` gets the positions among its candidates that could not be read.
   std::optional<Batch> build_batch(const Work& work, std::vector<std::int64_t>& unreadable);
+  // float [positions, multi_label_classes]: the samples' label sets as multi-hot rows.
+  torch::Tensor multi_hot(const std::vector<std::int64_t>& positions) const;
   // Decodes the sample at `position` into row `row` of `images`; false (and counted) if it is
   // unreadable. `refill` > 0 draws a different augmentation for a sample refilling batch
   // refill - 1.

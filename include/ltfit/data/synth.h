@@ -1,14 +1,29 @@
-// A synthetic two-class "cats vs dogs" JPEG image set shaped like the real one.
+// A synthetic JPEG image set: two-class "cats vs dogs" shaped like the real one, or multi-label.
 //
 // Both classes are drawn from the same colour palettes and the same background clutter; they
 // differ only in shape (a "cat" face has pointed triangular ears on top, a "dog" face has long
 // rounded ears hanging at the sides and a muzzle), so a model has to learn shapes, not colour
 // statistics. A second task, `bears_rabbits`, draws the same faces, eyes and palettes with other
 // ears (small round ones on top vs long upright ones): a different classification problem over
-// shared low-level features, for transfer-learning checks without downloaded weights. Sizes are
-// about 300-500 px a side with varied aspect ratios, JPEG quality ~75. Output is a pure function of
-// (options.seed, image index): the same seed gives byte-identical files. Thread-safe: no shared
-// state.
+// shared low-level features, for transfer-learning checks without downloaded weights. A third,
+// multi-label task, `shapes`, draws over the same cluttered backgrounds a random subset of four
+// shapes (circle, square, triangle, star; each present with probability 0.5, so a few images hold
+// none), in the same palette whatever the shape. Sizes are about 300-500 px a side with varied
+// aspect ratios, JPEG quality ~75. Output is a pure function of (options.seed, split, index in
+// split): the same seed gives byte-identical files, and an image is the same in every layout.
+// Thread-safe: no shared state.
+//
+// Layouts (what ltfit's data.layout of the same name reads):
+//   folders: {train,valid}/<class>/NNNNN.jpg
+//   kaggle:  train/<class>.<N>.jpg, both splits in one pool (N counts per class from 0)
+//   csv:     images/NNNNN.jpg (training images first, then validation ones) and labels.csv with
+//            the header `fname,labels,is_valid`: the path relative to out_dir, the class name or
+//            the shapes' names joined by spaces (possibly none), True for validation rows else
+//            False (fastai's Planet/PASCAL CSVs; read it with data.csv.valid_column: is_valid and,
+//            for shapes, data.csv.label_delim: " "). Written after the images.
+//   pattern: images/<class>_<N>.jpg, both splits in one pool, matching the default
+//            data.label_pattern `^(.+)_\d+\.jpg$` (the split is then data.valid_pct's).
+// The shapes task needs the csv layout: no other holds a set of labels per image.
 #pragma once
 
 #include <cstdint>
@@ -18,23 +33,25 @@ namespace ltfit {
 
 struct SynthOptions {
   std::string out_dir;  // destination root (created if missing)
-  int train = 1000;     // training images, split evenly between the classes
-  int valid = 200;      // validation images, split evenly between the classes
-  std::string layout =
-      "folders";  // folders: {train,valid}/{cat,dog}/N.jpg | kaggle: train/cat.N.jpg
-  std::string task = "cats_dogs";  // cats_dogs (cat, dog) | bears_rabbits (bear, rabbit)
-  std::uint64_t seed = 0;          // drives every random choice
-  int jpeg_quality = 75;           // OpenCV JPEG quality, 0-100
-  int min_side = 300;              // smallest image side, pixels
-  int max_side = 500;              // largest image side, pixels
+  int train = 1000;     // training images, split evenly between the classes (of two-class tasks)
+  int valid = 200;      // validation images, split evenly between the classes (of two-class tasks)
+  std::string layout = "folders";  // folders | kaggle | csv | pattern (see above)
+  // cats_dogs (cat, dog) | bears_rabbits (bear, rabbit) | shapes (multi-label; csv layout only)
+  std::string task = "cats_dogs";
+  std::uint64_t seed = 0;  // drives every random choice
+  int jpeg_quality = 75;   // OpenCV JPEG quality, 0-100
+  int min_side = 300;      // smallest image side, pixels
+  int max_side = 500;      // largest image side, pixels
 };
 
 struct SynthResult {
-  int train_written = 0;  // images written for training (kaggle: all images)
-  int valid_written = 0;  // images written for validation (kaggle: 0, the split is by seed)
+  int train_written = 0;  // images written for training (kaggle, pattern: all images)
+  int valid_written = 0;  // images written for validation (kaggle, pattern: 0, split at training)
 };
 
-// Writes the image set; throws DataError if the directory cannot be written.
+// Writes the image set. Throws ConfigError (exit 2) for bad options (an unknown layout or task,
+// the shapes task without the csv layout, ...), DataError if the directory cannot be created,
+// WriteError if a file cannot be written.
 SynthResult write_synthetic_dataset(const SynthOptions& options);
 
 }  // namespace ltfit

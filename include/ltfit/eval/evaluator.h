@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include "ltfit/dist/group.h"
+#include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/model/classifier.h"
 
 namespace ltfit {
@@ -19,14 +20,24 @@ namespace ltfit {
 class Loader;
 
 struct EvalResult {
-  double loss = 0.0;            // mean cross-entropy (TTA: mean NLL of the blended probabilities)
-  double accuracy = 0.0;        // fraction correct
+  double loss = 0.0;            // mean cross-entropy (TTA: mean NLL of the blended probabilities);
+                                // multi-label: mean binary cross-entropy over images and classes
+  double accuracy = 0.0;        // fraction correct; multi-label: fastai's accuracy_multi
   std::int64_t count = 0;       // images evaluated (unreadable ones excluded)
   double seconds = 0.0;         // wall time
   torch::Tensor probabilities;  // float32 [count, classes], CPU
-  torch::Tensor targets;        // int64 [count]
+  torch::Tensor targets;        // int64 [count]; multi-label: float [count, classes] multi-hot
   torch::Tensor indices;        // int64 [count] positions in the loader's sample list
   torch::Tensor confusion;      // int64 [classes, classes], rows = actual, cols = predicted
+                                // (single-label only)
+  // Multi-label only (probabilities are then sigmoids): the thresholds used, the F1 averaged
+  // over samples and over classes, the mean average precision, and the per-class figures.
+  bool multi_label = false;
+  std::vector<double> thresholds;
+  double f1_samples = 0.0;
+  double f1_macro = 0.0;
+  double map = 0.0;
+  std::vector<ClassScores> per_class;
 };
 
 struct EvalOptions {
@@ -36,6 +47,9 @@ struct EvalOptions {
   // No readable image gives an empty result (count 0) instead of DataError: a data-parallel
   // rank's shard may be empty; all_reduce_eval decides for all ranks.
   bool allow_empty = false;
+  // Multi-label: one threshold per class (a sigmoid per class, binary cross-entropy, the
+  // multi-label figures); empty: single-label (softmax, cross-entropy, accuracy).
+  std::vector<double> thresholds;
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
@@ -48,7 +62,11 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
 // EvalOptions::allow_empty). A collective: every rank calls it. Per-image tensors
 // (probabilities, targets, indices, confusion) stay this rank's own. Throws DataError on every
 // rank when no rank had a readable image.
-EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group);
+// Multi-label (`thresholds` set, one per class): the ranks' probabilities and targets are gathered
+// (all-reduced into one matrix, each rank's rows at its offset) and the figures computed over all
+// of them, since F1 and mAP are not sums.
+EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group,
+                           const std::vector<double>& thresholds = {});
 
 Precision resolve_eval_precision(Precision requested, const torch::Device& device);
 
@@ -64,5 +82,21 @@ EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
 
 // Sum over samples of -log p[target] (p clamped to >= 1e-12), for probabilities [N,C].
 double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets);
+
+// ---- the task's side of evaluation: softmax and cross-entropy, or sigmoid and BCE -----------
+
+// Logits [N,C] -> probabilities: softmax over classes, or a sigmoid per class (multi-label).
+torch::Tensor output_probabilities(const torch::Tensor& logits, const EvalOptions& options);
+// A batch's summed loss: cross-entropy over images, or (multi-label) binary cross-entropy summed
+// over images and classes and divided by the classes (so loss_sum / N is BCE's mean).
+double batch_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels,
+                      const EvalOptions& options);
+// The same sum from probabilities (TTA's blended ones; p clamped to [1e-12, 1 - 1e-12]).
+double probability_loss_sum(const torch::Tensor& probabilities, const torch::Tensor& targets,
+                            const EvalOptions& options);
+// score_predictions, or its multi-label counterpart (multi_label_metrics.h's report at the
+// options' thresholds) when options.thresholds is set.
+EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, torch::Tensor indices,
+                         double loss_sum, const EvalOptions& options);
 
 }  // namespace ltfit

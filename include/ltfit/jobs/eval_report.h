@@ -17,6 +17,7 @@
 
 #include "ltfit/data/image_grid.h"  // EncodedPng
 #include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/jobs/evaluate_job.h"
 
 namespace ltfit {
 
@@ -27,6 +28,12 @@ std::string csv_field(const std::string& raw);
 // The JSON document printed by `evaluate --json`; `predictions_path` is recorded in it.
 std::string evaluation_json(const CheckpointEvaluation& evaluation,
                             const std::string& predictions_path);
+// With --tune-thresholds' results (tuned_thresholds, tuned_checkpoint, the tuned figures).
+std::string evaluation_json(const CheckpointEvaluation& evaluation,
+                            const std::string& predictions_path, const EvaluateJobResult& job);
+// --tune-thresholds' table: each class's tuned threshold, and the figures before and after; ""
+// without tuning.
+std::string tuned_thresholds_table(const EvaluateJobResult& job);
 
 // The human-readable report: figures, confusion matrix, per-class P/R/F1 (and TTA figures).
 std::string evaluation_table(const CheckpointEvaluation& evaluation);

@@ -3,7 +3,9 @@
 // (eval_report.h). Not thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ltfit/jobs/checkpoint_eval.h"
 
@@ -12,12 +14,19 @@ namespace ltfit {
 struct EvaluateJobRequest {
   CheckpointEvalRequest eval;  // checkpoint, data, device, precision, TTA
   std::string out;  // folder for predictions.csv, confusion_matrix.png; empty: default_eval_out_dir
+  // Multi-label: per-class thresholds that maximise each class's F1 on the evaluated set
+  // (TTA's probabilities with --tta), written into a copy of the checkpoint beside it
+  // (<name>-tuned.ckpt, its config's eval.thresholds set), which predict and evaluate then use.
+  bool tune_thresholds = false;
 };
 
 struct EvaluateJobResult {
   CheckpointEvaluation evaluation;
-  std::string predictions_csv;  // the files written
-  std::string confusion_png;
+  std::string predictions_csv;   // the files written
+  std::string confusion_png;     // empty for a multi-label evaluation (no confusion matrix)
+  std::string tuned_checkpoint;  // --tune-thresholds: the checkpoint written
+  std::vector<double> tuned_thresholds;
+  std::optional<EvalResult> tuned;  // the evaluated set's figures at the tuned thresholds
 };
 
 // Runs the evaluation. The output is checked before the checkpoint and the data are read

@@ -24,6 +24,10 @@ struct ExportMeta {
   double dropout = 0.0;               // fastai head: the last dropout p (the first is half)
   ImageNormalization normalization;   // input mean/std, 0-1 scale
   int image_size = 0;                 // eval transform: the centre square resized to this side
+  // multi_label: a sigmoid per class, a class predicted when above its threshold (absent in
+  // files written before ltfit had the task: single_label)
+  std::string task = "single_label";
+  std::vector<double> thresholds;  // multi_label: one per class
 };
 
 // The sidecar of a weight file: `FILE.pth` -> `FILE.json`; any other name gets `.json` appended.

@@ -52,6 +52,9 @@ struct ImagePrediction {
   std::vector<RankedClass> plain_top;        // with tta: the plain ones
   std::string tta_mode;                      // with tta: the mode used (v1 | v2)
   std::optional<std::vector<float>> logits;  // with `logits` (plain prediction)
+  // A multi-label checkpoint: the classes whose probability is above their threshold
+  // (eval.threshold(s)), most probable first; `top` then ranks every class's own sigmoid.
+  std::optional<std::vector<RankedClass>> labels;
 };
 
 struct PredictSummary {

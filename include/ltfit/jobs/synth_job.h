@@ -1,4 +1,4 @@
-// `ltfit synth`: write the synthetic two-class image set (data/synth.h) and log what was written
+// `ltfit synth`: write a synthetic image set (data/synth.h) and log what was written
 // and how long it took. Not thread-safe.
 #pragma once
 

@@ -29,6 +29,10 @@ struct TrainingSetup {
   Classifier model{nullptr};             // on the device, in channels_last if configured
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
   torch::Tensor class_weights;  // train.class_weights per class (CPU); undefined for none
+  // Multi-label only: the validation thresholds (one per class) and train.pos_weight per class
+  // (CPU; undefined for none). Empty thresholds: single-label.
+  std::vector<double> thresholds;
+  torch::Tensor pos_weight;
 };
 
 // Indexes config.data, starts the loaders (batches pinned for a CUDA `device`; the validation
@@ -50,6 +54,14 @@ TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
 // n / (classes × count) (scikit-learn's compute_class_weight). ConfigError (exit 2) for a list
 // of the wrong length, or balanced with a class that has no training image. Logs the weights.
 torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index);
+
+// Multi-label: eval.thresholds (which must have one per class: ConfigError otherwise) or
+// eval.threshold for every class. Empty when the config's task is single-label.
+std::vector<double> class_thresholds(const Config& config, std::size_t classes);
+
+// train.pos_weight for the training images of `index` (multi-label): undefined for none;
+// balanced is negatives / positives per class. ConfigError for a list of the wrong length.
+torch::Tensor pos_weight_tensor(const ClassWeights& weights, const DatasetIndex& index);
 
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
                                   bool with_valid, const DistSession* dist = nullptr);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ltfit/config/config.h"
+
 namespace ltfit {
 
 // One optimizer step.
@@ -32,7 +34,30 @@ struct EpochStats {
   double images_per_second = 0.0;  // training images / training seconds
   double data_wait_seconds = 0.0;  // time the loop waited for the loader
   int image_size = 0;              // side of the epoch's training images (data.size_schedule)
+  // multi_label runs (accuracy is then fastai's accuracy_multi): the F1 averaged over samples
+  // and over classes, and the mean average precision, at eval.threshold(s)
+  bool multi_label = false;
+  double f1_samples = 0.0;
+  double f1_macro = 0.0;
+  double map = 0.0;
 };
+
+// The figure `monitor` watches in an epoch (config.h's Monitor).
+inline double monitor_value(const EpochStats& epoch, Monitor monitor) {
+  switch (monitor) {
+    case Monitor::kValidLoss:
+      return epoch.valid_loss;
+    case Monitor::kAccuracy:
+      return epoch.accuracy;
+    case Monitor::kF1Samples:
+      return epoch.f1_samples;
+    case Monitor::kF1Macro:
+      return epoch.f1_macro;
+    case Monitor::kMap:
+      return epoch.map;
+  }
+  return epoch.accuracy;
+}
 
 // A stage (one fit_one_cycle call) is starting.
 struct StageInfo {

@@ -20,14 +20,16 @@ class MetricsWriter : public TrainObserver {
   };
   // Opens `<run_dir>/epochs.csv` and `<run_dir>/steps.csv` (`groups` LR columns): new files, or
   // with `resume` the existing ones cut back to the checkpoint (rewritten atomically).
+  // A multi-label run's epochs.csv has three more columns: f1_samples, f1_macro, map.
   MetricsWriter(const std::string& run_dir, int groups,
-                std::optional<ResumeAt> resume = std::nullopt);
+                std::optional<ResumeAt> resume = std::nullopt, bool multi_label = false);
   void on_step(const StepStats& step) override;
   void on_epoch_end(const EpochStats& epoch) override;
 
  private:
   std::ofstream epochs_;
   std::ofstream steps_;
+  bool multi_label_ = false;
 };
 
 }  // namespace ltfit

@@ -36,6 +36,16 @@ struct RunSummary {
   std::string weights = "model";  // what the final figures used: model | ema (train.ema.validate)
   std::string stopped_early;      // why early stopping ended the run (JSON null: it did not)
   bool owner = true;  // this process owns the run directory (not in JSON: rank 0 of a group)
+  // model.task resolved; multi_label: accuracy is fastai's accuracy_multi, and the final
+  // epoch's F1s and mAP at `thresholds` (and with TTA, when run) are in the JSON too.
+  bool multi_label = false;
+  std::vector<double> thresholds;
+  double f1_samples = 0.0;
+  double f1_macro = 0.0;
+  double map = 0.0;
+  std::optional<double> tta_f1_samples;
+  std::optional<double> tta_f1_macro;
+  std::optional<double> tta_map;
 };
 
 void write_summary(const std::string& path, const RunSummary& summary);

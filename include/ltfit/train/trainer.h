@@ -40,6 +40,13 @@ struct TrainerOptions {
   // The training loss's class weights (torch's cross_entropy `weight`, float [classes] on the
   // device); undefined: every class weighs 1. Validation loss and metrics are never weighted.
   torch::Tensor class_weights;
+  // Multi-label: one validation threshold per class; the training loss is then binary
+  // cross-entropy with logits over multi-hot targets (fastai's BCEWithLogitsLossFlat: the mean
+  // over images and classes; label smoothing maps y to (1 - eps)·y + eps/K, timm's on/off
+  // values), weighted by `pos_weight` (float [classes] on the device; undefined: 1).
+  // Empty: single-label.
+  std::vector<double> thresholds;
+  torch::Tensor pos_weight;
 };
 
 // Folds a batch's loss into the smoothed training loss (fastai's SmoothenValue, beta 0.98).

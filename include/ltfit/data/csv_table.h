@@ -1,0 +1,61 @@
+// RFC 4180 CSV files read as tables of strings, safe on hostile input: the dataset layouts read
+// their label files through it.
+//
+// The result matches pandas.read_csv(path, dtype=str, keep_default_na=False) on well-formed
+// files (tests/data/csv_oracle.sh checks it): the first record is the header; every value is a
+// string, quotes removed, whitespace kept. Anything pandas would guess about (a ragged row, a
+// quote left open, a duplicate column name) is refused instead, with the file and the line.
+// Memory stays within a small multiple of the file's size, itself at most CsvLimits::max_bytes;
+// every other limit is checked while parsing, before the thing it bounds is stored. Pure
+// functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ltfit {
+
+// What parse_csv and read_csv_file accept; anything beyond is a DataError naming the limit and
+// its value.
+struct CsvLimits {
+  std::uint64_t max_bytes = 512ull << 20;  // size of the file; a larger one is refused unread
+  std::uint64_t max_rows = 20'000'000;     // records after the header
+  std::size_t max_columns = 4096;          // fields of any record, the header's included
+  std::size_t max_field_bytes = 1 << 20;   // bytes of one field, quotes removed
+  // Fields of all rows together: each costs about 40 bytes beyond its text, so this bounds the
+  // memory a file of many tiny fields (",,,,") takes.
+  std::uint64_t max_cells = 100'000'000;
+};
+
+struct CsvTable {
+  std::string source;                          // file name used in messages
+  std::vector<std::string> header;             // first record
+  std::vector<std::vector<std::string>> rows;  // the records after the header, each header.size()
+  std::vector<std::int64_t> lines;             // 1-based physical line where each row starts
+};
+
+// Parses `text` (RFC 4180): fields separated by commas, records by LF or CRLF (or a lone CR, as
+// pandas does; inside a quoted field each is kept as it is), double-quoted fields with "" for a
+// quote and commas and line breaks inside, a leading UTF-8 BOM dropped, blank lines (nothing but
+// spaces and tabs) skipped as pandas' skip_blank_lines does, the last record with or without a
+// final line break. A quote inside an unquoted field is an ordinary character (pandas).
+// Throws DataError (exit 3) naming `source` and the line for: a quote left open, characters
+// after a closing quote, a row whose field count differs from the header's, an empty file (no
+// header), duplicate header names, and any limit exceeded (which limit, and its value).
+CsvTable parse_csv(std::string_view text, const std::string& source, const CsvLimits& limits = {});
+
+// Reads the regular file `path` (size checked before anything is read or allocated: a file over
+// limits.max_bytes, a directory, a FIFO or a device is refused) and parses it with `path` as
+// the source. Throws DataError naming the path when it is missing or unreadable too.
+CsvTable read_csv_file(const std::string& path, const CsvLimits& limits = {});
+
+// The column that `spec` names: a header name, or else a 0-based index written in digits (a
+// name wins over an index). `key` is the config key that gave it (e.g. "data.csv.path_column").
+// Throws ConfigError (exit 2) naming the key, the file, the spec and the header's names when
+// there is no such column.
+std::size_t csv_column(const CsvTable& table, const std::string& spec, const std::string& key);
+
+}  // namespace ltfit
