@@ -184,9 +184,10 @@ TEST_CASE("out-of-range values are errors naming key, line and value as written"
 }
 
 TEST_CASE("enumerations list the allowed values", "[config]") {
-  CHECK_THAT(load_error("data:\n  layout: foldrs\n"),
-             Contains("test.yaml:2: data.layout: expected one of auto, folders, kaggle, got "
-                      "foldrs"));
+  CHECK_THAT(
+      load_error("data:\n  layout: foldrs\n"),
+      Contains("test.yaml:2: data.layout: expected one of auto, folders, kaggle, csv, pattern, got "
+               "foldrs"));
   const std::string arch_error = error_of_string("model:\n  arch: resnet33\n");
   CHECK_THAT(arch_error, Contains("model.arch: expected one of resnet18, resnet34, resnet50, "
                                   "resnet101, resnet152, resnext50_32x4d, wide_resnet50_2, "
@@ -389,7 +390,11 @@ TEST_CASE("each enumeration has one parse and one name, in the order messages li
           "[config]") {
   check_names(parse_precision, precision_name, {"fp32", "fp16", "bf16"}, "train.precision");
   check_names(parse_recipe, recipe_name, {"fine_tune", "one_cycle"}, "train.recipe");
-  check_names(parse_data_layout, data_layout_name, {"auto", "folders", "kaggle"}, "data.layout");
+  check_names(parse_data_layout, data_layout_name, {"auto", "folders", "kaggle", "csv", "pattern"},
+              "data.layout");
+  check_names(parse_task, task_name, {"auto", "single_label", "multi_label"}, "model.task");
+  check_names(parse_monitor, monitor_name,
+              {"valid_loss", "accuracy", "f1_samples", "f1_macro", "map"}, "monitor");
   check_names(parse_head_kind, head_kind_name, {"fastai", "linear"}, "model.head");
   check_names(parse_optimizer_kind, optimizer_kind_name, {"adamw", "sgd"}, "train.optimizer.name");
   check_names(parse_tta_mode, tta_mode_name, {"v1", "v2"}, "eval.tta_mode");
@@ -530,8 +535,18 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     Config c;
     c.source = "t.yaml";
     c.run = {"my run: 2", "out dir", 7, true};
-    c.data = {
-        "/data/x", DataLayout::kKaggle, 100, 96, 3, 5, {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25}};
+    c.data.root = "/data/x";
+    c.data.layout = DataLayout::kKaggle;
+    c.data.valid_count = 100;
+    c.data.image_size = 96;
+    c.data.batch_size = 3;
+    c.data.workers = 5;
+    c.data.augment = {false, 5.5, 1.3, 0.1, 0.05, 0.5, 0.25};
+    c.data.csv = {"lab els.csv", "2", "tags", "is valid", " ", "imgs/jpg", ".jpeg"};
+    c.data.label_pattern = R"(^([a-z]+)-\d+\.png$)";
+    c.data.valid_pct = 0.125;
+    c.data.train_folder = "training";
+    c.data.valid_folder = "val";
     c.model = {"resnet50", PretrainedWeights::file("null"), HeadKind::kLinear, 0.125};
     c.train.recipe = Recipe::kOneCycle;
     c.train.epochs = 9;
@@ -554,7 +569,9 @@ TEST_CASE("to_yaml writes every field and reads back to the same config", "[conf
     c.train.device = ltfit::parse_train_device("cuda:1");
     c.train.checkpoint = {2.5, 3};
     c.train.time_limit_seconds = 5 * 3600 + 50 * 60 + 7;
-    c.eval = {false, TtaMode::kV2, 0.3, 1.2, 6};
+    c.eval = {false, TtaMode::kV2, 0.3, 1.2, 6, 0.35, {0.2, 0.7}};
+    c.model.task = ltfit::Task::kMultiLabel;
+    c.train.pos_weight = {ltfit::ClassWeights::Kind::kList, {2.5, 0.5}};
     c.train.profile = true;
     c.data.max_pixels = 0;
     c.data.formats = {"png", "hdr", "jpeg2000"};

@@ -81,18 +81,18 @@ TEST_CASE("the reference's sections come in the config's order", "[config]") {
   for (const auto& entry : config_reference()) {
     if (entry.section) sections.push_back(entry.path);
   }
-  CHECK(sections ==
-        std::vector<std::string>{"run", "data", "data.augment", "data.augment.rand_augment",
-                                 "data.augment.random_erasing", "model", "train", "train.optimizer",
-                                 "train.one_cycle", "train.flat_cos", "train.mixup", "train.ema",
-                                 "train.early_stopping", "train.checkpoint", "eval", "dist"});
+  CHECK(sections == std::vector<std::string>{
+                        "run", "data", "data.csv", "data.augment", "data.augment.rand_augment",
+                        "data.augment.random_erasing", "model", "train", "train.optimizer",
+                        "train.one_cycle", "train.flat_cos", "train.mixup", "train.ema",
+                        "train.early_stopping", "train.checkpoint", "eval", "dist"});
 }
 
 TEST_CASE("the reference's types, defaults and rules come from the loader, config and rules",
           "[config]") {
   const auto keys = keys_by_path();
   // Enumerations list their table's names; custom readers say what they accept.
-  CHECK(keys.at("data.layout").type == "one of auto, folders, kaggle");
+  CHECK(keys.at("data.layout").type == "one of auto, folders, kaggle, csv, pattern");
   CHECK(keys.at("train.precision").type == "one of fp32, fp16, bf16");
   CHECK(keys.at("eval.tta_mode").type == "one of v1, v2");
   CHECK(keys.at("train.schedule").type ==

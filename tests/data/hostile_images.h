@@ -143,14 +143,14 @@ inline constexpr bool kAddressSpaceCapped = true;
 #endif
 
 // The result of `body` run in a forked child under RLIMIT_AS = its size at the fork + headroom.
-struct CappedRun {
+struct CappedBody {
   bool exited = false;                  // the child finished (no crash, no timeout)
   std::string output;                   // what `body` returned
   std::int64_t peak_rss_growth_kb = 0;  // the child's peak RSS minus the parent's RSS at the fork
 };
 
-inline CappedRun run_capped(const std::function<std::string()>& body, std::uint64_t headroom_bytes,
-                            int timeout_seconds = 60) {
+inline CappedBody run_capped(const std::function<std::string()>& body, std::uint64_t headroom_bytes,
+                             int timeout_seconds = 60) {
   std::array<int, 2> fds{};
   if (::pipe(fds.data()) != 0) return {};
   const std::int64_t rss_before = proc_status_kb("VmRSS");
@@ -174,7 +174,7 @@ inline CappedRun run_capped(const std::function<std::string()>& body, std::uint6
     ::_exit(0);
   }
   ::close(fds[1]);
-  CappedRun run;
+  CappedBody run;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
   for (;;) {
     pollfd p{fds[0], POLLIN, 0};

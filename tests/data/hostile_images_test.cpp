@@ -29,8 +29,8 @@ constexpr std::uint64_t kHeadroom = 1ULL << 30;  // the child's address-space al
 
 // The reason `path` is refused (or "decoded" if it is not), decoded in a capped child by the
 // loader's square path or (eval) by predict --weights' eval transform, which decodes at full size.
-ltfit::testing::CappedRun decode_capped(const std::string& path,
-                                        const ltfit::ImageLimits& limits = {}, bool eval = false) {
+ltfit::testing::CappedBody decode_capped(const std::string& path,
+                                         const ltfit::ImageLimits& limits = {}, bool eval = false) {
   return ltfit::testing::run_capped(
       [&] {
         std::string error;

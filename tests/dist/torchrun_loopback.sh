@@ -14,7 +14,8 @@
 # 5. without torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), a killed rank makes the other
 #    exit 5 within dist.timeout_seconds instead of hanging, and describe its failure in
 #    $TORCHELASTIC_ERROR_FILE as torchrun reads it;
-# 6. unreadable images are counted once over the ranks (the same count as one process).
+# 6. unreadable images are counted once over the ranks (the same count as one process);
+# 1-2d: a CSV multi-label run (shapes) equals its 1-rank ghost-BN run, figures and weights.
 # Needs Python torch (torchrun, and torch.load to compare weights); exits 77 (CTest: skipped)
 # without it.
 #
@@ -140,6 +141,37 @@ PY
 )" || fail "the EMA states could not be compared"
 echo "2 ranks vs 1 rank (ghost BN), modern recipe: max |EMA difference| $e"
 close "${e:-1}" 1e-5 || fail "2 ranks vs 1 rank, modern recipe: EMA differs by $e > 1e-5"
+
+echo "== 1-2d. a CSV multi-label run (BCE, pos_weight, MixUp): two ranks vs one rank"
+# Validation gathers the ranks' probabilities for F1 and mAP (not sums): the 2-rank run's figures
+# must be one process's evaluation of its weights, and its weights the 1-rank run's.
+"$LTFIT" synth --out shapes --layout csv --task shapes --train 96 --valid 40 --seed 3 >/dev/null 2>&1 ||
+  fail "synth --task shapes failed"
+multi=(--set data.root="$WORK/shapes" --set data.layout=csv --set data.csv.valid_column=is_valid
+       --set 'data.csv.label_delim=" "' --set train.pos_weight=balanced --set train.epochs=2
+       --set train.mixup.mixup_alpha=0.4 --set train.best_monitor=map)
+train2 runs/ml2 -- "${multi[@]}" >ml2.log 2>&1 || fail "2-rank multi-label run exited $? (ml2.log: $(tail -3 ml2.log))"
+OMP_NUM_THREADS=1 "${PIN[@]}" "$LTFIT" train --config "$WORK/c.yaml" --run-dir runs/ml1 \
+  --set data.batch_size=8 --set train.accumulate=2 "${multi[@]}" >ml1.log 2>&1 ||
+  fail "1-rank multi-label run exited $?"
+d="$(param_diff runs/ml2/checkpoints/last.ckpt runs/ml1/checkpoints/last.ckpt)"
+echo "2 ranks vs 1 rank (ghost BN), multi-label: max |weight difference| $d"
+close "${d:-1}" 1e-5 || fail "2 ranks vs 1 rank, multi-label: weights differ by $d > 1e-5"
+"$LTFIT" evaluate --checkpoint runs/ml2/checkpoints/last.ckpt --out ml2-eval --json \
+  >ml2-eval.json 2>ml2-eval.log || fail "evaluate of the 2-rank multi-label run exited $?"
+"$PYTHON" - <<'PY' || fail "multi-label: the 2-rank run's gathered figures are not one process's"
+import csv, json
+a = json.load(open("runs/ml2/summary.json")); b = json.load(open("runs/ml1/summary.json"))
+e = json.load(open("ml2-eval.json"))
+assert a["task"] == b["task"] == "multi_label", (a["task"], b["task"])
+assert a["valid_images"] == b["valid_images"] == e["images"] == 40
+# The last epoch's validation, gathered over the ranks, is one process's evaluation of its weights.
+for key in ("f1_samples", "f1_macro", "map", "accuracy"):
+    assert abs(a[key] - e[key]) <= 1e-4, (key, a[key], e[key])
+assert open("runs/ml2/split.csv").read() == open("runs/ml1/split.csv").read()
+rows = list(csv.DictReader(open("runs/ml2/epochs.csv")))
+assert len(rows) == 2 and "map" in rows[0], rows
+PY
 
 echo "== 1-2c. the plateau schedule and early stopping decide alike on every rank"
 # Both act on the all-reduced validation figures (a 1-rank ghost-BN run is no reference here:
