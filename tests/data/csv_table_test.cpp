@@ -154,7 +154,7 @@ TEST_CASE("csv: an empty file and duplicate column names are refused", "[csv]") 
              Contains("t.csv:2:") && Contains("duplicate column name 'a' (columns 0 and 2"));
 }
 
-TEST_CASE("csv: each limit is refused naming it and its value; at the limit it is accepted",
+TEST_CASE("csv: each limit is refused naming it and its value, at the limit it is accepted",
           "[csv]") {
   CsvLimits limits;
   limits.max_bytes = 12;

@@ -253,7 +253,7 @@ TEST_CASE("synth: csv layout lists every image with its label and split", "[data
         read_file(folders.path() / "train" / "dog" / "00001.jpg"));
 }
 
-TEST_CASE("synth: csv layout and shapes task: same seed, same bytes; another seed differs",
+TEST_CASE("synth: csv layout and shapes task: same seed, same bytes, another seed differs",
           "[data][synth]") {
   TempDir a, b, c;
   for (const auto* dir : {&a, &b, &c}) {

@@ -120,7 +120,7 @@ TEST_CASE("weighted F-beta without any positive is the unweighted mean, as sciki
   CHECK(ltfit::fbeta_multi(s, {0.5, 0.5}, 1.0, FbetaAverage::kSamples) == 0.0);
 }
 
-TEST_CASE("average precision steps once per tied score; 0 without a positive",
+TEST_CASE("average precision steps once per tied score, 0 without a positive",
           "[eval][multi_label]") {
   // scores 0.8 (pos), 0.5 (neg), 0.5 (pos), 0.1 (pos): steps at 0.8 (R 1/3, P 1), 0.5 (R 2/3,
   // P 2/3), 0.1 (R 1, P 3/4).
