@@ -6,9 +6,10 @@ file-name-pattern dataset, single- or multi-label (Python, benchmarks only).
         [--size 64] [--bs 32] [--epochs 3] [--freeze-epochs 1] [--lr 2e-3] [--seed 42]
         [--valid-pct 0.2] [--workers N]
 
-csv:     ImageDataLoaders.from_csv(DIR, csv_fname="labels.csv", fn_col="fname",
-                                   label_col="labels", valid_col="is_valid",
-                                   label_delim=" " with --multi-label)
+csv:     ImageDataLoaders.from_df(labels.csv read with keep_default_na=False, DIR,
+                                  fn_col="fname", label_col="labels", valid_col="is_valid",
+                                  label_delim=" " with --multi-label) (from_csv itself reads an
+                                  empty label set as NaN, which MultiCategorize cannot split)
 pattern: ImageDataLoaders.from_name_re(DIR, get_image_files(DIR), r"^(.+)_\\d+\\.jpg$",
                                        valid_pct, seed)
 then vision_learner(resnet18, pretrained=False, metrics=accuracy_multi (multi-label: with
@@ -52,9 +53,14 @@ def main(argv):
     common = dict(item_tfms=fv.Resize(args.size), bs=args.bs, num_workers=args.workers,
                   batch_tfms=[*fv.aug_transforms(), fv.Normalize.from_stats(*fv.imagenet_stats)])
     if args.layout == "csv":
-        dls = fv.ImageDataLoaders.from_csv(
-            args.root, csv_fname="labels.csv", fn_col="fname", label_col="labels",
-            valid_col="is_valid", label_delim=" " if args.multi_label else None, **common)
+        # from_csv's pandas turns an empty label set into NaN, which fastai's MultiCategorize
+        # cannot split: read the CSV keeping empty cells as "" and hand fastai the frame.
+        import pandas as pd
+        df = pd.read_csv(os.path.join(args.root, "labels.csv"), keep_default_na=False)
+        df["is_valid"] = df["is_valid"].astype(str).str.lower().isin(["true", "1"])
+        dls = fv.ImageDataLoaders.from_df(
+            df, args.root, fn_col="fname", label_col="labels", valid_col="is_valid",
+            label_delim=" " if args.multi_label else None, **common)
     else:
         files = fv.get_image_files(args.root)
         dls = fv.ImageDataLoaders.from_name_re(args.root, files, r"^(.+)_\d+\.jpg$",

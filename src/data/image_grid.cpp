@@ -12,7 +12,7 @@ namespace ltfit {
 
 namespace {
 
-constexpr int kMinCell = 160;  // small images are scaled up so captions stay readable
+constexpr int kMinGridCell = 160;  // small images are scaled up so captions stay readable
 constexpr int kCaptionHeight = 22;
 constexpr int kGap = 6;
 
@@ -25,7 +25,7 @@ EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std:
   const torch::Tensor rgb = images.contiguous().cpu();
   const int n = static_cast<int>(rgb.size(0));
   const int h = static_cast<int>(rgb.size(1)), w = static_cast<int>(rgb.size(2));
-  const double scale = std::max(1.0, static_cast<double>(kMinCell) / std::max(h, w));
+  const double scale = std::max(1.0, static_cast<double>(kMinGridCell) / std::max(h, w));
   const int cell_w = static_cast<int>(w * scale), cell_h = static_cast<int>(h * scale);
   const int cols = columns > 0 ? columns : std::max(1, static_cast<int>(std::ceil(std::sqrt(n))));
   const int rows = (n + cols - 1) / cols;

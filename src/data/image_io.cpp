@@ -21,7 +21,7 @@
 namespace ltfit {
 namespace {
 
-constexpr int kMaxOutputSize = 1 << 14;
+constexpr int kMaxDecodedOutputSize = 1 << 14;
 
 double clamped_fraction(double value) {
   return std::isfinite(value) ? std::clamp(value, 0.0, 1.0) : 0.5;
@@ -72,7 +72,7 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
                                                const ImageLimits& limits, DecodeBudget* budget) {
   return run_never_throwing("decode", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
-    if (size <= 0 || size > kMaxOutputSize) {
+    if (size <= 0 || size > kMaxDecodedOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (!(crop.scale > 0.0)) {
       reason = "invalid crop scale " + std::to_string(crop.scale);
@@ -99,7 +99,7 @@ std::optional<torch::Tensor> load_eval_image(const std::string& path,
   return run_never_throwing("decode", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (transform.crop <= 0 || transform.resize < transform.crop ||
-        transform.resize > kMaxOutputSize) {
+        transform.resize > kMaxDecodedOutputSize) {
       reason = "invalid eval transform: resize " + std::to_string(transform.resize) + ", crop " +
                std::to_string(transform.crop);
       return result;

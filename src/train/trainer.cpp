@@ -40,16 +40,21 @@ torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tens
   // autocast. Label smoothing mixes either with the uniform distribution; class weights scale
   // each class's term (with indices the mean is over the batch's weights, torch's rule).
   if (!options_.thresholds.empty()) {
-    const double eps = options_.label_smoothing;
-    torch::Tensor y = target.to(torch::kFloat32);
-    if (eps > 0) y = y * (1.0 - eps) + eps / static_cast<double>(output.size(1));
-    auto bce = F::BinaryCrossEntropyWithLogitsFuncOptions();
-    if (options_.pos_weight.defined()) bce.pos_weight(options_.pos_weight);
-    return F::binary_cross_entropy_with_logits(output.to(torch::kFloat32), y, bce);
+    return multi_label_loss(output, target, options_.label_smoothing, options_.pos_weight);
   }
   auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   if (options_.class_weights.defined()) options.weight(options_.class_weights);
   return F::cross_entropy(output, target, options);
+}
+
+torch::Tensor multi_label_loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                               double eps, const torch::Tensor& pos_weight) {
+  namespace F = torch::nn::functional;
+  torch::Tensor y = targets.to(torch::kFloat32);
+  if (eps > 0) y = y * (1.0 - eps) + eps / static_cast<double>(logits.size(1));
+  auto bce = F::BinaryCrossEntropyWithLogitsFuncOptions();
+  if (pos_weight.defined()) bce.pos_weight(pos_weight);
+  return F::binary_cross_entropy_with_logits(logits.to(torch::kFloat32), y, bce);
 }
 
 void add_to_smoothed_loss(TrainPosition& at, double loss) {

@@ -15,7 +15,10 @@
 #include <sstream>
 #include <string>
 
+#include <torch/torch.h>
+
 #include "ltfit/eval/multi_label_metrics.h"
+#include "ltfit/train/trainer.h"
 #include "ltfit/util/error.h"
 
 using ltfit::FbetaAverage;
@@ -234,6 +237,23 @@ TEST_CASE("balanced pos_weight is negatives over positives", "[eval][multi_label
   CHECK_THROWS_AS(ltfit::balanced_pos_weight({-1}, 10), ltfit::RuntimeError);
 }
 
+// The training loss on logit(p) with label smoothing 0.1 and balanced pos_weight, for the oracle
+// to compare with fastai's BCEWithLogitsLossFlat(pos_weight, flatten=False) on the same inputs.
+double training_loss(const MultiLabelScores& s) {
+  if (s.rows == 0) return 0.0;
+  const torch::Tensor p =
+      torch::tensor(s.probs, torch::kFloat32).view({s.rows, s.classes}).clamp(1e-6, 1 - 1e-6);
+  const torch::Tensor y = torch::tensor(std::vector<float>(s.targets.begin(), s.targets.end()))
+                              .view({s.rows, s.classes});
+  std::vector<std::int64_t> positives(static_cast<std::size_t>(s.classes), 0);
+  for (std::int64_t r = 0; r < s.rows; ++r) {
+    for (std::int64_t c = 0; c < s.classes; ++c) positives[c] += s.targets[r * s.classes + c];
+  }
+  const std::vector<double> w = ltfit::balanced_pos_weight(positives, s.rows);
+  const torch::Tensor pos_weight = torch::tensor(w, torch::kFloat32);
+  return ltfit::multi_label_loss(torch::logit(p), y, 0.1, pos_weight).item<double>();
+}
+
 // Run by tests/eval/multi_label_oracle.sh: scores every case of
 // $LTFIT_MULTI_LABEL_ORACLE_DIR/cases.json ([{rows, classes, probs, targets, thresholds}]) and
 // writes ltfit's figures to ltfit.json for tests/eval/multi_label_oracle.py to compare.
@@ -256,7 +276,8 @@ TEST_CASE("multi-label oracle: ltfit's figures for fastai and scikit-learn to ch
                           {"f1_samples", r.f1_samples},
                           {"f1_macro", r.f1_macro},
                           {"map", r.mean_average_precision},
-                          {"tuned", ltfit::tune_thresholds(s, 0.5)}};
+                          {"tuned", ltfit::tune_thresholds(s, 0.5)},
+                          {"loss", training_loss(s)}};
     for (const double beta : c.at("betas").get<std::vector<double>>()) {
       out["fbeta"].push_back(
           {{"beta", beta},

@@ -26,6 +26,8 @@ References, each fed the same float32 probabilities and deciding as its code doe
   per class       precision_recall_fscore_support(average=None), average_precision_score of every
                   class (0 without a positive), mAP = average_precision_score(average='macro')
                   over the classes with a positive (0 when none has).
+  loss            ltfit's training loss (logit(p), smoothing 0.1, balanced pos_weight) against
+                  fastai's BCEWithLogitsLossFlat(pos_weight, flatten=False), float32, to 1e-6.
   tuned           each class's F1 at ltfit's tuned threshold (p > t, as ltfit predicts) must be at
                   least the best F1 of any threshold precision_recall_curve offers (p >= t); the
                   same F1 with p >= t; a class without a positive keeps 0.5.
@@ -202,6 +204,22 @@ def check_tuned(diffs, where, c, pt, y):
                     above)
 
 
+def check_loss(diffs, where, c, pt, yt):
+    """ltfit's training loss on logit(p): fastai's BCEWithLogitsLossFlat with torch's pos_weight
+    (negatives / positives, 1 for a class without a positive or without a negative; flatten=False
+    so it broadcasts over the classes) on targets smoothed to (1 - 0.1)·y + 0.1/K."""
+    if c["rows"] == 0:
+        return
+    from fastai.losses import BCEWithLogitsLossFlat
+    logits = torch.logit(pt.clamp(1e-6, 1 - 1e-6))
+    n, k = yt.shape
+    pos = yt.sum(0)
+    pw = torch.where((pos > 0) & (pos < n), (n - pos) / pos.clamp_min(1), torch.ones_like(pos))
+    smoothed = yt * (1 - 0.1) + 0.1 / k
+    want = BCEWithLogitsLossFlat(pos_weight=pw, flatten=False)(logits, smoothed).item()
+    diffs.close("BCE loss (pos_weight, smoothing)", where, c["got"]["loss"], want, tol=1e-6)
+
+
 def check_case(diffs, i, c):
     n, k = c["rows"], c["classes"]
     p = np.array(c["probs"], dtype=np.float32).reshape(n, k)
@@ -214,6 +232,7 @@ def check_case(diffs, i, c):
     check_fbeta(diffs, where, c, pt, yt, t32, y, d)
     check_classes(diffs, where, c, p, y, d)
     check_tuned(diffs, where, c, pt, y)
+    check_loss(diffs, where, c, pt, yt)
 
 
 def compare(out):

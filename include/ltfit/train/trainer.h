@@ -49,6 +49,13 @@ struct TrainerOptions {
   torch::Tensor pos_weight;
 };
 
+// The multi-label training loss: binary cross-entropy with logits over float [N,K] targets, the
+// mean over images and classes (fastai's BCEWithLogitsLossFlat; with `pos_weight`, float [K] or
+// undefined, torch's BCEWithLogitsLoss(pos_weight), fastai's with flatten=False); label
+// smoothing `eps` first maps y to (1 - eps)·y + eps/K (timm's on/off values). fp32.
+torch::Tensor multi_label_loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                               double eps, const torch::Tensor& pos_weight);
+
 // Folds a batch's loss into the smoothed training loss (fastai's SmoothenValue, beta 0.98).
 void add_to_smoothed_loss(TrainPosition& at, double loss);
 

@@ -1,0 +1,146 @@
+// The `data:` section's keys (config_sections.h): read_fields lists of data, data.csv,
+// data.augment and its rand_augment and random_erasing maps, each key with its meaning (the
+// config reference is generated from them). Part of config_loader.cpp's one walk of the tree.
+// Thread-safe: no shared state.
+#include "config/config_sections.h"
+
+#include "config/config_internal.h"
+#include "config/config_yaml.h"
+
+namespace ltfit::config_internal {
+namespace {
+
+void convert_random_erasing(const Walk& walk, const Located& at, RandomErasingConfig& erasing) {
+  read_fields(
+      walk, at,
+      {field("p", erasing.p, "probability that an image gets a box erased; 0: off"),
+       field("scale", erasing.scale, "the box's area as a fraction of the image's: [min, max]"),
+       field("ratio", erasing.ratio, "the box's aspect ratio range [min, max] (log-uniform)"),
+       field("value", read_erasing_value, erasing, "random, or a number",
+             "random: per-pixel standard normal noise (on the normalized image, timm's "
+             "`mode='pixel'`); a number: that value")});
+}
+
+void convert_rand_augment(const Walk& walk, const Located& at, RandAugmentConfig& rand_augment) {
+  read_fields(walk, at,
+              {field("num_ops", rand_augment.num_ops,
+                     "ops applied to each image, one after another (torchvision's `num_ops`)"),
+               field("magnitude", rand_augment.magnitude,
+                     "the magnitude bin of every op, 0 (weakest) to 30 (strongest) of "
+                     "torchvision's 31")});
+}
+
+void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
+  if (walk.describe == nullptr && at.node.IsDefined() && at.node.IsScalar()) {
+    if (!is_plain_scalar(at.node) || at.node.Scalar() != "none")
+      fail_type(walk, at, "none, or a map of the keys below (flip, max_rotate, ...)");
+    augment = augment_none();
+    return;
+  }
+  read_fields(
+      walk, at,
+      {field("flip", augment.flip, "random horizontal flip, p 0.5"),
+       field("max_rotate", augment.max_rotate, "rotation range in degrees: ±max_rotate"),
+       field("max_zoom", augment.max_zoom, "zoom drawn from [1, max_zoom]; 1 disables it"),
+       field("max_lighting", augment.max_lighting,
+             "brightness and contrast strength; 0 disables them"),
+       field("max_warp", augment.max_warp, "symmetric perspective warp magnitude; 0 disables it"),
+       field("p_affine", augment.p_affine,
+             "probability of each affine transform (rotate, zoom, warp)"),
+       field("p_lighting", augment.p_lighting,
+             "probability of each lighting transform (brightness, contrast)"),
+       field("random_crop", augment.random_crop,
+             "the training crop (the shorter side's square) at a random position, fastai's "
+             "`rand_crop`; false: centred, as validation images are"),
+       field("policy", parse_augment_policy, augment.policy,
+             "an automatic augmentation policy on the final-size training image, after the "
+             "transforms above: none, rand_augment (torchvision's `RandAugment`) or "
+             "trivial_augment (torchvision's `TrivialAugmentWide`), their 14 ops on uint8 pixels "
+             "with nearest resampling and black fill; not applied by TTA"),
+       section("rand_augment", convert_rand_augment, augment.rand_augment,
+               "RandAugment's settings, used when `policy: rand_augment`"),
+       section("random_erasing", convert_random_erasing, augment.random_erasing,
+               "random erasing as torchvision's `RandomErasing` does it, on the normalized "
+               "training batch, before MixUp (`augment: none` turns it off too)")});
+}
+
+void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
+  read_fields(
+      walk, at,
+      {field("file", csv.file, "the CSV file, relative to `data.root` (or absolute)"),
+       field("path_column", csv.path_column,
+             "the column of image paths (relative to `data.root`/`folder`): a header name, or a "
+             "0-based index"),
+       field("label_column", csv.label_column,
+             "the column of labels: a header name, or a 0-based index"),
+       field("valid_column", read_optional_text, csv.valid_column, "null, or a column",
+             "a column whose truthy values (1, true, yes, t, y, case-insensitive) mark the "
+             "validation rows (fastai's `valid_col`); null: split by `data.valid_pct`"),
+       field("label_delim", read_optional_text, csv.label_delim, "null, or a string",
+             "separator of several labels in one cell (fastai's `label_delim`, e.g. ' '); set, "
+             "the task is multi-label unless `model.task` says otherwise"),
+       field("folder", csv.folder, "the images' folder under `data.root` (fastai's `folder`)"),
+       field("suffix", csv.suffix,
+             "appended to each path (fastai's `suffix`, e.g. .jpg for names without one)")});
+}
+
+}  // namespace
+
+void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
+  read_fields(
+      walk, at,
+      {field("root", data.root,
+             "dataset root: `train/<class>/*`, `valid/<class>/*` (folders), or Kaggle's flat "
+             "`<class>.<N>.jpg` in `root/train` or `root` (kaggle)"),
+       field("layout", parse_data_layout, data.layout,
+             "how the images under `data.root` are arranged and labelled: folders "
+             "(`train_folder`/`valid_folder` of class folders, or class folders alone), kaggle "
+             "(flat `<class>.<N>.jpg`), csv (`data.csv`), pattern (`label_pattern` on file "
+             "names); auto: folders when `train_folder` holds class folders, else csv when "
+             "`data.csv.file` exists, else kaggle when `<class>.<N>.jpg` files do, else plain "
+             "class folders"),
+       field("valid_count", data.valid_count,
+             "kaggle layout: images held out for validation, chosen by `run.seed`"),
+       section("csv", convert_csv, data.csv,
+               "csv layout: a table of image paths and labels (fastai's `from_csv`), read as RFC "
+               "4180 (quotes, embedded commas and newlines, CRLF, a UTF-8 BOM)"),
+       field("label_pattern", data.label_pattern,
+             "pattern layout: an ECMAScript regular expression; the first group of a full match "
+             "of each file name (under `data.root`, recursively) is its label (fastai's "
+             "`from_name_re`); files that do not match are counted and named"),
+       field("valid_pct", data.valid_pct,
+             "where no split is given (class folders without `valid_folder`, csv without "
+             "`valid_column`, pattern): the fraction of images held out for validation, drawn by "
+             "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`"),
+       field("train_folder", data.train_folder, "folders layout: the training split's folder"),
+       field("valid_folder", data.valid_folder,
+             "folders layout: the validation split's folder (`val` for ImageNet's tree)"),
+       field("image_size", data.image_size, "side of the square training image, in pixels"),
+       field("batch_size", data.batch_size,
+             "images per batch (data-parallel: the global batch, split over the ranks)"),
+       field("workers", read_workers, data.workers, "auto, or an integer",
+             "loader threads (decode, augment, batch); auto: one per core"),
+       section("augment", convert_augment, data.augment,
+               "training augmentation, fastai's `get_transforms()` parameters; validation images "
+               "are only resized and centre-cropped. `augment: none` turns all of it off in one "
+               "key (flip false, max_rotate 0, max_zoom 1, max_lighting 0, max_warp 0, p_affine "
+               "0, p_lighting 0, random_crop false: training images are resized and centre-cropped "
+               "as validation images are) and is written back as `none`"),
+       field("size_schedule", read_size_schedule, data.size_schedule,
+             "a list of [epoch, size] pairs, or []",
+             "progressive resizing: from each (0-based, over all stages) epoch on, training "
+             "images are `size` pixels square; validation and TTA stay at `image_size`; the "
+             "size is in the log, `epochs.csv` and TensorBoard. [] (default): `image_size` "
+             "throughout"),
+       field("subset", data.subset,
+             "fraction of each split's images used, per class, chosen by `run.seed` (quick "
+             "rehearsals: `ltfit experiment --subset`)"),
+       field("max_pixels", read_max_pixels, data.max_pixels, "integer >= 0, or null",
+             "largest image decoded, width × height from the file's header (PIL's "
+             "MAX_IMAGE_PIXELS); larger files are skipped as unreadable; null: no limit"),
+       field("formats", read_formats, data.formats, "list of format names",
+             "image formats decoded, recognised from the file's bytes, not its name; files of "
+             "any other format are skipped as unreadable")});
+}
+
+}  // namespace ltfit::config_internal

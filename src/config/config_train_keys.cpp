@@ -1,0 +1,192 @@
+// The `train:` section's keys (config_sections.h): read_fields lists of train and its maps
+// (optimizer, one_cycle, flat_cos, mixup, ema, early_stopping, checkpoint), each key with its
+// meaning (the config reference is generated from them). Part of config_loader.cpp's one walk of
+// the tree. Thread-safe: no shared state.
+#include "config/config_sections.h"
+
+#include "config/config_internal.h"
+#include "config/config_yaml.h"
+
+namespace ltfit::config_internal {
+namespace {
+
+void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& optimizer) {
+  read_fields(
+      walk, at,
+      {field("name", parse_optimizer_kind, optimizer.name,
+             "adamw: Adam with decoupled weight decay (fastai's default); sgd: SGD with momentum "
+             "`betas[0]`"),
+       field("betas", optimizer.betas,
+             "Adam's (beta1, beta2); the one-cycle schedule drives beta1 (SGD's momentum) "
+             "through `train.one_cycle.moms`"),
+       field("eps", optimizer.eps, "Adam's epsilon"),
+       field("weight_decay", optimizer.weight_decay,
+             "decoupled weight decay: `p ← p·(1 − lr·wd)` before each step"),
+       field("wd_bn_bias", optimizer.wd_bn_bias,
+             "also decay BatchNorm and bias parameters (fastai v2's `wd_bn_bias`; false exempts "
+             "them, as v2 does by default)")});
+}
+
+void convert_one_cycle(const Walk& walk, const Located& at, OneCycleConfig& one_cycle) {
+  read_fields(walk, at,
+              {field("pct_start", one_cycle.pct_start, "fraction of the steps spent warming up"),
+               field("div", one_cycle.div, "start LR = peak LR / div"),
+               field("div_final", one_cycle.div_final, "final LR = peak LR / div_final"),
+               field("moms", one_cycle.moms,
+                     "momentum (Adam's beta1) at the start, at the peak LR and at the end")});
+}
+
+void convert_flat_cos(const Walk& walk, const Located& at, FlatCosConfig& flat_cos) {
+  read_fields(walk, at,
+              {field("pct_start", flat_cos.pct_start, "fraction of the steps at the peak LR"),
+               field("div_final", flat_cos.div_final, "final LR = peak LR / div_final")});
+}
+
+void convert_mixup(const Walk& walk, const Located& at, MixupConfig& mixup) {
+  read_fields(
+      walk, at,
+      {field("mixup_alpha", mixup.mixup_alpha,
+             "MixUp: λ ~ Beta(α, α), images and targets blended λ : 1 − λ; 0: no MixUp"),
+       field("cutmix_alpha", mixup.cutmix_alpha,
+             "CutMix: λ ~ Beta(α, α), a box of 1 − λ of the image pasted from its partner, λ "
+             "corrected to the box's area; 0: no CutMix"),
+       field("cutmix_minmax", read_minmax, mixup.cutmix_minmax, "null, or a list [min, max]",
+             "CutMix box sides drawn as fractions in [min, max) of the image's instead of from λ "
+             "(turns CutMix on with alpha 1, as timm does)"),
+       field("prob", mixup.prob, "probability that a batch (pair, image) is mixed at all"),
+       field("switch_prob", mixup.switch_prob,
+             "with both alphas > 0: the probability of CutMix rather than MixUp"),
+       field("mode", parse_mixup_mode, mixup.mode,
+             "batch: one draw per batch; pair: one per pair (i, N−1−i); elem: one per image "
+             "(timm's modes)")});
+}
+
+void convert_ema(const Walk& walk, const Located& at, EmaConfig& ema) {
+  read_fields(
+      walk, at,
+      {field("decay", ema.decay,
+             "after each optimizer step ema ← decay · ema + (1 − decay) · weights (parameters and "
+             "buffers, timm's `ModelEmaV3`); 0: off"),
+       field("warmup", ema.warmup,
+             "ModelEmaV3's warm-up: the t-th update's decay is min(decay, 1 − (1 + t)^(−2/3))"),
+       field("validate", ema.validate,
+             "validate, choose `best.ckpt` and run the final TTA with the averaged weights; "
+             "false: with the trained ones (the average is kept in every checkpoint either "
+             "way)")});
+}
+
+void convert_early_stopping(const Walk& walk, const Located& at, EarlyStoppingConfig& stopping) {
+  read_fields(walk, at,
+              {field("monitor", parse_monitor, stopping.monitor,
+                     "the epoch's figure watched: valid_loss (lower is better) or accuracy "
+                     "(higher)"),
+               field("patience", stopping.patience,
+                     "epochs in a row without an improvement before the run stops; 0: off"),
+               field("min_delta", stopping.min_delta,
+                     "an improvement must beat the best by more than this")});
+}
+
+void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& checkpoint) {
+  read_fields(walk, at,
+              {field("every_minutes", checkpoint.every_minutes,
+                     "also write a checkpoint mid-epoch this often (one is always written at each "
+                     "epoch end); 0: only at epoch ends"),
+               field("keep", checkpoint.keep,
+                     "numbered checkpoints (`checkpoints/step-<N>.ckpt`) kept, newest first; each "
+                     "save removes the ones it supersedes only once it is in place, so 1 always "
+                     "leaves a loadable one; more keep earlier points to resume from")});
+}
+
+}  // namespace
+
+void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
+  read_fields(
+      walk, at,
+      {field("recipe", parse_recipe, train.recipe,
+             "fine_tune: `freeze_epochs` with the body frozen, then `epochs` unfrozen (fastai v2's "
+             "`fine_tune`); one_cycle: one `fit_one_cycle` over `epochs`"),
+       field("epochs", train.epochs, "epochs (fine_tune: the unfrozen epochs)"),
+       field("freeze_epochs", train.freeze_epochs, "fine_tune: epochs with the body frozen, first"),
+       field("frozen", train.frozen,
+             "one_cycle: keep the body frozen throughout, one LR as `slice(lr)` (fastai v1's "
+             "`fit_one_cycle` on a new cnn learner, as in the 2019 study)"),
+       field("lr", read_lr, train.lr, "number, or a list [low, high]",
+             "peak LR; [low, high] spreads it geometrically over the 3 layer groups (fastai's "
+             "`slice(low, high)`)"),
+       section("optimizer", convert_optimizer, train.optimizer,
+               "the optimizer and its hyper-parameters"),
+       field("schedule", parse_schedule_kind, train.schedule,
+             "the LR schedule over each stage's steps: one_cycle (fastai's `fit_one_cycle`, also "
+             "moves the momentum), flat_cos (fastai v2's `fit_flat_cos`), cosine (timm's, per "
+             "step), multistep (torch's `MultiStepLR`), plateau (torch's `ReduceLROnPlateau` on "
+             "the validation loss, its state kept in checkpoints) or constant; the last four warm "
+             "up first (`warmup_epochs`) and leave the momentum at `optimizer.betas[0]`"),
+       section("one_cycle", convert_one_cycle, train.one_cycle,
+               "the shape of fastai's one-cycle schedule"),
+       section("flat_cos", convert_flat_cos, train.flat_cos,
+               "the shape of fastai v2's flat-then-cosine schedule"),
+       field("warmup_epochs", train.warmup_epochs,
+             "cosine, multistep, plateau, constant: epochs of linear warm-up from `warmup_lr` to "
+             "the peak LR, counted inside the stage (timm's `warmup_prefix: false`)"),
+       field("warmup_lr", train.warmup_lr, "the LR at the warm-up's first step (timm's)"),
+       field("min_lr", train.min_lr, "cosine: the LR it ends at; plateau: the lowest LR"),
+       field("decay_milestones", train.decay_milestones,
+             "multistep: the stage's epochs (0-based) from which the LR is multiplied by "
+             "`decay_rate` once more"),
+       field("decay_rate", train.decay_rate, "multistep, plateau: the LR's factor at each decay"),
+       field("patience_epochs", train.patience_epochs,
+             "plateau: epochs without a better validation loss (relative 1e-4) before a decay"),
+       field("cooldown_epochs", train.cooldown_epochs,
+             "plateau: epochs after a decay before bad epochs count again"),
+       field("label_smoothing", train.label_smoothing,
+             "training loss against (1 − eps)·target + eps/classes (torch's `label_smoothing`); "
+             "validation loss and metrics are never smoothed"),
+       section("mixup", convert_mixup, train.mixup,
+               "MixUp and CutMix on each training batch as timm's `Mixup` does them, with soft "
+               "targets (label smoothing folded in as timm's `mixup_target`); metrics keep the "
+               "hard labels; off when both alphas are 0 and `cutmix_minmax` is null"),
+       section("ema", convert_ema, train.ema,
+               "a moving average of the weights (timm's `ModelEmaV3`), kept in every checkpoint; "
+               "`evaluate`, `predict` and `export` use it when present (`export --weights "
+               "model`: the trained weights)"),
+       section("early_stopping", convert_early_stopping, train.early_stopping,
+               "early stopping as fastai's `EarlyStoppingCallback` does it, at epoch ends: the run "
+               "stops after `patience` epochs without an improvement of `monitor` (each stage "
+               "starts afresh, as fastai's `reset_on_fit`); its checkpoint is written and "
+               "`best.ckpt` kept"),
+       field("plateau_monitor", parse_monitor, train.plateau_monitor,
+             "plateau: the figure it watches; valid_loss (mode min) or accuracy (mode max)"),
+       field("best_monitor", parse_monitor, train.best_monitor,
+             "what `checkpoints/best.ckpt` keeps: the epoch of the highest accuracy, or of the "
+             "lowest valid_loss; summary.json's `best_accuracy` is that epoch's accuracy"),
+       field("class_weights", read_class_weights, train.class_weights,
+             "none, balanced, or a list of numbers (one per class)",
+             "weights of the classes in the training loss (torch's cross_entropy `weight`); "
+             "balanced: n / (classes × count) over the training images, scikit-learn's "
+             "`balanced`; a list: one per class in the classes' sorted order"),
+       field("pos_weight", read_pos_weight, train.pos_weight,
+             "null, balanced, or a list of numbers (one per class)",
+             "multi_label: each class's positive term weighed in the binary cross-entropy "
+             "(torch's `BCEWithLogitsLoss` `pos_weight`); balanced: negatives / positives over "
+             "the training images"),
+       field("precision", parse_precision, train.precision,
+             "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
+       field("channels_last", train.channels_last, "NHWC memory format where it helps"),
+       field("accumulate", train.accumulate,
+             "batches whose gradients add up to one optimizer step"),
+       field("clip_grad_norm", train.clip_grad_norm,
+             "clip the gradients' total L2 norm to this before each step; 0: off"),
+       field("device", parse_train_device, train.device,
+             "auto (CUDA when present, else CPU), cpu, cuda or cuda:N; data-parallel: "
+             "`cuda:$LOCAL_RANK`"),
+       section("checkpoint", convert_checkpoint, train.checkpoint,
+               "when checkpoints are written and how many are kept"),
+       field("time_limit", read_duration, train.time_limit_seconds, kDurationExpected,
+             "checkpoint and stop (exit 130) before the command has run this long, set-up "
+             "included; null: no limit"),
+       field("profile", train.profile,
+             "synchronise the device around each timed phase: exact GPU phase times in "
+             "`timing.json`, a little slower")});
+}
+
+}  // namespace ltfit::config_internal
