@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <string>
 
 #include "ltfit/data/class_counts.h"
@@ -86,7 +87,13 @@ std::vector<double> class_thresholds(const Config& config, std::size_t classes) 
   return given;
 }
 
-torch::Tensor pos_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
+namespace {
+
+// A per-class weight vector of `key` (train.class_weights, train.pos_weight): none (undefined),
+// a list of one per class, or `balanced` computed by `balanced`; logged with the class names.
+torch::Tensor per_class_weights(const char* key, const ClassWeights& weights,
+                                const DatasetIndex& index,
+                                const std::function<std::vector<double>()>& balanced) {
   const std::size_t classes = index.classes.size();
   std::vector<double> w;
   switch (weights.kind) {
@@ -94,68 +101,55 @@ torch::Tensor pos_weight_tensor(const ClassWeights& weights, const DatasetIndex&
       return {};
     case ClassWeights::Kind::kList:
       if (weights.weights.size() != classes) {
-        throw ConfigError("train.pos_weight: " + std::to_string(weights.weights.size()) +
+        throw ConfigError(std::string(key) + ": " + std::to_string(weights.weights.size()) +
                               " weight(s) for " + std::to_string(classes) + " classes",
                           "give one weight per class, in the classes' sorted order, or "
                           "`balanced`");
       }
       w = weights.weights;
       break;
-    case ClassWeights::Kind::kBalanced: {
-      std::vector<std::int64_t> positives(classes, 0);
-      for (const Sample& s : index.train) {
-        for (std::int64_t c : s.labels) ++positives[static_cast<std::size_t>(c)];
-      }
-      w = balanced_pos_weight(positives, static_cast<std::int64_t>(index.train.size()));
+    case ClassWeights::Kind::kBalanced:
+      w = balanced();
       break;
-    }
   }
   std::string text;
   for (std::size_t c = 0; c < classes; ++c) {
     text += fmt::format("{}{} {:.4g}", c ? ", " : "", index.classes[c], w[c]);
   }
-  spdlog::info("pos_weight ({}): {}",
+  spdlog::info("{} ({}): {}", key,
                weights.kind == ClassWeights::Kind::kBalanced ? "balanced" : "given", text);
   return torch::tensor(w, torch::kFloat32);
 }
 
-torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
-  const std::size_t classes = index.classes.size();
-  std::vector<double> w;
-  switch (weights.kind) {
-    case ClassWeights::Kind::kNone:
-      return {};
-    case ClassWeights::Kind::kList:
-      if (weights.weights.size() != classes) {
-        throw ConfigError("train.class_weights: " + std::to_string(weights.weights.size()) +
-                              " weight(s) for " + std::to_string(classes) + " classes",
-                          "give one weight per class, in the classes' sorted order, or "
-                          "`balanced`");
-      }
-      w = weights.weights;
-      break;
-    case ClassWeights::Kind::kBalanced: {
-      std::vector<std::int64_t> counts(classes, 0);
-      for (const Sample& s : index.train) ++counts[static_cast<std::size_t>(s.label)];
-      const double n = static_cast<double>(index.train.size());
-      for (std::size_t c = 0; c < classes; ++c) {
-        if (counts[c] == 0) {
-          throw ConfigError("train.class_weights: balanced, but class '" + index.classes[c] +
-                                "' has no training image",
-                            "add training images of that class, or give the weights as a list");
-        }
-        w.push_back(n / (static_cast<double>(classes) * static_cast<double>(counts[c])));
-      }
-      break;
+}  // namespace
+
+torch::Tensor pos_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
+  return per_class_weights("train.pos_weight", weights, index, [&index] {
+    std::vector<std::int64_t> positives(index.classes.size(), 0);
+    for (const Sample& s : index.train) {
+      for (std::int64_t c : s.labels) ++positives[static_cast<std::size_t>(c)];
     }
-  }
-  std::string text;
-  for (std::size_t c = 0; c < classes; ++c) {
-    text += fmt::format("{}{} {:.4g}", c ? ", " : "", index.classes[c], w[c]);
-  }
-  spdlog::info("class weights ({}): {}",
-               weights.kind == ClassWeights::Kind::kBalanced ? "balanced" : "given", text);
-  return torch::tensor(w, torch::kFloat32);
+    return balanced_pos_weight(positives, static_cast<std::int64_t>(index.train.size()));
+  });
+}
+
+torch::Tensor class_weight_tensor(const ClassWeights& weights, const DatasetIndex& index) {
+  return per_class_weights("train.class_weights", weights, index, [&index] {
+    const std::size_t classes = index.classes.size();
+    std::vector<std::int64_t> counts(classes, 0);
+    for (const Sample& s : index.train) ++counts[static_cast<std::size_t>(s.label)];
+    const double n = static_cast<double>(index.train.size());
+    std::vector<double> w;
+    for (std::size_t c = 0; c < classes; ++c) {
+      if (counts[c] == 0) {
+        throw ConfigError("train.class_weights: balanced, but class '" + index.classes[c] +
+                              "' has no training image",
+                          "add training images of that class, or give the weights as a list");
+      }
+      w.push_back(n / (static_cast<double>(classes) * static_cast<double>(counts[c])));
+    }
+    return w;
+  });
 }
 
 TrainingSetup make_training_setup(const Config& config, const torch::Device& device,
