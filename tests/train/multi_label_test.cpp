@@ -66,7 +66,7 @@ ltfit::Config multi_label_config(const fs::path& data, const std::string& extra 
       "multi_label_test.yaml");
 }
 
-std::vector<std::string> lines_of(const fs::path& path) {
+std::vector<std::string> ml_lines_of(const fs::path& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -101,14 +101,14 @@ TEST_CASE("a CSV multi-label run trains with BCE and reports its figures", "[tra
   CHECK(summary.accuracy >= 0.0);
   CHECK(summary.accuracy <= 1.0);
 
-  const auto epochs = lines_of(dir.path() / "run" / "epochs.csv");
+  const auto epochs = ml_lines_of(dir.path() / "run" / "epochs.csv");
   REQUIRE(epochs.size() == 3);
   CHECK(epochs[0].find(",f1_samples,f1_macro,map") != std::string::npos);
   const auto json =
       nlohmann::json::parse(ltfit::testing::read_file(dir.path() / "run" / "summary.json"));
   CHECK(json["task"] == "multi_label");
   CHECK(json["map"].get<double>() > 0.0);
-  const auto split = lines_of(dir.path() / "run" / "split.csv");
+  const auto split = ml_lines_of(dir.path() / "run" / "split.csv");
   REQUIRE(split.size() == 33);
   CHECK(split[0] == "path,split,labels");
 
@@ -124,7 +124,7 @@ TEST_CASE("a CSV multi-label run trains with BCE and reports its figures", "[tra
   CHECK(plain.count == 8);
   REQUIRE(plain.per_class.size() == 3);
   CHECK(plain.accuracy == Approx(summary.accuracy).margin(1e-6));
-  const auto predictions = lines_of(dir.path() / "eval" / "predictions.csv");
+  const auto predictions = ml_lines_of(dir.path() / "eval" / "predictions.csv");
   REQUIRE(predictions.size() == 9);
   CHECK(predictions[0] == "path,labels,predicted,prob_red,prob_round,prob_tall");
   CHECK(result.confusion_png.empty());
