@@ -168,6 +168,18 @@ double probability_loss_sum(const torch::Tensor& probabilities, const torch::Ten
   return -(y * p.log() + (1.0 - y) * (1.0 - p).log()).sum().item<double>() / classes;
 }
 
+MultiLabelScores multi_label_scores(const torch::Tensor& probabilities,
+                                    const torch::Tensor& targets) {
+  MultiLabelScores scores;
+  scores.rows = probabilities.size(0);
+  scores.classes = probabilities.size(1);
+  const torch::Tensor p = probabilities.to(torch::kFloat32).contiguous();
+  scores.probs.assign(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+  const torch::Tensor t = targets.gt(0.5).to(torch::kUInt8).contiguous();
+  scores.targets.assign(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
+  return scores;
+}
+
 EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, torch::Tensor indices,
                          double loss_sum, const EvalOptions& options) {
   if (options.thresholds.empty()) {
@@ -181,14 +193,8 @@ EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, tor
   LTFIT_CHECK(probabilities.dim() == 2 && targets.dim() == 2 && targets.size(1) == classes &&
                   static_cast<std::int64_t>(options.thresholds.size()) == classes,
               "multi-label scores need [N, classes] probabilities and targets, a threshold each");
-  MultiLabelScores scores;
-  scores.rows = result.count;
-  scores.classes = classes;
-  const torch::Tensor p = probabilities.to(torch::kFloat32).contiguous();
-  scores.probs.assign(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
-  const torch::Tensor t = targets.gt(0.5).to(torch::kUInt8).contiguous();
-  scores.targets.assign(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
-  const MultiLabelReport report = multi_label_report(scores, options.thresholds);
+  const MultiLabelReport report =
+      multi_label_report(multi_label_scores(probabilities, targets), options.thresholds);
   result.multi_label = true;
   result.thresholds = options.thresholds;
   result.accuracy = report.accuracy_multi;

@@ -49,13 +49,7 @@ void tune_and_save(const EvaluateJobRequest& request, EvaluateJobResult& result)
                       "thresholds are tuned for multi-label checkpoints (model.task: multi_label)");
   }
   const EvalResult& reported = e.tta ? e.tta->tta : e.plain;
-  MultiLabelScores scores;
-  scores.rows = reported.count;
-  scores.classes = static_cast<std::int64_t>(e.classes.size());
-  const torch::Tensor p = reported.probabilities.to(torch::kFloat32).contiguous();
-  scores.probs.assign(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
-  const torch::Tensor t = reported.targets.gt(0.5).to(torch::kUInt8).contiguous();
-  scores.targets.assign(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
+  const MultiLabelScores scores = multi_label_scores(reported.probabilities, reported.targets);
   result.tuned_thresholds = tune_thresholds(
       scores, /*fallback=*/reported.thresholds.empty() ? 0.5 : reported.thresholds.front());
   EvalOptions options;

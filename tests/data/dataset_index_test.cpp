@@ -14,62 +14,41 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "data/index_test_support.h"
 #include "ltfit/data/synth.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
+using ltfit::testing::data_error_message;
+using ltfit::testing::index_data_config;
+using ltfit::testing::sample_paths;
 using ltfit::testing::TempDir;
+using ltfit::testing::touch_index_file;
 using ltfit::testing::write_file;
 
 namespace {
 
-void touch(const fs::path& path) { write_file(path, "not decoded by the index"); }
-
-ltfit::DataConfig data_config(const TempDir& dir, const std::string& layout = "auto",
-                              int valid_count = 5) {
-  ltfit::DataConfig data;
-  data.root = dir.str();
-  data.layout = ltfit::parse_data_layout(layout);
-  data.valid_count = valid_count;
-  return data;
-}
-
 // train/{cat,dog} and valid/{cat,dog} with a few distractors that must be skipped (and a
 // directory named folder.jpg, indexed by name for the loader to skip and name).
 void make_folders(const fs::path& root) {
-  touch(root / "train" / "cat" / "a.jpg");
-  touch(root / "train" / "cat" / "b.JPG");
-  touch(root / "train" / "cat" / "notes.txt");
-  touch(root / "train" / "cat" / ".hidden.jpg");
+  touch_index_file(root / "train" / "cat" / "a.jpg");
+  touch_index_file(root / "train" / "cat" / "b.JPG");
+  touch_index_file(root / "train" / "cat" / "notes.txt");
+  touch_index_file(root / "train" / "cat" / ".hidden.jpg");
   fs::create_directories(root / "train" / "cat" / "folder.jpg");
-  touch(root / "train" / "dog" / "c.png");
-  touch(root / "valid" / "cat" / "d.jpeg");
-  touch(root / "valid" / "dog" / "e.webp");
+  touch_index_file(root / "train" / "dog" / "c.png");
+  touch_index_file(root / "valid" / "cat" / "d.jpeg");
+  touch_index_file(root / "valid" / "dog" / "e.webp");
 }
 
 void make_kaggle(const fs::path& dir, int per_class) {
   for (int i = 0; i < per_class; ++i) {
-    touch(dir / ("cat." + std::to_string(i) + ".jpg"));
-    touch(dir / ("dog." + std::to_string(i) + ".jpg"));
+    touch_index_file(dir / ("cat." + std::to_string(i) + ".jpg"));
+    touch_index_file(dir / ("dog." + std::to_string(i) + ".jpg"));
   }
-  touch(dir / "readme.txt");
-  touch(dir / "1.jpg");  // Kaggle's unlabelled test naming: no class, skipped
-}
-
-std::vector<std::string> paths(const std::vector<ltfit::Sample>& samples) {
-  std::vector<std::string> out;
-  for (const auto& s : samples) out.push_back(s.path);
-  return out;
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ltfit::DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
+  touch_index_file(dir / "readme.txt");
+  touch_index_file(dir / "1.jpg");  // Kaggle's unlabelled test naming: no class, skipped
 }
 
 }  // namespace
@@ -78,7 +57,7 @@ TEST_CASE("index: folders layout, classes sorted, non-images skipped", "[data][i
   TempDir dir;
   make_folders(dir.path());
   for (const std::string layout : {"auto", "folders"}) {
-    const auto index = ltfit::index_dataset(data_config(dir, layout), 1, false);
+    const auto index = ltfit::index_dataset(index_data_config(dir, layout), 1, false);
     CHECK(index.layout == "folders");
     CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
     // The directory named folder.jpg is indexed by its name: the loader then skips, counts and
@@ -98,12 +77,12 @@ TEST_CASE("index: folders layout, classes sorted, non-images skipped", "[data][i
 TEST_CASE("index: kaggle layout split is sized, disjoint and deterministic", "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path() / "train", 10);
-  const auto index = ltfit::index_dataset(data_config(dir, "auto", 5), 42, false);
+  const auto index = ltfit::index_dataset(index_data_config(dir, "auto", 5), 42, false);
   CHECK(index.layout == "kaggle");
   CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
   CHECK(index.valid.size() == 5);
   CHECK(index.train.size() == 15);
-  const auto train = paths(index.train), valid = paths(index.valid);
+  const auto train = sample_paths(index.train), valid = sample_paths(index.valid);
   CHECK(std::is_sorted(train.begin(), train.end()));
   CHECK(std::is_sorted(valid.begin(), valid.end()));
   std::set<std::string> all(train.begin(), train.end());
@@ -112,14 +91,16 @@ TEST_CASE("index: kaggle layout split is sized, disjoint and deterministic", "[d
   for (const auto& s : index.train) {
     CHECK(s.label == (fs::path(s.path).filename().string().rfind("cat", 0) == 0 ? 0 : 1));
   }
-  CHECK(paths(ltfit::index_dataset(data_config(dir, "kaggle", 5), 42, false).valid) == valid);
-  CHECK(paths(ltfit::index_dataset(data_config(dir, "kaggle", 5), 43, false).valid) != valid);
+  CHECK(sample_paths(ltfit::index_dataset(index_data_config(dir, "kaggle", 5), 42, false).valid) ==
+        valid);
+  CHECK(sample_paths(ltfit::index_dataset(index_data_config(dir, "kaggle", 5), 43, false).valid) !=
+        valid);
 }
 
 TEST_CASE("index: kaggle files directly in the root are found", "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path(), 3);
-  const auto index = ltfit::index_dataset(data_config(dir, "auto", 2), 0, false);
+  const auto index = ltfit::index_dataset(index_data_config(dir, "auto", 2), 0, false);
   CHECK(index.layout == "kaggle");
   CHECK(index.train.size() + index.valid.size() == 6);
 }
@@ -127,7 +108,8 @@ TEST_CASE("index: kaggle files directly in the root are found", "[data][index]")
 TEST_CASE("index: too large a validation count is a data error", "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path(), 3);
-  CHECK_THROWS_AS(ltfit::index_dataset(data_config(dir, "kaggle", 6), 0, false), ltfit::DataError);
+  CHECK_THROWS_AS(ltfit::index_dataset(index_data_config(dir, "kaggle", 6), 0, false),
+                  ltfit::DataError);
 }
 
 TEST_CASE("index: an empty validation split is a data error naming the split", "[data][index]") {
@@ -136,7 +118,7 @@ TEST_CASE("index: an empty validation split is a data error naming the split", "
   // Before, valid_count 0 indexed an empty validation split and training failed after a whole
   // epoch ("no readable image to evaluate"), with no checkpoint.
   try {
-    ltfit::index_dataset(data_config(dir, "kaggle", 0), 0, false);
+    ltfit::index_dataset(index_data_config(dir, "kaggle", 0), 0, false);
     FAIL("an empty validation split was indexed");
   } catch (const ltfit::DataError& e) {
     CHECK(e.exit_code() == ltfit::ExitCode::kData);
@@ -148,27 +130,30 @@ TEST_CASE("index: an empty validation split is a data error naming the split", "
 
 TEST_CASE("index: errors name what is missing", "[data][index]") {
   TempDir dir;
-  ltfit::DataConfig missing = data_config(dir);
+  ltfit::DataConfig missing = index_data_config(dir);
   missing.root = (dir.path() / "nowhere").string();
-  const std::string root_message = message_of([&] { ltfit::index_dataset(missing, 0, false); });
+  const std::string root_message =
+      data_error_message([&] { ltfit::index_dataset(missing, 0, false); });
   CHECK_THAT(root_message, Catch::Contains("nowhere") && Catch::Contains("does not exist"));
 
   make_folders(dir.path());
   fs::remove(dir.path() / "valid" / "dog" / "e.webp");
-  const std::string empty_message =
-      message_of([&] { ltfit::index_dataset(data_config(dir, "folders"), 0, false); });
+  const std::string empty_message = data_error_message(
+      [&] { ltfit::index_dataset(index_data_config(dir, "folders"), 0, false); });
   CHECK_THAT(empty_message, Catch::Contains("dog") && Catch::Contains("no images"));
 
   fs::remove_all(dir.path() / "valid" / "dog");
-  CHECK_THAT(message_of([&] { ltfit::index_dataset(data_config(dir, "folders"), 0, false); }),
+  CHECK_THAT(data_error_message(
+                 [&] { ltfit::index_dataset(index_data_config(dir, "folders"), 0, false); }),
              Catch::Contains("dog") && Catch::Contains("missing"));
 
   TempDir none;
-  touch(none.path() / "train" / "readme.txt");
+  touch_index_file(none.path() / "train" / "readme.txt");
   CHECK_THAT(
-      message_of([&] { ltfit::index_dataset(data_config(none), 0, false); }),
+      data_error_message([&] { ltfit::index_dataset(index_data_config(none), 0, false); }),
       Catch::Contains("no images") && Catch::Contains("kaggle") && Catch::Contains("folders"));
-  CHECK_THROWS_AS(ltfit::index_dataset(data_config(none, "mixed"), 0, false), ltfit::ConfigError);
+  CHECK_THROWS_AS(ltfit::index_dataset(index_data_config(none, "mixed"), 0, false),
+                  ltfit::ConfigError);
 }
 
 TEST_CASE("index: class folders for evaluation", "[data][index]") {
@@ -178,13 +163,13 @@ TEST_CASE("index: class folders for evaluation", "[data][index]") {
   REQUIRE(samples.size() == 2);
   CHECK(samples[0].label == 0);
   CHECK(samples[1].label == 1);
-  CHECK_THAT(message_of([&] {
+  CHECK_THAT(data_error_message([&] {
                ltfit::index_class_folders((dir.path() / "valid").string(), {"cat", "dog", "fox"});
              }),
              Catch::Contains("fox"));
-  CHECK_THAT(
-      message_of([&] { ltfit::index_class_folders((dir.path() / "valid").string(), {"cat"}); }),
-      Catch::Contains("dog"));
+  CHECK_THAT(data_error_message(
+                 [&] { ltfit::index_class_folders((dir.path() / "valid").string(), {"cat"}); }),
+             Catch::Contains("dog"));
 }
 
 TEST_CASE("index: image extensions are case-insensitive", "[data][index]") {
@@ -206,7 +191,7 @@ TEST_CASE("index: synthetic sets index in both layouts", "[data][index]") {
     synth.layout = layout;
     synth.min_side = synth.max_side = 40;
     ltfit::write_synthetic_dataset(synth);
-    const auto index = ltfit::index_dataset(data_config(dir, "auto", 4), 3, false);
+    const auto index = ltfit::index_dataset(index_data_config(dir, "auto", 4), 3, false);
     CHECK(index.layout == layout);
     CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
     CHECK(index.train.size() == 6);
@@ -218,7 +203,7 @@ TEST_CASE("index: data.subset keeps a seeded fraction of each class in each spli
           "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path() / "train", 10);  // 10 cats + 10 dogs
-  auto config = data_config(dir, "kaggle", 4);
+  auto config = index_data_config(dir, "kaggle", 4);
   const auto full = ltfit::index_dataset(config, 42, false);
   config.subset = 0.25;
   const auto quarter = ltfit::index_dataset(config, 42, false);
@@ -229,11 +214,11 @@ TEST_CASE("index: data.subset keeps a seeded fraction of each class in each spli
   CHECK(count(quarter.train, 1) == 2);
   CHECK(count(quarter.valid, 0) == 1);  // ceil(0.25 * 2), at least one
   CHECK(count(quarter.valid, 1) == 1);
-  const auto train = paths(quarter.train), all = paths(full.train);
+  const auto train = sample_paths(quarter.train), all = sample_paths(full.train);
   CHECK(std::is_sorted(train.begin(), train.end()));
   for (const auto& p : train) CHECK(std::find(all.begin(), all.end(), p) != all.end());
-  CHECK(paths(ltfit::index_dataset(config, 42, false).train) == train);
-  CHECK(paths(ltfit::index_dataset(config, 7, false).train) != train);
+  CHECK(sample_paths(ltfit::index_dataset(config, 42, false).train) == train);
+  CHECK(sample_paths(ltfit::index_dataset(config, 7, false).train) != train);
 }
 
 // ---- the layouts of data.layout: folders' other shapes, pattern, csv ---------------------------
@@ -242,7 +227,7 @@ TEST_CASE("index: a multi-label task gets label sets of one from single-label la
           "[data][index]") {
   TempDir dir;
   make_folders(dir.path());
-  const auto index = ltfit::index_dataset(data_config(dir, "folders"), 1, true);
+  const auto index = ltfit::index_dataset(index_data_config(dir, "folders"), 1, true);
   CHECK(index.multi_label);
   for (const auto& s : index.train) CHECK(s.labels == std::vector<std::int64_t>{s.label});
   for (const auto& s : index.valid) CHECK(s.labels == std::vector<std::int64_t>{s.label});
@@ -251,7 +236,7 @@ TEST_CASE("index: a multi-label task gets label sets of one from single-label la
 TEST_CASE("index: kaggle notes the image files it leaves out", "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path(), 3);
-  const auto index = ltfit::index_dataset(data_config(dir, "kaggle", 2), 0, false);
+  const auto index = ltfit::index_dataset(index_data_config(dir, "kaggle", 2), 0, false);
   CHECK(index.split == "valid_count");
   std::string notes;
   for (const auto& note : index.notes) notes += note + "\n";

@@ -10,41 +10,17 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "data/index_test_support.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
+using ltfit::testing::data_error_message;
+using ltfit::testing::index_data_config;
+using ltfit::testing::sample_paths;
 using ltfit::testing::TempDir;
+using ltfit::testing::touch_index_file;
 using ltfit::testing::write_file;
-
-namespace {
-
-ltfit::DataConfig layout_data(const TempDir& dir, const std::string& layout, int valid_count = 5) {
-  ltfit::DataConfig data;
-  data.root = dir.str();
-  data.layout = ltfit::parse_data_layout(layout);
-  data.valid_count = valid_count;
-  return data;
-}
-
-void touch_file(const fs::path& path) { write_file(path, "not decoded by the index"); }
-
-std::vector<std::string> split_paths(const std::vector<ltfit::Sample>& samples) {
-  std::vector<std::string> out;
-  for (const auto& s : samples) out.push_back(s.path);
-  return out;
-}
-
-std::string layout_message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ltfit::DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
-}
-
-}  // namespace
 
 namespace {
 
@@ -79,7 +55,7 @@ std::string layout_config_message(const std::function<void()>& f) {
 
 // <root>/<name>_<k>.jpg for k in 0..count-1.
 void touch_named(const fs::path& dir, const std::string& name, int count) {
-  for (int k = 0; k < count; ++k) touch_file(dir / (name + "_" + std::to_string(k) + ".jpg"));
+  for (int k = 0; k < count; ++k) touch_index_file(dir / (name + "_" + std::to_string(k) + ".jpg"));
 }
 
 }  // namespace
@@ -90,7 +66,7 @@ TEST_CASE("index: the data.valid_pct split is torch's randperm after manual_seed
   // [2, 6, 1, 8, 4, 5, 0, 9, 3, 7], seed 7 gives [5, 0, 3, 4, 1, 7, 9, 6, 8, 2]: with
   // valid_pct 0.2 the first int(0.2 * 10) = 2 are validation (fastai's RandomSplitter).
   TempDir dir;
-  for (int k = 0; k < 10; ++k) touch_file(dir.path() / ("c" + std::to_string(k) + "_1.jpg"));
+  for (int k = 0; k < 10; ++k) touch_index_file(dir.path() / ("c" + std::to_string(k) + "_1.jpg"));
   auto data = layout_config(dir, "pattern");
   const auto index = ltfit::index_dataset(data, 42, false);
   CHECK(index.split == "valid_pct");
@@ -138,8 +114,8 @@ TEST_CASE("index: a plain tree of class folders is a folders layout split by val
   TempDir dir;
   touch_named(dir.path() / "cat", "c", 4);
   touch_named(dir.path() / "dog", "d", 6);
-  touch_file(dir.path() / "models" / "stage1.pth");  // fastai's models/: no images, left out
-  touch_file(dir.path() / ".cache" / "x.jpg");
+  touch_index_file(dir.path() / "models" / "stage1.pth");  // fastai's models/: no images, left out
+  touch_index_file(dir.path() / ".cache" / "x.jpg");
   const auto index = ltfit::index_dataset(layout_config(dir, "auto"), 3, false);
   CHECK(index.layout == "folders");
   CHECK(index.split == "valid_pct");
@@ -150,21 +126,21 @@ TEST_CASE("index: a plain tree of class folders is a folders layout split by val
                                                   "images") &&
                                       Catch::Contains("models"));
   // Identical on every call (resumes, ranks); another seed draws another split.
-  CHECK(split_paths(ltfit::index_dataset(layout_config(dir, "folders"), 3, false).valid) ==
-        split_paths(index.valid));
-  CHECK(split_paths(ltfit::index_dataset(layout_config(dir, "folders"), 4, false).valid) !=
-        split_paths(index.valid));
+  CHECK(sample_paths(ltfit::index_dataset(layout_config(dir, "folders"), 3, false).valid) ==
+        sample_paths(index.valid));
+  CHECK(sample_paths(ltfit::index_dataset(layout_config(dir, "folders"), 4, false).valid) !=
+        sample_paths(index.valid));
 
   TempDir only_valid;
   touch_named(only_valid.path() / "valid" / "cat", "c", 2);
-  CHECK_THAT(layout_message_of(
+  CHECK_THAT(data_error_message(
                  [&] { ltfit::index_dataset(layout_config(only_valid, "folders"), 0, false); }),
              Catch::Contains("train") && Catch::Contains("does not exist"));
 
   TempDir single;
-  touch_file(single.path() / "cat" / "a.jpg");
+  touch_index_file(single.path() / "cat" / "a.jpg");
   CHECK_THAT(
-      layout_message_of([&] { ltfit::index_dataset(layout_config(single, "folders"), 0, false); }),
+      data_error_message([&] { ltfit::index_dataset(layout_config(single, "folders"), 0, false); }),
       Catch::Contains("at least 2"));
 }
 
@@ -172,11 +148,11 @@ TEST_CASE("index: pattern labels every image under the root by its name", "[data
   TempDir dir;
   touch_named(dir.path(), "great_pyrenees", 3);
   touch_named(dir.path() / "more", "Abyssinian", 2);
-  touch_file(dir.path() / ".hidden_1.jpg");
-  touch_file(dir.path() / ".git" / "x_1.jpg");
-  touch_file(dir.path() / "notes_1.txt");
-  touch_file(dir.path() / "README.jpg");
-  touch_file(dir.path() / "odd.png");
+  touch_index_file(dir.path() / ".hidden_1.jpg");
+  touch_index_file(dir.path() / ".git" / "x_1.jpg");
+  touch_index_file(dir.path() / "notes_1.txt");
+  touch_index_file(dir.path() / "README.jpg");
+  touch_index_file(dir.path() / "odd.png");
   const auto index = ltfit::index_dataset(layout_config(dir, "pattern"), 5, false);
   CHECK(index.layout == "pattern");
   CHECK(index.classes == std::vector<std::string>{"Abyssinian", "great_pyrenees"});
@@ -194,7 +170,7 @@ TEST_CASE("index: pattern labels every image under the root by its name", "[data
 
   auto data = layout_config(dir, "pattern");
   data.label_pattern = R"(^([a-z]+)\.(\d+)\.jpg$)";
-  const std::string none = layout_message_of([&] { ltfit::index_dataset(data, 0, false); });
+  const std::string none = data_error_message([&] { ltfit::index_dataset(data, 0, false); });
   CHECK_THAT(none, Catch::Contains(data.label_pattern) && Catch::Contains("e.g. '"));
   try {
     ltfit::index_dataset(data, 0, false);
@@ -214,7 +190,7 @@ namespace {
 // images/<name>.jpg for each name, and labels.csv with `csv` as its text.
 ltfit::DataConfig csv_dataset(const TempDir& dir, const std::vector<std::string>& images,
                               const std::string& csv) {
-  for (const auto& name : images) touch_file(dir.path() / "images" / (name + ".jpg"));
+  for (const auto& name : images) touch_index_file(dir.path() / "images" / (name + ".jpg"));
   write_file(dir.path() / "labels.csv", csv);
   ltfit::DataConfig data = layout_config(dir, "auto");
   data.csv.file = "labels.csv";
@@ -272,7 +248,7 @@ TEST_CASE("index: csv rows, a valid column, and the rows skipped and noted", "[d
   // No validation row marked, or no training row left: an empty split is a data error.
   write_file(dir.path() / "labels.csv", "name,tags,is_valid\na,cat,0\nb,dog,0\n");
   data.csv.valid_column = "is_valid";
-  CHECK_THAT(layout_message_of([&] { ltfit::index_dataset(data, 0, false); }),
+  CHECK_THAT(data_error_message([&] { ltfit::index_dataset(data, 0, false); }),
              Catch::Contains("none") && Catch::Contains("validation split would be empty"));
 }
 
@@ -313,7 +289,7 @@ TEST_CASE("index: csv label sets for a multi-label task (label_delim)", "[data][
 TEST_CASE("index: csv paths that leave the root are refused with the file and line",
           "[data][index]") {
   TempDir outside;
-  touch_file(outside.path() / "secret.jpg");
+  touch_index_file(outside.path() / "secret.jpg");
   TempDir dir;
   const std::vector<std::string> images = {"a", "b"};
   const std::string head = "name,tags\na,cat\nb,dog\n";
@@ -323,7 +299,7 @@ TEST_CASE("index: csv paths that leave the root are refused with the file and li
     auto data = csv_dataset(dir, images, head + row);
     std::error_code ignored;
     fs::create_directory_symlink(outside.path(), dir.path() / "images" / "link", ignored);
-    const std::string message = layout_message_of([&] { ltfit::index_dataset(data, 0, false); });
+    const std::string message = data_error_message([&] { ltfit::index_dataset(data, 0, false); });
     INFO(row);
     CHECK_THAT(message,
                Catch::Contains("labels.csv:4") &&
@@ -334,7 +310,7 @@ TEST_CASE("index: csv paths that leave the root are refused with the file and li
 TEST_CASE("index: csv errors: no usable row, an unknown column", "[data][index]") {
   TempDir dir;
   auto data = csv_dataset(dir, {}, "name,tags\nx,cat\ny,dog\n");
-  CHECK_THAT(layout_message_of([&] { ltfit::index_dataset(data, 0, false); }),
+  CHECK_THAT(data_error_message([&] { ltfit::index_dataset(data, 0, false); }),
              Catch::Contains("no usable row") && Catch::Contains("2 row(s)") &&
                  Catch::Contains("does not exist"));
   data.csv.label_column = "label";
@@ -342,7 +318,7 @@ TEST_CASE("index: csv errors: no usable row, an unknown column", "[data][index]"
              Catch::Contains("data.csv.label_column"));
   data.csv.file = "nowhere.csv";
   data.layout = ltfit::DataLayout::kCsv;
-  CHECK_THAT(layout_message_of([&] { ltfit::index_dataset(data, 0, false); }),
+  CHECK_THAT(data_error_message([&] { ltfit::index_dataset(data, 0, false); }),
              Catch::Contains("nowhere.csv"));
 }
 

@@ -94,6 +94,10 @@ double batch_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels,
 // The same sum from probabilities (TTA's blended ones; p clamped to [1e-12, 1 - 1e-12]).
 double probability_loss_sum(const torch::Tensor& probabilities, const torch::Tensor& targets,
                             const EvalOptions& options);
+// Probabilities [N,C] and multi-hot targets [N,C] (any float dtype, CPU) as multi_label_metrics.h
+// takes them: float32 probabilities and 0/1 targets, row-major.
+MultiLabelScores multi_label_scores(const torch::Tensor& probabilities,
+                                    const torch::Tensor& targets);
 // score_predictions, or its multi-label counterpart (multi_label_metrics.h's report at the
 // options' thresholds) when options.thresholds is set.
 EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, torch::Tensor indices,
