@@ -77,6 +77,40 @@ void emit_run(YAML::Emitter& out, const RunConfig& run) {
   out << YAML::EndMap;
 }
 
+// data.augment: `none` when every augmentation is off, else the map.
+void emit_augment(YAML::Emitter& out, const AugmentConfig& a) {
+  if (a == config_internal::augment_none()) {
+    put_plain(out, "augment", "none");  // loads back as the same values
+    return;
+  }
+  begin_section(out, "augment");
+  put_bool(out, "flip", a.flip);
+  put_plain(out, "max_rotate", format_number(a.max_rotate));
+  put_plain(out, "max_zoom", format_number(a.max_zoom));
+  put_plain(out, "max_lighting", format_number(a.max_lighting));
+  put_plain(out, "max_warp", format_number(a.max_warp));
+  put_plain(out, "p_affine", format_number(a.p_affine));
+  put_plain(out, "p_lighting", format_number(a.p_lighting));
+  put_bool(out, "random_crop", a.random_crop);
+  put_string(out, "policy", augment_policy_name(a.policy));
+  begin_section(out, "rand_augment");
+  put_plain(out, "num_ops", std::to_string(a.rand_augment.num_ops));
+  put_plain(out, "magnitude", std::to_string(a.rand_augment.magnitude));
+  out << YAML::EndMap;
+  const RandomErasingConfig& e = a.random_erasing;
+  begin_section(out, "random_erasing");
+  put_plain(out, "p", format_number(e.p));
+  put_list(out, "scale", e.scale);
+  put_list(out, "ratio", e.ratio);
+  if (e.random_value) {
+    put_string(out, "value", "random");
+  } else {
+    put_plain(out, "value", format_number(e.value));
+  }
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
 void emit_data(YAML::Emitter& out, const DataConfig& data) {
   begin_section(out, "data");
   put_string(out, "root", data.root);
@@ -111,38 +145,8 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
     out << data.max_pixels;
   }
   out << YAML::Key << "formats" << YAML::Value << YAML::Flow << data.formats;
-  const AugmentConfig& a = data.augment;
-  if (a == config_internal::augment_none()) {
-    put_plain(out, "augment", "none");  // loads back as the same values
-    out << YAML::EndMap;
-    return;
-  }
-  begin_section(out, "augment");
-  put_bool(out, "flip", a.flip);
-  put_plain(out, "max_rotate", format_number(a.max_rotate));
-  put_plain(out, "max_zoom", format_number(a.max_zoom));
-  put_plain(out, "max_lighting", format_number(a.max_lighting));
-  put_plain(out, "max_warp", format_number(a.max_warp));
-  put_plain(out, "p_affine", format_number(a.p_affine));
-  put_plain(out, "p_lighting", format_number(a.p_lighting));
-  put_bool(out, "random_crop", a.random_crop);
-  put_string(out, "policy", augment_policy_name(a.policy));
-  begin_section(out, "rand_augment");
-  put_plain(out, "num_ops", std::to_string(a.rand_augment.num_ops));
-  put_plain(out, "magnitude", std::to_string(a.rand_augment.magnitude));
+  emit_augment(out, data.augment);
   out << YAML::EndMap;
-  const RandomErasingConfig& e = a.random_erasing;
-  begin_section(out, "random_erasing");
-  put_plain(out, "p", format_number(e.p));
-  put_list(out, "scale", e.scale);
-  put_list(out, "ratio", e.ratio);
-  if (e.random_value) {
-    put_string(out, "value", "random");
-  } else {
-    put_plain(out, "value", format_number(e.value));
-  }
-  out << YAML::EndMap;
-  out << YAML::EndMap << YAML::EndMap;
 }
 
 void emit_model(YAML::Emitter& out, const ModelConfig& model) {
@@ -200,6 +204,17 @@ void emit_class_weights(YAML::Emitter& out, const ClassWeights& w) {
   }
 }
 
+// train.pos_weight: null (none), balanced, or the list.
+void emit_pos_weight(YAML::Emitter& out, const ClassWeights& w) {
+  if (w.kind == ClassWeights::Kind::kNone) {
+    out << YAML::Key << "pos_weight" << YAML::Value << YAML::Null;
+  } else if (w.kind == ClassWeights::Kind::kBalanced) {
+    put_string(out, "pos_weight", "balanced");
+  } else {
+    put_list(out, "pos_weight", w.weights);
+  }
+}
+
 void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   begin_section(out, "train");
   put_string(out, "recipe", recipe_name(train.recipe));
@@ -239,13 +254,7 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   put_string(out, "plateau_monitor", monitor_name(train.plateau_monitor));
   put_string(out, "best_monitor", monitor_name(train.best_monitor));
   emit_class_weights(out, train.class_weights);
-  if (train.pos_weight.kind == ClassWeights::Kind::kNone) {
-    out << YAML::Key << "pos_weight" << YAML::Value << YAML::Null;
-  } else if (train.pos_weight.kind == ClassWeights::Kind::kBalanced) {
-    put_string(out, "pos_weight", "balanced");
-  } else {
-    put_list(out, "pos_weight", train.pos_weight.weights);
-  }
+  emit_pos_weight(out, train.pos_weight);
   put_string(out, "precision", precision_name(train.precision));
   put_bool(out, "channels_last", train.channels_last);
   put_plain(out, "accumulate", std::to_string(train.accumulate));
