@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# cleanlab's own code as the oracle of ltfit's label issues: tests/eval/label_issues_oracle.py
+# writes random noisy-label cases, the hidden "[.label_issues_oracle]" test runs
+# src/eval/label_issues.cpp on them and writes ltfit's thresholds, confident joints and ranked
+# issues, and the script compares them with cleanlab's get_confident_thresholds,
+# compute_confident_joint and find_label_issues (exactly). Usage: label_issues_oracle.sh
+# LTFIT_TESTS_BINARY. Exits 77 (CTest: skipped) when Python cannot import cleanlab.
+set -euo pipefail
+TESTS="$1"
+PYTHON="${PYTHON:-python3}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if ! "$PYTHON" -c "import numpy, cleanlab.filter" 2>/dev/null; then
+  echo "SKIPPED: Python cleanlab is not installed (pip install cleanlab)"
+  exit 77
+fi
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+"$PYTHON" "$HERE/label_issues_oracle.py" write "$WORK"
+LTFIT_LABEL_ISSUES_ORACLE_DIR="$WORK" "$TESTS" "[.label_issues_oracle]"
+"$PYTHON" "$HERE/label_issues_oracle.py" compare "$WORK"
