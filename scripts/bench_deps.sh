@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Python peers of the benchmarks: torchvision, Pillow, NumPy (bench/loader_bench.sh,
 # the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
-# files with), timm (the MixUp, EMA and cosine-schedule oracles) and fastai
+# files with), timm (the MixUp, EMA and cosine-schedule oracles), cleanlab and imagehash (the
+# label-issues and perceptual-hash oracles, tests/eval/label_issues_oracle.sh and
+# tests/data/phash_oracle.sh) and fastai
 # (bench/fastai_side_by_side.sh and the flat_cos oracle, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
@@ -14,6 +16,8 @@ PYTHON="${PYTHON:-python3}"
 TORCHVISION_VERSION="${TORCHVISION_VERSION:-0.29.2}"
 TENSORBOARD_VERSION="${TENSORBOARD_VERSION:-2.21.0}"
 TIMM_VERSION="${TIMM_VERSION:-1.0.31}"
+CLEANLAB_VERSION="${CLEANLAB_VERSION:-2.9.0}"
+IMAGEHASH_VERSION="${IMAGEHASH_VERSION:-4.3.2}"
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "error: '$PYTHON' cannot import torch; install PyTorch first" >&2
@@ -65,6 +69,21 @@ if "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('
   echo "timm: already installed"
 else
   "$PYTHON" -m pip install --quiet --no-deps "timm==${TIMM_VERSION}"
+fi
+
+# cleanlab, the oracle of tests/eval/label_issues_oracle.py: it needs NumPy, scikit-learn, pandas,
+# tqdm and termcolor, not torch, so its dependencies install as usual.
+if "$PYTHON" -c "import cleanlab" 2>/dev/null; then
+  echo "cleanlab: $("$PYTHON" -c 'import cleanlab; print(cleanlab.__version__)') (already installed)"
+else
+  "$PYTHON" -m pip install --quiet "cleanlab==${CLEANLAB_VERSION}"
+fi
+
+# imagehash, the oracle of tests/data/phash_oracle.py (Pillow, NumPy, SciPy, PyWavelets; no torch).
+if "$PYTHON" -c "import imagehash" 2>/dev/null; then
+  echo "imagehash: already installed"
+else
+  "$PYTHON" -m pip install --quiet "imagehash==${IMAGEHASH_VERSION}"
 fi
 
 # fastai, the peer of bench/fastai_side_by_side.sh and the oracle of the flat_cos schedule
