@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -33,8 +35,8 @@ struct LabelTable {
 
 LabelTable label_table_of(const torch::Tensor& probs, const torch::Tensor& labels) {
   if (labels.dim() == 2) {
-    throw ConfigError("finding label issues of multi-label data is not supported yet",
-                      "clean a single-label (classification) checkpoint's data");
+    throw DataError("label issues: the confident joint of multi-label data is one 2x2 joint per " +
+                    std::string("class (find_label_issues computes them itself)"));
   }
   if (probs.dim() != 2 || labels.dim() != 1 || probs.size(0) != labels.size(0)) {
     throw DataError("label issues: expected probabilities [N,K] and labels [N], got " +
@@ -241,6 +243,73 @@ double issue_score(const LabelTable& t, std::int64_t i, bool normalized_margin) 
   return (self - other + 1) / 2;
 }
 
+// The rows confident learning reports: pruned (steps 1-4) and not agreeing (step 5).
+std::vector<bool> issue_mask(const LabelTable& t) {
+  const std::vector<std::int64_t> joint = calibrated_joint(t);
+  std::vector<bool> flagged = pruned_rows(t, prune_counts_of(joint, static_cast<std::size_t>(t.k)));
+  for (std::int64_t i = 0; i < t.n; ++i) {
+    if (flagged[i] && prediction_agrees(t, i)) flagged[i] = false;
+  }
+  return flagged;
+}
+
+// Class c of multi-label data as cleanlab's one-vs-rest problem: probabilities [1 - p, p]
+// (stack_complement), label 1 where the image has the class. `p` is double [N,K] contiguous.
+LabelTable one_vs_rest_table(const torch::Tensor& p, const torch::Tensor& has, std::int64_t c) {
+  LabelTable t;
+  t.n = p.size(0);
+  t.k = 2;
+  t.p.resize(static_cast<std::size_t>(2 * t.n));
+  t.y.resize(static_cast<std::size_t>(t.n));
+  const double* probs = p.data_ptr<double>();
+  const bool* labels = has.data_ptr<bool>();
+  for (std::int64_t i = 0; i < t.n; ++i) {
+    const double q = probs[i * p.size(1) + c];
+    t.p[2 * i] = 1.0 - q;
+    t.p[2 * i + 1] = q;
+    t.y[i] = labels[i * p.size(1) + c] ? 1 : 0;
+  }
+  return t;
+}
+
+// cleanlab's exponential_moving_average with alpha 0.8 over the scores sorted high to low.
+double ema_of(std::vector<double> scores) {
+  constexpr double kAlpha = 0.8;
+  std::sort(scores.begin(), scores.end(), std::greater<>());
+  double ema = scores.front();
+  for (std::size_t i = 1; i < scores.size(); ++i) ema = kAlpha * scores[i] + (1 - kAlpha) * ema;
+  return ema;
+}
+
+std::vector<LabelIssue> multi_label_issues(const torch::Tensor& probs, const torch::Tensor& labels,
+                                           bool normalized_margin) {
+  if (probs.dim() != 2 || probs.sizes() != labels.sizes()) {
+    throw DataError("label issues: expected multi-label probabilities and labels of one shape " +
+                    std::string("[N,K], got ") + std::to_string(probs.dim()) + "-D " +
+                    "probabilities and labels of " + std::to_string(labels.numel()) + " values");
+  }
+  const torch::Tensor p = probs.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  const torch::Tensor has = labels.detach().to(torch::kCPU).ne(0).contiguous();
+  const std::int64_t n = p.size(0), k = p.size(1);
+  std::vector<std::vector<std::int64_t>> flagged_classes(static_cast<std::size_t>(n));
+  std::vector<std::vector<double>> scores(static_cast<std::size_t>(n)), selves(scores);
+  for (std::int64_t c = 0; c < k; ++c) {
+    const LabelTable t = one_vs_rest_table(p, has, c);
+    const std::vector<bool> mask = issue_mask(t);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (mask[i]) flagged_classes[i].push_back(c);
+      scores[i].push_back(issue_score(t, i, normalized_margin));
+      selves[i].push_back(issue_score(t, i, false));
+    }
+  }
+  std::vector<LabelIssue> issues;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (flagged_classes[i].empty()) continue;
+    issues.push_back({i, -1, -1, ema_of(scores[i]), ema_of(selves[i]), flagged_classes[i]});
+  }
+  return issues;
+}
+
 }  // namespace
 
 std::vector<double> per_class_thresholds(const torch::Tensor& probs, const torch::Tensor& labels,
@@ -265,21 +334,23 @@ std::vector<LabelIssue> find_label_issues(const torch::Tensor& probs, const torc
     throw ConfigError("label issues: unknown ranking '" + options.rank_by +
                       "' (expected self_confidence or normalized_margin)");
   }
-  const LabelTable t = label_table_of(probs, labels);
-  if (t.n == 0 || t.k == 0) return {};
-  const std::vector<double> thresholds = thresholds_of(t);
-  const std::vector<std::int64_t> joint = calibrated_joint(t);
-  const std::vector<bool> flagged =
-      pruned_rows(t, prune_counts_of(joint, static_cast<std::size_t>(t.k)));
+  const bool normalized_margin = options.rank_by == "normalized_margin";
   std::vector<LabelIssue> issues;
-  for (std::int64_t i = 0; i < t.n; ++i) {
-    if (!flagged[i] || prediction_agrees(t, i)) continue;
-    const double* row = &t.p[i * t.k];
-    const std::int64_t confident = confident_class(row, thresholds);
-    const std::int64_t suggested =
-        confident >= 0 && confident != t.y[i] ? confident : argmax_of(row, t.k);
-    issues.push_back({i, t.y[i], suggested,
-                      issue_score(t, i, options.rank_by == "normalized_margin"), row[t.y[i]]});
+  if (labels.dim() == 2) {
+    issues = multi_label_issues(probs, labels, normalized_margin);
+  } else {
+    const LabelTable t = label_table_of(probs, labels);
+    const std::vector<double> thresholds = thresholds_of(t);
+    const std::vector<bool> mask = t.k > 0 ? issue_mask(t) : std::vector<bool>(t.n, false);
+    for (std::int64_t i = 0; i < t.n; ++i) {
+      if (!mask[i]) continue;
+      const double* row = &t.p[i * t.k];
+      const std::int64_t confident = confident_class(row, thresholds);
+      const std::int64_t suggested =
+          confident >= 0 && confident != t.y[i] ? confident : argmax_of(row, t.k);
+      issues.push_back(
+          {i, t.y[i], suggested, issue_score(t, i, normalized_margin), row[t.y[i]], {}});
+    }
   }
   std::stable_sort(issues.begin(), issues.end(),
                    [](const LabelIssue& a, const LabelIssue& b) { return a.score < b.score; });

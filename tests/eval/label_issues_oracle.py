@@ -21,6 +21,13 @@ Compared for each case, all exactly (no tolerance):
   issues         cleanlab.filter.find_label_issues(labels, pred_probs): the set of flagged rows
   ranking        return_indices_ranked_by="self_confidence" and "normalized_margin"
 
+and for the multi-label cases (multi-hot labels with flipped entries, sigmoid probabilities; 1 to
+12 classes, a class no image has; never a class every image has, which cleanlab refuses as a
+one-class problem while ltfit goes on):
+  issues         cleanlab.multilabel_classification.filter.find_label_issues (the set)
+  ranking        the same with return_indices_ranked_by= both rankings
+  classes        which classes flagged each issue: find_multilabel_issues_per_class
+
 cleanlab sorts with np.argsort, whose default sort is not stable: on a tie (two calibrated
 counts with the same fractional part in round_preserving_sum, equal margins, equal scores) the
 order depends on NumPy's build and the CPU (its SIMD sorting networks). ltfit breaks every tie
@@ -43,6 +50,7 @@ try:
     import numpy as np
     from cleanlab.count import compute_confident_joint, get_confident_thresholds
     from cleanlab.filter import find_label_issues
+    from cleanlab.multilabel_classification import filter as multilabel_filter
 except ImportError as e:  # the environment decides
     print(f"SKIPPED: {e} (pip install cleanlab)")
     sys.exit(77)
@@ -98,10 +106,38 @@ def make_cases():
     return cases
 
 
+def simulate_multi_label(rng, n, rates, flip, strength):
+    """Multi-hot true labels at `rates`, `flip` of the entries changed, sigmoid of noisy logits."""
+    rates = np.asarray(rates)
+    true = (rng.random((n, len(rates))) < rates).astype(np.int64)
+    logits = strength * (2 * true - 1) + rng.normal(0.0, 1.0, size=true.shape)
+    probs = (1 / (1 + np.exp(-logits))).astype(np.float32)
+    given = np.where(rng.random(true.shape) < flip, 1 - true, true)
+    given[0] = 0  # no class that every image has: cleanlab refuses a one-class problem
+    return probs, given
+
+
+def make_multi_label_cases():
+    rng = np.random.default_rng(SEED + 1)
+    cases = [("multi-label three classes", *simulate_multi_label(rng, 300, [0.3, 0.5, 0.2], 0.03, 3.0)),
+             ("multi-label weak model", *simulate_multi_label(rng, 400, [0.4] * 5, 0.1, 1.0))]
+    for i in range(6):
+        k = int(rng.integers(1, 13))
+        probs, labels = simulate_multi_label(rng, int(rng.integers(50, 2001)),
+                                             rng.uniform(0.02, 0.7, size=k),
+                                             rng.uniform(0.0, 0.15), rng.uniform(0.5, 5.0))
+        cases.append((f"multi-label random {i}", probs, labels))
+    probs, labels = simulate_multi_label(rng, 200, [0.3, 0.3, 0.3], 0.05, 2.5)
+    labels[:, 1] = 0  # a class no image has
+    cases.append(("multi-label class without images", probs, labels))
+    return cases
+
+
 def write_cases(out):
     cases = [{"name": name, "rows": int(p.shape[0]), "classes": int(p.shape[1]),
-              "probs": [float(v) for v in p.ravel()], "labels": [int(v) for v in y]}
-             for name, p, y in make_cases()]
+              "probs": [float(v) for v in p.ravel()], "labels": [int(v) for v in y.ravel()],
+              "multi_label": y.ndim == 2}
+             for name, p, y in make_cases() + make_multi_label_cases()]
     (out / "cases.json").write_text(json.dumps(cases))
     print(f"wrote {len(cases)} cases to {out / 'cases.json'}")
 
@@ -125,12 +161,27 @@ def cleanlab_results(p, y):
     return out
 
 
+def multi_label_results(p, y):
+    labels = [np.flatnonzero(row).tolist() for row in y]
+    per_class = multilabel_filter.find_multilabel_issues_per_class(labels, p, n_jobs=1)
+    out = {"issues": set(np.flatnonzero(per_class.any(axis=1)).tolist()),
+           "classes": {str(i): np.flatnonzero(per_class[i]).tolist()
+                       for i in np.flatnonzero(per_class.any(axis=1))}}
+    for rank_by in RANKINGS:
+        out[rank_by] = multilabel_filter.find_label_issues(
+            labels, p, return_indices_ranked_by=rank_by, n_jobs=1)
+    return out
+
+
 def differences(where, got, want):
     found = []
-    if not np.array_equal(np.asarray(got["thresholds"]), want["thresholds"]):
+    if "classes" in want and got.get("classes", {}) != want["classes"]:
+        found.append(f"{where}: flagged classes differ")
+    if "thresholds" in want and not np.array_equal(np.asarray(got["thresholds"]),
+                                                   want["thresholds"]):
         diff = np.max(np.abs(np.asarray(got["thresholds"]) - want["thresholds"]))
         found.append(f"{where}: thresholds differ by up to {diff:.3g}")
-    if not np.array_equal(np.asarray(got["joint"]), want["joint"]):
+    if "joint" in want and not np.array_equal(np.asarray(got["joint"]), want["joint"]):
         found.append(f"{where}: confident joint\n ltfit {got['joint']}\n"
                      f" cleanlab {want['joint'].tolist()}")
     issues = set(got["issues"]["self_confidence"])
@@ -148,15 +199,16 @@ def compare_case(case, got, failures, tie_cases):
     p = np.asarray(case["probs"], dtype=np.float32).astype(np.float64)
     p = p.reshape(case["rows"], case["classes"])
     y = np.asarray(case["labels"], dtype=np.int64)
+    results = cleanlab_results
+    if case.get("multi_label"):
+        y, results = y.reshape(p.shape), multi_label_results
     with stable_argsort():
-        stable = cleanlab_results(p, y)
+        stable = results(p, y)
     failures += differences(where + " (stable argsort)", got, stable)
-    as_installed = differences(where, got, cleanlab_results(p, y))
+    as_installed = differences(where, got, results(p, y))
     if as_installed and not differences(where, got, stable):
         tie_cases.append("; ".join(d.splitlines()[0] for d in as_installed))
-    joint = stable["joint"]
-    print(f"{where}: N={case['rows']} K={case['classes']} issues={len(stable['issues'])} "
-          f"off-diagonal={int(joint.sum() - np.trace(joint))}")
+    print(f"{where}: N={case['rows']} K={case['classes']} issues={len(stable['issues'])}")
     return len(stable["issues"])
 
 

@@ -51,6 +51,19 @@ struct IssueHandCase {
   torch::Tensor labels = issue_labels({0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
 };
 
+// The thresholds and the confident joint of a single-label case, as the oracle reads them.
+nlohmann::json single_label_figures(const torch::Tensor& p, const torch::Tensor& y,
+                                    std::int64_t classes) {
+  const torch::Tensor joint = ltfit::confident_joint(p, y).contiguous();
+  nlohmann::json out = {{"thresholds", ltfit::per_class_thresholds(p, y, classes)},
+                        {"joint", nlohmann::json::array()}};
+  for (std::int64_t r = 0; r < classes; ++r) {
+    const std::int64_t* row = joint.data_ptr<std::int64_t>() + r * classes;
+    out["joint"].push_back(std::vector<std::int64_t>(row, row + classes));
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("label issues: thresholds are the mean self-confidence of each class", "[label_issues]") {
@@ -156,12 +169,9 @@ TEST_CASE("label issues: bad inputs are refused with a clear error", "[label_iss
   CHECK_THROWS_AS(ltfit::find_label_issues(c.probs, issue_labels({0, 1})), ltfit::DataError);
   CHECK_THROWS_AS(ltfit::find_label_issues(c.probs, c.labels + 1), ltfit::DataError);
   CHECK_THROWS_AS(ltfit::find_label_issues(c.probs, c.labels, {"entropy"}), ltfit::ConfigError);
-  try {
-    ltfit::find_label_issues(c.probs, torch::zeros({12, 3}, torch::kLong));
-    FAIL("multi-label labels accepted");
-  } catch (const ltfit::ConfigError& e) {
-    CHECK(std::string(e.what()).find("multi-label") != std::string::npos);
-  }
+  CHECK_THROWS_AS(ltfit::find_label_issues(c.probs, torch::zeros({12, 4}, torch::kLong)),
+                  ltfit::DataError);  // multi-label labels of another shape
+  CHECK_THROWS_AS(ltfit::confident_joint(c.probs, torch::zeros({12, 3})), ltfit::DataError);
   CHECK(ltfit::find_label_issues(torch::zeros({0, 3}), torch::zeros({0}, torch::kLong)).empty());
 }
 
@@ -204,6 +214,45 @@ TEST_CASE("label issues: planted label noise is recovered from a noisy model", "
                          << " issues; recall@2x " << recall << "; precision " << precision);
 }
 
+TEST_CASE("label issues: multi-label data is checked one class against the rest",
+          "[label_issues]") {
+  // 3 classes, 30 images. Class 0: images 0-9 have it (p 0.9), the rest not (p 0.1), except image
+  // 12, which lacks it but is predicted to have it (0.95). Class 1: every third image has it
+  // (0.85), image 3 on paper only (0.02). Class 2: images 20-29 (0.8); every prediction agrees.
+  constexpr int kRows = 30;
+  torch::Tensor p = torch::full({kRows, 3}, 0.1);
+  torch::Tensor y = torch::zeros({kRows, 3}, torch::kLong);
+  for (int i = 0; i < 10; ++i) {
+    p[i][0] = 0.9;
+    y[i][0] = 1;
+  }
+  p[12][0] = 0.95;
+  for (int i = 0; i < kRows; i += 3) {
+    p[i][1] = 0.85;
+    y[i][1] = 1;
+  }
+  p[3][1] = 0.02;
+  for (int i = 20; i < kRows; ++i) {
+    p[i][2] = 0.8;
+    y[i][2] = 1;
+  }
+  const auto issues = ltfit::find_label_issues(p, y);
+  REQUIRE(issues.size() == 2);
+  // Image 3's per-class self-confidences 0.9, 0.02, 0.9: sorted high to low, the moving average
+  // 0.9 -> 0.8*0.9 + 0.2*0.9 = 0.9 -> 0.8*0.02 + 0.2*0.9 = 0.196.
+  CHECK(issues[0].index == 3);
+  CHECK(issues[0].classes == std::vector<std::int64_t>{1});
+  CHECK(issues[0].score == Approx(0.196));
+  CHECK(issues[0].given == -1);
+  CHECK(issues[0].suggested == -1);
+  // Image 12's: 0.05, 0.85, 0.9 -> 0.9 -> 0.8*0.85 + 0.2*0.9 = 0.86 -> 0.8*0.05 + 0.2*0.86 = 0.212
+  // (cleanlab's get_label_quality_scores gives the same two scores).
+  CHECK(issues[1].index == 12);
+  CHECK(issues[1].classes == std::vector<std::int64_t>{0});
+  CHECK(issues[1].score == Approx(0.212));
+  CHECK(issues[1].self_confidence == issues[1].score);
+}
+
 // Run by tests/eval/label_issues_oracle.sh: runs every case of
 // $LTFIT_LABEL_ISSUES_ORACLE_DIR/cases.json ([{name, rows, classes, probs, labels}]) and writes
 // ltfit's thresholds, confident joint and ranked issues to ltfit.json for
@@ -221,18 +270,18 @@ TEST_CASE("label issues oracle: ltfit's results for cleanlab to check", "[.label
     const auto classes = c.at("classes").get<std::int64_t>();
     const torch::Tensor p = torch::tensor(c.at("probs").get<std::vector<double>>(), torch::kDouble)
                                 .reshape({rows, classes});
-    const torch::Tensor y = issue_labels(c.at("labels").get<std::vector<std::int64_t>>());
-    const torch::Tensor joint = ltfit::confident_joint(p, y).contiguous();
-    nlohmann::json out = {{"thresholds", ltfit::per_class_thresholds(p, y, classes)},
-                          {"joint", nlohmann::json::array()}};
-    for (std::int64_t r = 0; r < classes; ++r) {
-      const std::int64_t* row = joint.data_ptr<std::int64_t>() + r * classes;
-      out["joint"].push_back(std::vector<std::int64_t>(row, row + classes));
+    torch::Tensor y = issue_labels(c.at("labels").get<std::vector<std::int64_t>>());
+    nlohmann::json out;
+    if (c.value("multi_label", false)) {
+      y = y.reshape({rows, classes});
+    } else {
+      out = single_label_figures(p, y, classes);
     }
     for (const std::string rank_by : {"self_confidence", "normalized_margin"}) {
       std::vector<std::int64_t> ranked;
       for (const auto& issue : ltfit::find_label_issues(p, y, {rank_by})) {
         ranked.push_back(issue.index);
+        out["classes"][std::to_string(issue.index)] = issue.classes;
       }
       out["issues"][rank_by] = ranked;
     }

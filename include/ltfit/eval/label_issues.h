@@ -18,11 +18,17 @@
 //  5. An issue is dropped when its given label is still the argmax after adding 1e-6 to it.
 //  6. Issues ranked by their score, lowest (most suspicious) first.
 //
-// Probabilities are widened to double before any arithmetic; ties in a sort (equal margins or
-// scores) are broken by row index, ascending, where NumPy's unstable argsort leaves the order
-// unspecified (tests/eval/label_issues_oracle.sh compares with cleanlab's own code).
-// Multi-label probabilities (labels [N,K]) are refused with a ConfigError. Pure functions;
-// thread-safe.
+// Multi-label data (labels [N,K], multi-hot) is cleanlab's one-vs-rest reduction
+// (`cleanlab.multilabel_classification.filter.find_label_issues`): each class is a binary problem
+// with probabilities [1 - p, p], run through steps 1-5; an image is an issue when any class
+// flags it, and its score is the exponential moving average (alpha 0.8) of its per-class scores
+// sorted from high to low.
+//
+// Probabilities are widened to double before any arithmetic; ties in a sort (equal fractional
+// parts in step 2's rounding, equal margins, equal scores) are broken by row index, ascending,
+// as np.argsort(kind="stable") breaks them; cleanlab's default argsort is not stable, so on a tie
+// it may decide otherwise (tests/eval/label_issues_oracle.sh compares with cleanlab's own code).
+// Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +41,18 @@ namespace ltfit {
 
 struct LabelIssue {
   std::int64_t index = 0;  // row in the inputs
-  std::int64_t given = 0;  // the given label
+  std::int64_t given = 0;  // the given label; -1 for multi-label data
   // The class the confident joint counts this row as (step 2) when that is not the given label,
-  // else the argmax of the probabilities (never the given label for a reported issue).
+  // else the argmax of the probabilities (never the given label for a reported issue); -1 for
+  // multi-label data.
   std::int64_t suggested = 0;
-  double score = 0.0;            // the ranking score (LabelIssueOptions::rank_by); lower = worse
-  double self_confidence = 0.0;  // p(given), whatever the ranking
+  double score = 0.0;  // the ranking score (LabelIssueOptions::rank_by); lower = worse
+  // p(given), whatever the ranking; multi-label: the moving average of the per-class
+  // self-confidences (p where the image has the class, 1 - p where not).
+  double self_confidence = 0.0;
+  // Multi-label only: the classes whose one-vs-rest problem flagged the row (the image's label
+  // for that class, present or absent, is suspect), ascending. Empty for single-label data.
+  std::vector<std::int64_t> classes;
 };
 
 struct LabelIssueOptions {
@@ -48,13 +60,15 @@ struct LabelIssueOptions {
   std::string rank_by = "self_confidence";
 };
 
-// probs: float [N,K] (rows sum to 1; any floating dtype, any device), labels: int64 [N] in
-// [0,K). Issues ranked most suspicious first. Throws ConfigError for an unknown rank_by or 2-D
-// (multi-label) labels, DataError for mismatched shapes or a label outside [0,K).
+// probs: float [N,K] (softmax rows; any floating dtype, any device) with labels int64 [N] in
+// [0,K), or sigmoid probabilities [N,K] with multi-hot labels [N,K] (nonzero = has the class).
+// Issues ranked most suspicious first. Throws ConfigError for an unknown rank_by, DataError for
+// mismatched shapes or a label outside [0,K).
 std::vector<LabelIssue> find_label_issues(const torch::Tensor& probs, const torch::Tensor& labels,
                                           const LabelIssueOptions& options = {});
 
-// Step 1's thresholds, one per class of `classes` (probs has `classes` columns).
+// Step 1's thresholds, one per class of `classes` (probs has `classes` columns). Single-label
+// only (DataError for 2-D labels), as is confident_joint.
 std::vector<double> per_class_thresholds(const torch::Tensor& probs, const torch::Tensor& labels,
                                          std::int64_t classes);
 
