@@ -192,6 +192,10 @@ DuplicateGroup group_of(const std::vector<ImageFingerprint>& prints,
 int phash_distance(std::uint64_t a, std::uint64_t b) { return std::popcount(a ^ b); }
 
 std::uint64_t phash_of_gray(const std::uint8_t* pixels, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) {
+    throw std::invalid_argument("pHash of an empty image (" + std::to_string(cols) + "x" +
+                                std::to_string(rows) + ")");
+  }
   const cv::Mat gray(rows, cols, CV_8UC1, const_cast<std::uint8_t*>(pixels));
   cv::Mat small;
   cv::resize(gray, small, cv::Size(kPhashInput, kPhashInput), 0, 0, cv::INTER_AREA);

@@ -69,6 +69,7 @@ std::vector<DuplicateGroup> find_duplicates(const std::vector<ImageFingerprint>&
 int phash_distance(std::uint64_t a, std::uint64_t b);
 
 // The pHash of an 8-bit grey image given as rows x cols bytes, row-major (for tests and tools).
+// std::invalid_argument when rows or cols is not positive.
 std::uint64_t phash_of_gray(const std::uint8_t* pixels, int rows, int cols);
 
 }  // namespace ltfit
