@@ -23,7 +23,9 @@ std::string event_host_name() {
   return name;
 }
 
-// A new file in `dir`: the per-process counter <n> moves on past names already taken.
+}  // namespace
+
+// The per-process counter <n> moves on past names already taken.
 std::string new_events_path(const std::string& dir) {
   static std::atomic<int> counter{0};
   std::error_code error;
@@ -45,7 +47,6 @@ std::string new_events_path(const std::string& dir) {
   }
 }
 
-}  // namespace
 
 std::string events_file_name(std::int64_t unix_seconds, const std::string& host, int pid, int n) {
   return "events.out.tfevents." + std::to_string(unix_seconds) + "." + host + "." +

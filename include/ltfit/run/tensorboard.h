@@ -31,6 +31,10 @@ namespace ltfit {
 // The name TensorBoard's writers give an events file (event_file_writer.py, EventsWriter).
 std::string events_file_name(std::int64_t unix_seconds, const std::string& host, int pid, int n);
 
+// A path for a new events file in `dir` (created if missing), named by events_file_name with a
+// number no file there has. Throws WriteError (exit 5) when `dir` cannot be created.
+std::string new_events_path(const std::string& dir);
+
 class TensorBoardWriter : public TrainObserver {
  public:
   static constexpr double kFlushSeconds = 30.0;

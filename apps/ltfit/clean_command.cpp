@@ -1,0 +1,77 @@
+// `ltfit clean`: mislabeled images, duplicates and leaks, unusable files of a dataset, found
+// with a trained checkpoint; --apply moves them aside, --undo moves them back (clean_job.h).
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "ltfit/jobs/clean_job.h"
+#include "ltfit/util/signals.h"
+#include "ltfit/util/standard_output.h"
+
+namespace ltfit::cli {
+
+namespace {
+
+struct CleanArgs {
+  CleanRequest job;
+  std::string undo;
+  bool json = false;
+};
+
+void run_clean(CleanArgs& args) {
+  if (!args.undo.empty()) {
+    const std::vector<Move> back = undo_clean(args.undo);
+    write_stdout("moved " + std::to_string(back.size()) + " files back\n");
+    return;
+  }
+  if (args.job.checkpoint.empty()) {
+    throw ConfigError("clean needs --checkpoint (or --undo MANIFEST)",
+                      "pass the checkpoint of a model trained on the dataset");
+  }
+  // Cross-fitting's training checkpoints and stops (exit 130); without it nothing is saved that
+  // a stop could lose, so it exits at once.
+  StopSignals signals(args.job.folds > 1 ? StopMode::kFinishWork : StopMode::kExitNow);
+  args.job.stop_signal = [] { return StopSignals::requested(); };
+  const CleanResult result = run_clean_job(args.job);
+  write_stdout(args.json ? clean_json(result) + "\n" : clean_table(result));
+}
+
+}  // namespace
+
+void add_clean_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<CleanArgs>();
+  CleanRequest& r = args->job;
+  CLI::App* cmd = app.add_subcommand(
+      "clean",
+      "find mislabeled images (confident learning), exact and near duplicates (within a split, "
+      "and leaks across train/valid) and unusable files, with a trained checkpoint. Writes "
+      "suggestions.csv (path,problem,split,given,suggested,score,detail) and a picture per "
+      "kind; --apply moves the files into <out>/quarantine/ (never deletes) with a manifest "
+      "that --undo reverses");
+  cmd->add_option("--checkpoint", r.checkpoint, "checkpoint of a model trained on the data");
+  cmd->add_option("--data", r.data, "dataset root (default: the checkpoint's data.root)");
+  cmd->add_option("--out", r.out,
+                  "output folder (default: <run dir>/clean for a checkpoint in a run directory, "
+                  "else ./clean)");
+  cmd->add_option("--folds", r.folds,
+                  "cross-fit the training split: train the checkpoint's recipe K times, each on "
+                  "all but one fold, for out-of-sample probabilities (default: in-sample)");
+  cmd->add_option("--max-distance", r.max_distance,
+                  "near duplicates: perceptual-hash bits (of 64) that may differ")
+      ->capture_default_str();
+  cmd->add_option("--kinds", r.kinds, "problem kinds --apply moves: mislabeled duplicate leak unusable")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_flag("--apply", r.apply, "move the flagged files of --kinds into <out>/quarantine/");
+  cmd->add_flag("--relabel", r.relabel,
+                "with --apply: move a mislabeled file into its suggested class folder instead");
+  cmd->add_option("--undo", args->undo, "move back the files of a manifest.csv --apply wrote");
+  cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  cmd->add_option("--precision", r.precision, "fp32 | bf16 | fp16 (default: the checkpoint's)");
+  cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  cmd->callback([args, exit_code] {
+    run_clean(*args);
+    *exit_code = 0;
+  });
+}
+
+}  // namespace ltfit::cli

@@ -1,0 +1,91 @@
+// `ltfit clean`: finds what is wrong with a dataset, given a model trained on it, and (with
+// --apply) moves it aside. Past fastai's ImageClassifierCleaner, a widget clicked through image
+// by image: the suspicious images are found and ranked here.
+//
+// Three kinds of problem, each a row of suggestions.csv
+// (path,problem,split,given,suggested,score,detail) and a picture:
+//   mislabeled  confident learning (Northcutt et al. 2021; cleanlab's find_label_issues with its
+//               defaults, eval/label_issues.h) on out-of-sample probabilities: the validation
+//               split's are; the training split's are in-sample (the checkpoint saw them) unless
+//               `folds` > 1 cross-fits them: the checkpoint's recipe trained `folds` times, each
+//               time on all but one fold, predicting that fold. score: the given label's
+//               probability (lower is more suspicious). -> mislabeled.png
+//   duplicate   the same content (SHA-256) or a near copy (perceptual hash within max_distance
+//   leak        bits, data/duplicates.h) in one split (duplicate), or across train and valid
+//               (leak: the validation figure is inflated). Every member but the one kept is a
+//               row: within a split the first path is kept; for a leak the validation copies
+//               are the rows. score: Hamming distance to the kept image. -> duplicates.png
+//   unusable    unreadable, over the pixel budget, smaller than 32 px or an aspect ratio beyond
+//               5 (data/image_problems.h). -> unusable.png
+//
+// --apply moves the rows' files of the chosen kinds into <out>/quarantine/<path relative to the
+// dataset root> (--relabel: a mislabeled file into its suggested class folder instead, for the
+// folders layout) and appends each move to <out>/quarantine/manifest.csv
+// (original,moved_to,problem), which `ltfit clean --undo` reverses. Nothing is ever deleted, and
+// every move is checked possible (source and destination folders writable, destination free)
+// before the first one is made. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ltfit {
+
+struct CleanRequest {
+  std::string checkpoint;  // --checkpoint
+  std::string data;        // --data: dataset root; empty: the checkpoint's data.root
+  std::string out;         // --out; empty: <run dir>/clean for a checkpoint in one, else ./clean
+  int folds = 0;           // --folds K: cross-fit the training split (0 or 1: in-sample)
+  int max_distance = 8;    // --max-distance: perceptual hash bits for a near duplicate
+  std::vector<std::string> kinds = {"mislabeled", "duplicate", "leak", "unusable"};
+  bool apply = false;    // --apply: move the files of `kinds`
+  bool relabel = false;  // --relabel: mislabeled files into their suggested class folder
+  std::string device = "auto";
+  std::string precision;
+  std::function<bool()> stop_signal;  // cross-fitting's training stops (exit 130) when true
+};
+
+struct Suggestion {
+  std::string path;
+  std::string problem;  // mislabeled | duplicate | leak | unusable
+  std::string split;    // train | valid
+  std::string given;    // the given label ("" when unknown)
+  std::string suggested;
+  double score = 0.0;
+  std::string detail;  // e.g. the kept copy, the problem's reason
+};
+
+struct Move {
+  std::string original;
+  std::string moved_to;
+  std::string problem;
+};
+
+struct CleanResult {
+  std::string root;
+  std::string out_dir;
+  std::int64_t images = 0;          // indexed images looked at
+  std::string train_probabilities;  // "in-sample" | "cross-fitted (K folds)"
+  double flagged_fraction = 0.0;    // mislabeled rows / images judged
+  std::vector<Suggestion> suggestions;
+  std::string probabilities_csv;   // path,split,given,prob_<class>... of every image judged
+  std::vector<std::string> files;  // suggestions.csv, probabilities.csv, pictures
+  std::vector<Move> moves;         // --apply
+  std::string manifest;            // --apply: the manifest written
+};
+
+// Runs it. Exit codes: 2 bad arguments, 3 the data, 4 the checkpoint, 5 an output that cannot
+// be written or a move that cannot be made (named; nothing moved then).
+CleanResult run_clean_job(const CleanRequest& request);
+
+// `ltfit clean --undo MANIFEST`: moves every file of the manifest back, last move first; the
+// manifest is renamed <name>.undone. Refuses (exit 5, nothing moved) when an original path is
+// taken again or a moved file is missing.
+std::vector<Move> undo_clean(const std::string& manifest);
+
+std::string clean_table(const CleanResult& result);
+std::string clean_json(const CleanResult& result);
+
+}  // namespace ltfit

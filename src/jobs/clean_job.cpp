@@ -1,0 +1,284 @@
+// `ltfit clean`'s work: see clean_job.h. Cross-fitting, moves and reports are in clean_*.cpp.
+#include "ltfit/jobs/clean_job.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "clean_parts.h"
+#include "ltfit/config/config.h"
+#include "ltfit/config/config_loader.h"
+#include "ltfit/data/duplicates.h"
+#include "ltfit/data/image_problems.h"
+#include "ltfit/eval/label_issues.h"
+#include "ltfit/jobs/eval_report.h"
+#include "ltfit/jobs/output_check.h"
+#include "ltfit/jobs/train_job.h"
+#include "ltfit/util/atomic_file.h"
+#include "ltfit/util/choices.h"
+#include "ltfit/util/device.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/output_dir.h"
+
+namespace ltfit {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& clean_kind_names() {
+  static const std::vector<std::string> names{"mislabeled", "duplicate", "leak", "unusable"};
+  return names;
+}
+
+void check_clean_request(const CleanRequest& r) {
+  for (const std::string& kind : r.kinds) {
+    if (std::find(clean_kind_names().begin(), clean_kind_names().end(), kind) ==
+        clean_kind_names().end()) {
+      throw ConfigError("--kinds: unknown problem kind '" + kind + "'",
+                        "choose among " + join(clean_kind_names(), ", "));
+    }
+  }
+  if (r.folds < 0 || r.folds == 1 || r.folds > 20) {
+    throw ConfigError("--folds " + std::to_string(r.folds) + ": cross-fitting needs 2 to 20 folds",
+                      "pass --folds 5, or leave it out for in-sample training probabilities");
+  }
+  if (r.max_distance < 0 || r.max_distance > 32) {
+    throw ConfigError("--max-distance " + std::to_string(r.max_distance) +
+                          ": a perceptual hash has 64 bits; near copies differ in a few",
+                      "pass 0 (identical hashes) to 32; default 6");
+  }
+  if (r.relabel && !r.apply) {
+    throw ConfigError("--relabel moves files, which only --apply does",
+                      "add --apply, or leave --relabel out to only list the suggestions");
+  }
+}
+
+fs::path clean_out_dir(const CleanRequest& request) {
+  if (!request.out.empty()) return request.out;
+  const std::optional<std::string> run = run_dir_of_checkpoint(request.checkpoint);
+  return run ? fs::path(*run) / "clean" : fs::path("clean");
+}
+
+std::vector<CleanSample> clean_samples(const DatasetIndex& index) {
+  std::vector<CleanSample> all;
+  for (const Sample& s : index.train) all.push_back({s, "train"});
+  for (const Sample& s : index.valid) all.push_back({s, "valid"});
+  return all;
+}
+
+std::string class_name(const std::vector<std::string>& classes, std::int64_t k) {
+  return k >= 0 && k < static_cast<std::int64_t>(classes.size())
+             ? classes[static_cast<std::size_t>(k)]
+             : "";
+}
+
+// Unusable files: a row each; the usable ones' positions are returned.
+std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
+                                       const std::vector<std::string>& classes,
+                                       const DataConfig& data, std::vector<Suggestion>& out) {
+  ImageProblemLimits limits;
+  limits.image = image_limits(data);
+  std::vector<std::size_t> usable;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const ImageCheck check = check_image_file(all[i].sample.path, limits);
+    if (check.problem == ImageProblem::kNone) {
+      usable.push_back(i);
+      continue;
+    }
+    out.push_back({all[i].sample.path, "unusable", all[i].split,
+                   class_name(classes, all[i].sample.label), "", 0.0,
+                   image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") +
+                       check.detail});
+  }
+  return usable;
+}
+
+// Duplicate and leak rows from the perceptual and content hashes of the usable images.
+void find_duplicate_rows(const std::vector<CleanSample>& all, const std::vector<std::size_t>& usable,
+                         const std::vector<std::string>& classes, const DataConfig& data,
+                         int max_distance, std::vector<Suggestion>& out) {
+  std::vector<std::string> paths;
+  for (const std::size_t i : usable) paths.push_back(all[i].sample.path);
+  const std::vector<ImageFingerprint> prints = fingerprint_images(paths, 0, {}, image_limits(data));
+  for (const DuplicateGroup& group : find_duplicates(prints, max_distance)) {
+    std::vector<std::int64_t> members = group.members;
+    const auto split_of = [&](std::int64_t m) { return all[usable[static_cast<size_t>(m)]].split; };
+    // Kept: the first training member (the first member when none is in training).
+    std::stable_partition(members.begin(), members.end(),
+                          [&](std::int64_t m) { return split_of(m) == "train"; });
+    const ImageFingerprint& kept = prints[static_cast<std::size_t>(members.front())];
+    const bool leak = split_of(members.front()) == "train" && split_of(members.back()) == "valid";
+    for (std::size_t j = 1; j < members.size(); ++j) {
+      const CleanSample& s = all[usable[static_cast<std::size_t>(members[j])]];
+      const ImageFingerprint& p = prints[static_cast<std::size_t>(members[j])];
+      const bool exact = p.sha256 == kept.sha256;
+      const int distance = exact ? 0 : std::popcount(p.phash ^ kept.phash);
+      const bool is_leak = leak && s.split == "valid";
+      out.push_back({s.sample.path, is_leak ? "leak" : "duplicate", s.split,
+                     class_name(classes, s.sample.label), "", static_cast<double>(distance),
+                     std::string(exact ? "same bytes as " : "near copy of ") + kept.path});
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// probabilities.csv: path,split,given,prob_<class>... of every image judged (rows `at` of
+// `all`, in `probs`' order; an image the model could not decode has empty probabilities).
+std::string clean_probabilities_csv(const std::vector<CleanSample>& all,
+                                    const std::vector<std::size_t>& at,
+                                    const std::vector<std::string>& classes,
+                                    const torch::Tensor& probs) {
+  std::string text = "path,split,given";
+  for (const std::string& c : classes) text += "," + csv_field("prob_" + c);
+  text += "\n";
+  const torch::Tensor p = probs.to(torch::kFloat64).contiguous();
+  const auto pa = p.accessor<double, 2>();
+  for (std::size_t r = 0; r < at.size(); ++r) {
+    const CleanSample& s = all[at[r]];
+    text += csv_field(s.sample.path) + "," + s.split + "," +
+            csv_field(class_name(classes, s.sample.label));
+    for (std::int64_t c = 0; c < p.size(1); ++c) {
+      const double v = pa[static_cast<std::int64_t>(r)][c];
+      text += std::isnan(v) ? std::string(",") : fmt::format(",{:.9g}", v);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+// Mislabeled rows: confident learning on the usable images' probabilities (validation: the
+// checkpoint's; training: in-sample or cross-fitted).
+void find_mislabeled_rows(const CleanRequest& request, const Config& config,
+                          const std::vector<CleanSample>& all,
+                          const std::vector<std::size_t>& usable,
+                          const std::vector<std::string>& classes, const fs::path& out,
+                          CleanResult& result) {
+  const torch::Device device = resolve_device(request.device, "--device");
+  LoadedModel loaded = load_model_for_eval(request.checkpoint, device);
+  const EvalOptions options = eval_options_for(loaded, device, request.precision);
+  std::vector<Sample> train, valid;
+  std::vector<std::size_t> train_at, valid_at;
+  for (const std::size_t i : usable) {
+    (all[i].split == "train" ? train : valid).push_back(all[i].sample);
+    (all[i].split == "train" ? train_at : valid_at).push_back(i);
+  }
+  torch::Tensor train_p;
+  if (request.folds > 1 && !train.empty()) {
+    train_p = cross_fitted_probabilities(config, config.data.root, train, classes, request.folds,
+                                         (out / "folds").string(), request);
+    result.train_probabilities = "cross-fitted (" + std::to_string(request.folds) + " folds)";
+  } else {
+    train_p = clean_probabilities(loaded, train, options);
+    result.train_probabilities = "in-sample";
+  }
+  const torch::Tensor valid_p = clean_probabilities(loaded, valid, options);
+  const torch::Tensor probs = torch::cat({train_p, valid_p}).to(torch::kFloat32);
+  std::vector<std::size_t> at = train_at;
+  at.insert(at.end(), valid_at.begin(), valid_at.end());
+  // Rows a model could not score (NaN: decoded for the check, not for the model) are left out.
+  const torch::Tensor scored = probs.isnan().any(1).logical_not().nonzero().view({-1});
+  std::vector<std::int64_t> labels;
+  for (const std::int64_t r : std::vector<std::int64_t>(scored.data_ptr<std::int64_t>(),
+                                                        scored.data_ptr<std::int64_t>() +
+                                                            scored.numel())) {
+    labels.push_back(all[at[static_cast<std::size_t>(r)]].sample.label);
+  }
+  result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs);
+  const std::vector<LabelIssue> issues =
+      find_label_issues(probs.index_select(0, scored), torch::tensor(labels, torch::kLong));
+  for (const LabelIssue& issue : issues) {
+    const std::int64_t row = scored[issue.index].item<std::int64_t>();
+    const CleanSample& s = all[at[static_cast<std::size_t>(row)]];
+    result.suggestions.push_back({s.sample.path, "mislabeled", s.split,
+                                  class_name(classes, issue.given),
+                                  class_name(classes, issue.suggested), issue.score,
+                                  s.split == "valid" ? "out-of-sample"
+                                                     : result.train_probabilities});
+  }
+  result.flagged_fraction =
+      scored.numel() > 0 ? static_cast<double>(issues.size()) / static_cast<double>(scored.numel())
+                         : 0.0;
+}
+
+// The checkpoint's config, its data.root replaced by --data when given.
+Config clean_config(const CleanRequest& request) {
+  const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
+  Config config = load_config_from_string(meta.config_yaml, request.checkpoint + " (config)");
+  if (!request.data.empty()) config.data.root = request.data;
+  config.data.subset = 1.0;  // every image is judged
+  if (is_multi_label(config)) {
+    throw ConfigError("clean: checkpoint '" + request.checkpoint +
+                          "' is multi-label; clean judges single labels",
+                      "use a single-label checkpoint (model.task: single_label)");
+  }
+  return config;
+}
+
+void write_clean_files(const fs::path& out, CleanResult& result) {
+  create_output_dir(out, "clean output folder");
+  const std::string suggestions_csv_text = suggestions_csv(result.suggestions);
+  for (const auto& [name, text] : {std::pair<std::string, const std::string*>{
+                                       "suggestions.csv", &suggestions_csv_text},
+                                   {"probabilities.csv", &result.probabilities_csv}}) {
+    const std::string path = (out / name).string();
+    write_text_atomic(path, *text);
+    result.files.push_back(path);
+  }
+  for (const std::string kind : {"mislabeled", "duplicate", "unusable"}) {
+    std::vector<Suggestion> rows;
+    for (const Suggestion& s : result.suggestions) {
+      const bool duplicate_kind = kind == std::string("duplicate") && s.problem == "leak";
+      if (s.problem == kind || duplicate_kind) rows.push_back(s);
+    }
+    const std::optional<EncodedPng> png = suggestions_png(rows, kind);
+    if (!png) continue;
+    const std::string path = (out / (std::string(kind) + (kind == std::string("duplicate") ? "s" : "") +
+                                      ".png"))
+                                 .string();
+    write_file_atomic(path, png->bytes);
+    result.files.push_back(path);
+  }
+}
+
+}  // namespace
+
+CleanResult run_clean_job(const CleanRequest& request) {
+  check_clean_request(request);
+  const fs::path out = clean_out_dir(request);
+  check_output_file(out / "suggestions.csv", request.out.empty() ? "clean output folder"
+                                                                 : "clean output folder (--out)");
+  const Config config = clean_config(request);
+  const DatasetIndex index = index_dataset(config.data, config.run.seed, false);
+  const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
+  if (meta.classes != index.classes) {
+    throw ConfigError("clean: the classes of '" + config.data.root + "' (" +
+                          join(index.classes, ", ") + ") are not those of checkpoint '" +
+                          request.checkpoint + "' (" + join(meta.classes, ", ") + ")",
+                      "pass the dataset the checkpoint was trained on as --data");
+  }
+  CleanResult result;
+  result.root = config.data.root;
+  result.out_dir = out.string();
+  const std::vector<CleanSample> all = clean_samples(index);
+  result.images = static_cast<std::int64_t>(all.size());
+  spdlog::info("clean: {} images of {} classes in {}", all.size(), index.classes.size(),
+               config.data.root);
+  const std::vector<std::size_t> usable = find_unusable(all, index.classes, config.data, result.suggestions);
+  find_duplicate_rows(all, usable, index.classes, config.data, request.max_distance,
+                      result.suggestions);
+  find_mislabeled_rows(request, config, all, usable, index.classes, out, result);
+  write_clean_files(out, result);
+  if (request.apply) apply_clean(request, config.data.root, index.layout, result);
+  return result;
+}
+
+}  // namespace ltfit

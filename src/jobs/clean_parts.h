@@ -1,0 +1,47 @@
+// The pieces of `ltfit clean` (clean_job.h): probabilities, cross-fitting, moves and reports,
+// each in a file of its own. Not thread-safe.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "ltfit/data/dataset_index.h"
+#include "ltfit/data/image_grid.h"
+#include "ltfit/jobs/checkpoint_eval.h"
+#include "ltfit/jobs/clean_job.h"
+
+namespace ltfit {
+
+// An indexed image and the split it is in.
+struct CleanSample {
+  Sample sample;
+  std::string split;  // train | valid
+};
+
+// Softmax probabilities [samples.size(), classes] float of `loaded` on `samples` (the
+// validation transform); rows of images that could not be decoded are NaN.
+torch::Tensor clean_probabilities(LoadedModel& loaded, const std::vector<Sample>& samples,
+                                  const EvalOptions& options);
+
+// Out-of-sample probabilities of the training samples: `folds` models trained with `config`'s
+// recipe, each on the other folds (drawn by config.run.seed), predicting its own fold. Runs go
+// into <work>/fold-<k>/. The folds are written as a CSV layout over `root`.
+torch::Tensor cross_fitted_probabilities(const Config& config, const std::string& root,
+                                         const std::vector<Sample>& train,
+                                         const std::vector<std::string>& classes, int folds,
+                                         const std::string& work, const CleanRequest& request);
+
+// --apply: plans every move of `suggestions` whose problem is in request.kinds (a path once),
+// checks them all, then moves, appending each to <out>/quarantine/manifest.csv.
+void apply_clean(const CleanRequest& request, const std::string& root, const std::string& layout,
+                 CleanResult& result);
+
+// suggestions.csv's text.
+std::string suggestions_csv(const std::vector<Suggestion>& suggestions);
+// The picture of one problem kind's rows (at most a few dozen), or nullopt when it has none.
+std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggestions,
+                                          const std::string& problem);
+
+}  // namespace ltfit

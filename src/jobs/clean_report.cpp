@@ -1,0 +1,124 @@
+// `ltfit clean`'s files: suggestions.csv, a picture per problem kind, the table and the JSON
+// (clean_parts.h, clean_job.h).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "clean_parts.h"
+#include "ltfit/data/image_io.h"
+#include "ltfit/util/json.h"
+#include "ltfit/jobs/eval_report.h"
+
+namespace ltfit {
+
+namespace {
+
+constexpr int kCleanThumb = 128;       // side of a picture's thumbnails
+constexpr std::size_t kCleanShown = 36;  // rows of one kind drawn at most
+
+// A square thumbnail of `path`, or a grey square when it should not be (unusable) or cannot be
+// decoded.
+torch::Tensor clean_thumbnail(const std::string& path, bool decode) {
+  if (decode) {
+    std::string error;
+    if (std::optional<torch::Tensor> rgb = load_square_image(path, kCleanThumb, CropFlip{}, &error)) {
+      return *rgb;
+    }
+  }
+  return torch::full({kCleanThumb, kCleanThumb, 3}, 160, torch::kUInt8);
+}
+
+// The kept copy named in a duplicate row's detail ("same bytes as P", "near copy of P").
+std::string kept_path(const Suggestion& s) {
+  for (const std::string prefix : {"same bytes as ", "near copy of "}) {
+    if (s.detail.rfind(prefix, 0) == 0) return s.detail.substr(prefix.size());
+  }
+  return "";
+}
+
+std::string clean_caption(const Suggestion& s) {
+  if (s.problem == "mislabeled") {
+    return fmt::format("{} -> {}  p {:.2f}", s.given, s.suggested, s.score);
+  }
+  if (s.problem == "unusable") return s.detail.substr(0, s.detail.find(':'));
+  return fmt::format("{} ({}) d {}", s.problem, s.split, static_cast<int>(s.score));
+}
+
+}  // namespace
+
+std::string suggestions_csv(const std::vector<Suggestion>& suggestions) {
+  std::string out = "path,problem,split,given,suggested,score,detail\n";
+  for (const Suggestion& s : suggestions) {
+    out += fmt::format("{},{},{},{},{},{:.6g},{}\n", csv_field(s.path), s.problem, s.split,
+                       csv_field(s.given), csv_field(s.suggested), s.score, csv_field(s.detail));
+  }
+  return out;
+}
+
+std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggestions,
+                                          const std::string& problem) {
+  if (suggestions.empty()) return std::nullopt;
+  std::vector<torch::Tensor> tiles;
+  std::vector<std::string> captions;
+  for (std::size_t i = 0; i < suggestions.size() && i < kCleanShown; ++i) {
+    const Suggestion& s = suggestions[i];
+    torch::Tensor tile = clean_thumbnail(s.path, problem != "unusable");
+    if (problem == "duplicate") {  // the kept copy | this one
+      const torch::Tensor gap = torch::full({kCleanThumb, 4, 3}, 255, torch::kUInt8);
+      tile = torch::cat({clean_thumbnail(kept_path(s), true), gap, tile}, 1);
+    }
+    tiles.push_back(tile);
+    captions.push_back(clean_caption(s));
+  }
+  return encode_image_grid(torch::stack(tiles), captions, problem == "duplicate" ? 4 : 6);
+}
+
+std::string clean_table(const CleanResult& result) {
+  std::map<std::string, int> counts;
+  for (const Suggestion& s : result.suggestions) ++counts[s.problem];
+  std::string out = fmt::format("clean: {} images in {}\n", result.images, result.root);
+  out += fmt::format("training probabilities: {}; validation: out-of-sample\n",
+                     result.train_probabilities);
+  for (const std::string kind : {"mislabeled", "duplicate", "leak", "unusable"}) {
+    out += fmt::format("  {:<11} {}\n", kind, counts[kind]);
+  }
+  out += fmt::format("\n{:<11} {:<6} {:<12} {:<12} {:>9}  {}\n", "problem", "split", "given",
+                     "suggested", "score", "path");
+  for (const Suggestion& s : result.suggestions) {
+    out += fmt::format("{:<11} {:<6} {:<12} {:<12} {:>9.4f}  {}\n", s.problem, s.split, s.given,
+                       s.suggested, s.score, s.path);
+  }
+  for (const std::string& f : result.files) out += "wrote " + f + "\n";
+  if (!result.manifest.empty()) {
+    out += fmt::format("moved {} files; undo: ltfit clean --undo {}\n", result.moves.size(),
+                       result.manifest);
+  }
+  return out;
+}
+
+std::string clean_json(const CleanResult& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Suggestion& s : result.suggestions) {
+    rows.push_back({{"path", s.path}, {"problem", s.problem}, {"split", s.split},
+                    {"given", s.given}, {"suggested", s.suggested}, {"score", s.score},
+                    {"detail", s.detail}});
+  }
+  nlohmann::json moves = nlohmann::json::array();
+  for (const Move& m : result.moves) {
+    moves.push_back({{"original", m.original}, {"moved_to", m.moved_to}, {"problem", m.problem}});
+  }
+  const nlohmann::json doc = {{"root", result.root},
+                              {"out_dir", result.out_dir},
+                              {"images", result.images},
+                              {"train_probabilities", result.train_probabilities},
+                              {"mislabeled_fraction", result.flagged_fraction},
+                              {"suggestions", rows},
+                              {"files", result.files},
+                              {"moves", moves},
+                              {"manifest", result.manifest}};
+  return dump_json(doc);
+}
+
+}  // namespace ltfit
