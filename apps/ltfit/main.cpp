@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   ltfit::cli::add_train_command(app, &exit_code);
   ltfit::cli::add_evaluate_command(app, &exit_code);
+  ltfit::cli::add_calibrate_command(app, &exit_code);
   ltfit::cli::add_synth_command(app, &exit_code);
   ltfit::cli::add_loader_commands(app, &exit_code);
   ltfit::cli::add_lr_find_command(app, &exit_code);
