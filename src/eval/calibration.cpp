@@ -104,12 +104,12 @@ double fit_temperature(const torch::Tensor& logits, const torch::Tensor& targets
   const double fitted = log_t.item<double>();
   if (!std::isfinite(fitted)) throw RuntimeError("temperature scaling did not converge");
   if (fitted <= lo || fitted >= hi) {
-    const double bound = fitted >= hi ? kMaxTemperature : kMinTemperature;
-    spdlog::warn(
-        "temperature scaling: the NLL keeps falling towards T = {} (the bound); the logits "
-        "carry little information about these labels",
-        bound);
-    return bound;
+    const bool high = fitted >= hi;
+    spdlog::warn("temperature scaling: the NLL keeps falling towards T = {} (the bound): {}",
+                 high ? kMaxTemperature : kMinTemperature,
+                 high ? "the logits carry little information about these labels"
+                      : "the logits separate these labels and would be sharpened without end");
+    return high ? kMaxTemperature : kMinTemperature;
   }
   return std::exp(fitted);
 }

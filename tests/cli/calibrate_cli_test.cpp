@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -56,6 +57,20 @@ std::vector<std::pair<std::vector<double>, double>> predictions(const std::strin
                      j["top"][0]["probability"].get<double>());
   }
   return out;
+}
+
+// The last row's valid_loss of a run directory's epochs.csv.
+double last_valid_loss(const fs::path& run) {
+  std::istringstream text(ltfit::testing::read_file(run / "epochs.csv"));
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(text, line);) {
+    rows.emplace_back();
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) rows.back().push_back(cell);
+  }
+  REQUIRE(rows.size() >= 2);
+  const auto column = std::find(rows[0].begin(), rows[0].end(), "valid_loss") - rows[0].begin();
+  return std::stod(rows.back().at(static_cast<std::size_t>(column)));
 }
 
 // The largest softmax probability of logits / t.
@@ -120,6 +135,14 @@ TEST_CASE("calibrate writes a calibrated checkpoint that evaluate and predict ap
     CHECK(cal[i].second == Approx(top_softmax(raw[i].first, t)).margin(1e-5));
   }
 
+  // predict --tta: its plain pass at the temperature too.
+  std::istringstream tta(
+      stdout_of(run_ltfit("predict --json --tta --checkpoint " + calibrated.string() + images)));
+  std::string first;
+  REQUIRE(std::getline(tta, first));
+  const auto plain_top = nlohmann::json::parse(first)["plain_top"][0]["probability"];
+  CHECK(plain_top.get<double>() == Approx(top_softmax(raw[0].first, t)).margin(1e-5));
+
   // Calibrating the copy fits the raw logits again: the same T, stated relative to the old one.
   const auto again = json_of(run_ltfit("calibrate --json --checkpoint " + calibrated.string() +
                                        " --out " + dir.str() + "/again.ckpt"));
@@ -131,9 +154,10 @@ TEST_CASE("calibrate writes a calibrated checkpoint that evaluate and predict ap
 TEST_CASE("calibrate on a multi-label checkpoint moves its threshold and keeps its label sets",
           "[cli][calibrate][multi_label]") {
   ltfit::testing::TempDir dir;
-  const fs::path ckpt = train_tiny_calibrate(
-      dir, "--layout csv --task shapes",
-      ", layout: csv, csv: {valid_column: is_valid, label_delim: ' '}", ", threshold: 0.3");
+  const fs::path ckpt =
+      train_tiny_calibrate(dir, "--layout csv --task shapes",
+                           ", layout: csv, csv: {valid_column: is_valid, label_delim: ' '}",
+                           ", threshold: 0.3, temperature: 1.5");
   const auto r = run_ltfit("calibrate --checkpoint " + ckpt.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -141,9 +165,14 @@ TEST_CASE("calibrate on a multi-label checkpoint moves its threshold and keeps i
   const auto c = json_of(run_ltfit("calibrate --json --checkpoint " + ckpt.string()));
   CHECK(c["task"] == "multi_label");
   const double t = c["temperature"].get<double>();
+  // The config's eval.temperature applied to training's validation too: its last valid_loss is
+  // the NLL calibrate measured before fitting (at 1.5).
+  CHECK(c["before"]["temperature"].get<double>() == 1.5);
+  CHECK(c["before"]["nll"].get<double>() ==
+        Approx(last_valid_loss(dir.path() / "runs/tiny")).margin(1e-5));
   CHECK(c["after"]["nll"].get<double>() <= c["before"]["nll"].get<double>() + 1e-9);
-  // Every class's threshold moved to the same logit: sigmoid(logit(0.3) / t).
-  const double moved = 1.0 / (1.0 + std::exp(-std::log(0.3 / 0.7) / t));
+  // Every class's threshold moved to the same logit: sigmoid(logit(0.3) * 1.5 / t).
+  const double moved = 1.0 / (1.0 + std::exp(-std::log(0.3 / 0.7) * 1.5 / t));
   REQUIRE(c["thresholds"].size() == 4);
   for (const auto& threshold : c["thresholds"]) CHECK(threshold.get<double>() == Approx(moved));
   const std::string calibrated = c["calibrated_checkpoint"].get<std::string>();
