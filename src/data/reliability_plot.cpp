@@ -55,11 +55,12 @@ void draw_reliability_axes(cv::Mat& img, const ReliabilityLayout& l, const Relia
             {(l.plot.x0 + l.plot.x1 - text_width(text.x_label, 0.5)) / 2, l.height - 14}, 0.5);
 }
 
-void draw_reliability_legend(cv::Mat& img, const ReliabilityLayout& l) {
+void draw_reliability_legend(cv::Mat& img, const ReliabilityLayout& l,
+                             const std::string& bar_label) {
   const int x = l.legend.x0 + 8;
   int y = l.legend.y0 + 16;
   cv::rectangle(img, cv::Rect(x, y - 10, 22, 12), scalar(kReliabilityBarColor), cv::FILLED);
-  put_label(img, "accuracy", {x + 30, y}, kLegendScale);
+  put_label(img, bar_label, {x + 30, y}, kLegendScale);
   y += kLegendRow;
   // The fill as it shows over white paper.
   cv::rectangle(img, cv::Rect(x, y - 10, 22, 12), kGapFill * kGapAlpha + kPaper * (1 - kGapAlpha),
@@ -150,7 +151,7 @@ EncodedPng encode_reliability_diagram(const std::vector<ReliabilityBin>& bins,
   cv::Mat img(l.height, l.width, CV_8UC3, kPaper);
   draw_reliability_axes(img, l, text);
   draw_reliability_bins(img, l);
-  draw_reliability_legend(img, l);
+  draw_reliability_legend(img, l, text.bar_label);
   std::vector<uchar> png;
   if (!cv::imencode(".png", img, png)) throw RuntimeError("cannot encode a reliability diagram");
   return {std::string(png.begin(), png.end()), img.rows, img.cols};

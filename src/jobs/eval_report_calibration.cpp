@@ -78,6 +78,7 @@ EncodedPng reliability_png(const CheckpointEvaluation& e) {
   if (reported->multi_label) {
     text.x_label = "probability (every image and class)";
     text.y_label = "share of labels present";
+    text.bar_label = "share present";
   } else {
     text.x_label = "confidence (top-class probability)";
   }

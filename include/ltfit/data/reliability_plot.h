@@ -30,6 +30,7 @@ struct ReliabilityText {
   std::string title;                   // on top (e.g. with the ECE)
   std::string x_label = "confidence";  // under the x axis
   std::string y_label = "accuracy";    // above the y axis
+  std::string bar_label = "accuracy";  // the bars' legend entry
 };
 
 inline constexpr Bgr kReliabilityBarColor{180, 119, 31};  // tab10 blue (BGR)
