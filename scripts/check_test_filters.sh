@@ -17,7 +17,7 @@ TESTS="${1:?usage: check_test_filters.sh <path to ltfit_tests>}"
 names="$("$TESTS" --list-test-names-only 2>/dev/null || true)"
 bad=0
 
-for spec in "[cuda]" "[parity]" "[timm_oracle]" "[csv_oracle]" "[.layout_oracle]" "[multi_label_oracle]" "[loader]~[rlimit]"; do
+for spec in "[cuda]" "[parity]" "[timm_oracle]" "[csv_oracle]" "[.layout_oracle]" "[multi_label_oracle]" "[calibration_oracle]" "[loader]~[rlimit]"; do
   count="$("$TESTS" --list-test-names-only "$spec" 2>/dev/null | grep -c . || true)"
   if ((count == 0)); then
     echo "filter '$spec' selects no test"

@@ -18,6 +18,7 @@ void add_train_command(CLI::App& app, int* exit_code);
 void add_evaluate_command(CLI::App& app, int* exit_code);
 void add_interpret_command(CLI::App& app, int* exit_code);
 void add_clean_command(CLI::App& app, int* exit_code);
+void add_calibrate_command(CLI::App& app, int* exit_code);
 void add_synth_command(CLI::App& app, int* exit_code);
 void add_loader_commands(CLI::App& app, int* exit_code);  // bench-loader, show-batch
 void add_lr_find_command(CLI::App& app, int* exit_code);

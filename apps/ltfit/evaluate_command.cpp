@@ -1,6 +1,6 @@
 // `ltfit evaluate`: reload a checkpoint and report loss, accuracy, confusion matrix, per-class
-// precision/recall/F1 and, with --tta, the test-time-augmented figures; writes predictions.csv
-// and confusion_matrix.png.
+// precision/recall/F1, calibration (NLL, ECE) and, with --tta, the test-time-augmented figures;
+// writes predictions.csv, confusion_matrix.png and reliability.png.
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -38,7 +38,9 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
       "evaluate a saved checkpoint on a dataset. Writes <out>/predictions.csv: "
       "path,label,predicted,loss,prob_<class>... (loss: the image's cross-entropy; with --tta: "
       "prob_* are the TTA-blended probabilities, followed by plain_prob_<class>... the plain "
-      "ones) and <out>/confusion_matrix.png");
+      "ones), <out>/confusion_matrix.png and <out>/reliability.png (the reliability diagram). "
+      "Also reports calibration: NLL and ECE (15 bins) of the probabilities at the "
+      "checkpoint's eval.temperature (see ltfit calibrate)");
   cmd->add_option("--checkpoint", r.checkpoint, "checkpoint file (.ckpt)")->required();
   cmd->add_option("--data", r.data,
                   "a folder of <class>/ subfolders, or a dataset root: train/ valid/ (test/) "
@@ -61,8 +63,8 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "weight of the plain predictions in the TTA blend (default: eval.tta_beta, or "
                   "the mode's fastai default 0.4 | 0.25 when --tta-mode changes the mode)");
   cmd->add_option("--out", args->job.out,
-                  "folder for predictions.csv and confusion_matrix.png (default: the checkpoint's "
-                  "run directory, else the current directory)");
+                  "folder for predictions.csv, confusion_matrix.png and reliability.png "
+                  "(default: the checkpoint's run directory, else the current directory)");
   cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
   cmd->add_flag("--tune-thresholds", args->job.tune_thresholds,
                 "multi-label: per-class thresholds that maximise each class's F1 on the evaluated "

@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   ltfit::cli::add_evaluate_command(app, &exit_code);
   ltfit::cli::add_interpret_command(app, &exit_code);
   ltfit::cli::add_clean_command(app, &exit_code);
+  ltfit::cli::add_calibrate_command(app, &exit_code);
   ltfit::cli::add_synth_command(app, &exit_code);
   ltfit::cli::add_loader_commands(app, &exit_code);
   ltfit::cli::add_lr_find_command(app, &exit_code);

@@ -89,7 +89,11 @@ void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
              "`thresh`)"),
        field("thresholds", read_thresholds, eval.thresholds, "null, or a list of numbers",
              "multi_label: one threshold per class, in the classes' sorted order (`evaluate "
-             "--tune-thresholds` writes them into a checkpoint); null: `threshold` for all")});
+             "--tune-thresholds` writes them into a checkpoint); null: `threshold` for all"),
+       field("temperature", eval.temperature,
+             "temperature scaling: probabilities (softmax, or multi_label's sigmoids) and losses "
+             "come from logits / temperature wherever evaluation runs (validation, TTA, "
+             "`evaluate`, `predict`); `ltfit calibrate` fits it; 1: the logits as they are")});
 }
 
 void convert_dist(const Walk& walk, const Located& at, DistConfig& dist) {

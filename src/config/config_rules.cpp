@@ -258,6 +258,8 @@ void validate_eval(const EvalConfig& eval, const Rules& fail) {
   require(fail, eval.tta_scale <= 10, "eval.tta_scale", "a number <= 10", eval.tta_scale);
   require(fail, eval.tta_n >= 1 && eval.tta_n <= 64, "eval.tta_n", "an integer in [1, 64]",
           eval.tta_n);
+  require(fail, std::isfinite(eval.temperature) && eval.temperature > 0, "eval.temperature",
+          "a finite number > 0", eval.temperature);
 }
 
 void validate_dist(const DistConfig& dist, const Rules& fail) {

@@ -288,6 +288,7 @@ void emit_eval(YAML::Emitter& out, const EvalConfig& eval) {
   } else {
     put_list(out, "thresholds", eval.thresholds);
   }
+  put_plain(out, "temperature", format_number(eval.temperature));
   out << YAML::EndMap;
 }
 

@@ -18,7 +18,7 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  std::vector<torch::Tensor> probs, targets, indices;
+  std::vector<torch::Tensor> probs, raw, targets, indices;
   double loss_sum = 0.0;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
@@ -27,6 +27,7 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     loss_sum += batch_loss_sum(logits, batch->labels, options);
     probs.push_back(output_probabilities(logits, options));
+    raw.push_back(logits);
     targets.push_back(batch->labels);
     indices.push_back(torch::tensor(batch->indices, torch::kInt64));
   }
@@ -39,6 +40,7 @@ EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& option
   if (probs.empty()) throw DataError("no readable image to evaluate");
   EvalResult result =
       score_outputs(torch::cat(probs), torch::cat(targets), torch::cat(indices), loss_sum, options);
+  result.logits = torch::cat(raw);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
@@ -73,6 +75,7 @@ EvalResult all_reduce_multi_label(const EvalResult& local, DistGroup& group,
                                     all[group.size()].item<double>(), options);
   // Per-image tensors stay this rank's own, as single-label results do.
   merged.probabilities = local.probabilities;
+  merged.logits = local.logits;
   merged.targets = local.targets;
   merged.indices = local.indices;
   merged.seconds = local.seconds;
@@ -140,13 +143,27 @@ double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets)
   return -p.to(torch::kFloat64).log().sum().item<double>();
 }
 
-torch::Tensor output_probabilities(const torch::Tensor& logits, const EvalOptions& options) {
+namespace {
+
+// logits / options.temperature; the logits themselves at 1, so an uncalibrated evaluation's
+// figures stay bit for bit what they were.
+torch::Tensor tempered_logits(const torch::Tensor& logits, const EvalOptions& options) {
+  LTFIT_CHECK(options.temperature > 0 && std::isfinite(options.temperature),
+              "the evaluation temperature must be finite and > 0");
+  return options.temperature == 1.0 ? logits : logits / options.temperature;
+}
+
+}  // namespace
+
+torch::Tensor output_probabilities(const torch::Tensor& raw_logits, const EvalOptions& options) {
+  const torch::Tensor logits = tempered_logits(raw_logits, options);
   return options.thresholds.empty() ? torch::softmax(logits, 1) : torch::sigmoid(logits);
 }
 
-double batch_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels,
+double batch_loss_sum(const torch::Tensor& raw_logits, const torch::Tensor& labels,
                       const EvalOptions& options) {
   namespace F = torch::nn::functional;
+  const torch::Tensor logits = tempered_logits(raw_logits, options);
   if (options.thresholds.empty()) {
     return F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
         .item<double>();

@@ -37,7 +37,7 @@ class InferenceScope {
 };
 
 struct V1Parts {
-  std::vector<torch::Tensor> plain, augmented, targets, indices;  // per batch, CPU
+  std::vector<torch::Tensor> plain, logits, augmented, targets, indices;  // per batch, CPU
   double plain_loss_sum = 0.0;
   double plain_seconds = 0.0;
 };
@@ -87,6 +87,7 @@ TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
     const torch::Tensor logits = forward_logits(model, x, options).to(torch::kCPU);
     parts.plain_loss_sum += batch_loss_sum(logits, batch->labels, options);
     parts.plain.push_back(output_probabilities(logits, options));
+    parts.logits.push_back(logits);
     parts.plain_seconds += seconds_since(plain_start);
     parts.augmented.push_back(v1_view_probabilities(model, x, eval.tta_scale, options));
     parts.targets.push_back(batch->labels);
@@ -101,6 +102,7 @@ TtaResult tta_v1(Classifier& model, Loader& loader, const EvalConfig& eval,
   result.views = kTtaV1Views;
   EvalResult plain = score_outputs(torch::cat(parts.plain), torch::cat(parts.targets),
                                    torch::cat(parts.indices), parts.plain_loss_sum, options);
+  plain.logits = torch::cat(parts.logits);
   plain.seconds = parts.plain_seconds;
   score_tta(result, std::move(plain), torch::cat(parts.augmented), options);
   result.seconds = result.tta.seconds = seconds_since(start);

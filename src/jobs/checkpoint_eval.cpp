@@ -58,6 +58,41 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
   out.split = std::move(set.split);
 }
 
+// evaluate_checkpoint's work once the model is loaded.
+CheckpointEvaluation evaluate_loaded(const CheckpointEvalRequest& request, LoadedModel& loaded,
+                                     const torch::Device& device) {
+  const EvalOptions options = eval_options_for(loaded, device, request.precision);
+  CheckpointEvaluation out;
+  out.checkpoint = request.checkpoint;
+  out.arch = loaded.config.model.arch;
+  out.device = describe_device(device);
+  out.precision = precision_name(options.precision);
+  out.classes = loaded.meta.classes;
+  out.temperature = options.temperature;
+  if (options.temperature != 1.0) {
+    spdlog::info("eval.temperature {}: probabilities of the logits divided by it",
+                 options.temperature);
+  }
+  index_eval_samples(request, loaded, out);
+  const LoaderOptions loader_options =
+      valid_loader_options(loaded.config, device, loaded.meta.classes.size());
+  Loader loader(out.samples, loader_options);
+  spdlog::info("evaluating {} on {}{}: {} images of {} classes ({}, {}, {})", request.checkpoint,
+               out.data_folder, out.split.empty() ? "" : " (split " + out.split + ")",
+               loader.size(), out.classes.size(), out.arch, out.precision, out.device);
+  spdlog::info("{}: {}", out.split.empty() ? "images" : out.split,
+               describe_class_counts(out.samples, out.classes));
+  if (request.tta) {
+    const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
+    out.tta = run_tta(loaded.model, loader, loader_options, eval, options);
+    out.plain = out.tta->plain;
+  } else {
+    out.plain = evaluate(loaded.model, loader, options);
+  }
+  spdlog::info("accuracy {:.4f} in {}", out.plain.accuracy, format_mm_ss(out.plain.seconds));
+  return out;
+}
+
 }  // namespace
 
 WeightChoice parse_weight_choice(const std::string& text) {
@@ -124,37 +159,32 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
   options.precision = resolve_eval_precision(
       precision.empty() ? loaded.config.train.precision : parse_precision(precision), device);
   options.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
+  options.temperature = loaded.config.eval.temperature;
   return options;
 }
 
 CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   const torch::Device device = resolve_device(request.device, "--device");
   LoadedModel loaded = load_model_for_eval(request.checkpoint, device);
-  const EvalOptions options = eval_options_for(loaded, device, request.precision);
-  CheckpointEvaluation out;
-  out.checkpoint = request.checkpoint;
-  out.arch = loaded.config.model.arch;
-  out.device = describe_device(device);
-  out.precision = precision_name(options.precision);
-  out.classes = loaded.meta.classes;
-  index_eval_samples(request, loaded, out);
-  const LoaderOptions loader_options =
-      valid_loader_options(loaded.config, device, loaded.meta.classes.size());
-  Loader loader(out.samples, loader_options);
-  spdlog::info("evaluating {} on {}{}: {} images of {} classes ({}, {}, {})", request.checkpoint,
-               out.data_folder, out.split.empty() ? "" : " (split " + out.split + ")",
-               loader.size(), out.classes.size(), out.arch, out.precision, out.device);
-  spdlog::info("{}: {}", out.split.empty() ? "images" : out.split,
-               describe_class_counts(out.samples, out.classes));
-  if (request.tta) {
-    const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
-    out.tta = run_tta(loaded.model, loader, loader_options, eval, options);
-    out.plain = out.tta->plain;
-  } else {
-    out.plain = evaluate(loaded.model, loader, options);
+  try {
+    return evaluate_loaded(request, loaded, device);
+  } catch (...) {
+    rethrow_naming_batch_size(loaded.config.data.batch_size);
   }
-  spdlog::info("accuracy {:.4f} in {}", out.plain.accuracy, format_mm_ss(out.plain.seconds));
-  return out;
+}
+
+std::filesystem::path sibling_checkpoint(const std::string& checkpoint, const std::string& suffix) {
+  const std::filesystem::path source(checkpoint);
+  return source.parent_path() / (source.stem().string() + suffix + source.extension().string());
+}
+
+void save_checkpoint_with_config(const std::string& source, const std::string& target,
+                                 const Config& config) {
+  CheckpointMeta meta = read_checkpoint_meta(source);
+  meta.config_yaml = to_yaml(config);
+  meta.weights_only = true;
+  LoadedModel trained = load_model_for_eval(source, torch::kCPU, WeightChoice::kModel);
+  save_checkpoint(target, trained.model, nullptr, meta);
 }
 
 TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>& paths,

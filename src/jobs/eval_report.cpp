@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "jobs/eval_report_calibration.h"
 #include "jobs/eval_report_multi_label.h"
 #include "ltfit/data/confusion_plot.h"
 #include "ltfit/eval/metrics.h"
@@ -103,9 +104,12 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
       {"confusion", confusion_rows(r.confusion)},
       {"per_class", per_class_json(r, e.classes)},
       {"predictions_csv", predictions_path},
+      {"temperature", e.temperature},
   };
+  add_calibration_json(j, "", r);
   if (e.tta) {
     const EvalResult& t = e.tta->tta;
+    add_calibration_json(j, "tta_", t);
     j["tta_mode"] = e.tta->mode;
     j["tta_beta"] = e.tta->beta;
     j["tta_views"] = e.tta->views;
@@ -134,7 +138,7 @@ std::string evaluation_table(const CheckpointEvaluation& e) {
     out += confusion_table("TTA", e.tta->tta, e.classes);
     out += per_class_table("TTA", e.tta->tta, e.classes);
   }
-  return out;
+  return out + calibration_section(e);
 }
 
 std::string predictions_csv(const CheckpointEvaluation& e) {

@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
+#include "jobs/eval_report_calibration.h"
 #include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/util/json.h"
@@ -35,6 +36,7 @@ void add_figures(nlohmann::json& j, const std::string& prefix, const EvalResult&
   j[prefix + "f1_macro"] = r.f1_macro;
   j[prefix + "map"] = r.map;
   j[prefix + "per_class"] = class_scores_json(r, classes);
+  add_calibration_json(j, prefix, r);
 }
 
 std::string figures_line(const std::string& name, const EvalResult& r) {
@@ -95,6 +97,7 @@ std::string multi_label_evaluation_json(const CheckpointEvaluation& e,
       {"accuracy", r.accuracy},
       {"seconds", r.seconds},
       {"predictions_csv", predictions_path},
+      {"temperature", e.temperature},
   };
   add_figures(j, "", r, e.classes);
   if (e.tta) {
@@ -119,7 +122,7 @@ std::string multi_label_evaluation_table(const CheckpointEvaluation& e) {
   if (e.tta) out += figures_line("tta " + e.tta->mode, e.tta->tta);
   out += class_table("plain", e.plain, e.classes);
   if (e.tta) out += class_table("TTA", e.tta->tta, e.classes);
-  return out;
+  return out + calibration_section(e);
 }
 
 std::string multi_label_predictions_csv(const CheckpointEvaluation& e) {
@@ -141,9 +144,9 @@ std::string multi_label_predictions_csv(const CheckpointEvaluation& e) {
 
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path,
                             const EvaluateJobResult& job) {
-  std::string text = evaluation_json(e, predictions_path);
-  if (!job.tuned) return text;
-  nlohmann::json j = nlohmann::json::parse(text);
+  nlohmann::json j = nlohmann::json::parse(evaluation_json(e, predictions_path));
+  if (!job.reliability_png.empty()) j["reliability_png"] = job.reliability_png;
+  if (!job.tuned) return dump_json(j);
   j["tuned_checkpoint"] = job.tuned_checkpoint;
   j["tuned_thresholds"] = job.tuned_thresholds;
   add_figures(j, "tuned_", *job.tuned, e.classes);

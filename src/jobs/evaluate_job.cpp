@@ -19,26 +19,6 @@ namespace ltfit {
 
 namespace {
 
-// data.batch_size of a checkpoint's config; 0 when it cannot be read. For error messages only.
-int checkpoint_batch_size(const std::string& checkpoint) noexcept {
-  try {
-    const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
-    return load_config_from_string(meta.config_yaml, checkpoint).data.batch_size;
-  } catch (...) {
-    return 0;
-  }
-}
-
-// evaluate_checkpoint, with the checkpoint's data.batch_size in an out-of-memory message.
-CheckpointEvaluation evaluate_naming_batch_size(const CheckpointEvalRequest& request) {
-  try {
-    return evaluate_checkpoint(request);
-  } catch (const std::exception& e) {
-    if (!is_out_of_memory(e)) throw;
-    rethrow_naming_batch_size(checkpoint_batch_size(request.checkpoint));
-  }
-}
-
 // --tune-thresholds: per-class F1-maximising thresholds from the evaluated probabilities, scored
 // and written into a copy of the checkpoint beside it.
 void tune_and_save(const EvaluateJobRequest& request, EvaluateJobResult& result) {
@@ -56,17 +36,13 @@ void tune_and_save(const EvaluateJobRequest& request, EvaluateJobResult& result)
   options.thresholds = result.tuned_thresholds;
   result.tuned = score_outputs(reported.probabilities, reported.targets, reported.indices,
                                reported.loss * static_cast<double>(reported.count), options);
-  const std::filesystem::path source(request.eval.checkpoint);
-  const std::filesystem::path target =
-      source.parent_path() / (source.stem().string() + "-tuned" + source.extension().string());
-  CheckpointMeta meta = read_checkpoint_meta(source.string());
-  Config config = load_config_from_string(meta.config_yaml, source.string() + " (config)");
+  const std::string& source = request.eval.checkpoint;
+  const std::string target = sibling_checkpoint(source, "-tuned").string();
+  Config config =
+      load_config_from_string(read_checkpoint_meta(source).config_yaml, source + " (config)");
   config.eval.thresholds = result.tuned_thresholds;
-  meta.config_yaml = to_yaml(config);
-  meta.weights_only = true;
-  LoadedModel trained = load_model_for_eval(source.string(), torch::kCPU, WeightChoice::kModel);
-  save_checkpoint(target.string(), trained.model, nullptr, meta);
-  result.tuned_checkpoint = target.string();
+  save_checkpoint_with_config(source, target, config);
+  result.tuned_checkpoint = target;
   spdlog::info("tuned thresholds: F1 macro {:.4f} -> {:.4f}, samples {:.4f} -> {:.4f}; wrote {}",
                reported.f1_macro, result.tuned->f1_macro, reported.f1_samples,
                result.tuned->f1_samples, result.tuned_checkpoint);
@@ -82,8 +58,13 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
   // Before the checkpoint and the data are read: an output that cannot be written fails now,
   // not after the whole evaluation.
   check_output_file(csv, request.out.empty() ? "predictions file" : "predictions file (--out)");
-  EvaluateJobResult result{evaluate_naming_batch_size(request.eval), csv.string(),
-                           (out / "confusion_matrix.png").string()};
+  if (request.tune_thresholds) {
+    check_output_file(sibling_checkpoint(request.eval.checkpoint, "-tuned"),
+                      "tuned checkpoint (--tune-thresholds)");
+  }
+  EvaluateJobResult result{evaluate_checkpoint(request.eval), csv.string(),
+                           (out / "confusion_matrix.png").string(),
+                           (out / "reliability.png").string()};
   create_output_dir(out, "output folder (--out)");
   remove_stale_temp_files(out.string(), "predictions.csv");  // a killed evaluate's (temp_files.h)
   write_text_atomic(result.predictions_csv, predictions_csv(result.evaluation));
@@ -92,8 +73,10 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
   } else {
     write_file_atomic(result.confusion_png, confusion_png(result.evaluation).bytes);
   }
-  spdlog::info("wrote {}{}", result.predictions_csv,
-               result.confusion_png.empty() ? "" : " and " + result.confusion_png);
+  write_file_atomic(result.reliability_png, reliability_png(result.evaluation).bytes);
+  spdlog::info("wrote {}{} and {}", result.predictions_csv,
+               result.confusion_png.empty() ? "" : ", " + result.confusion_png,
+               result.reliability_png);
   if (request.tune_thresholds) tune_and_save(request, result);
   return result;
 }

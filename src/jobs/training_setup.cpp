@@ -70,6 +70,7 @@ TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
   options.label_smoothing = config.train.label_smoothing;
   if (setup.class_weights.defined()) options.class_weights = setup.class_weights.to(device);
   options.thresholds = setup.thresholds;
+  options.temperature = config.eval.temperature;
   if (setup.pos_weight.defined()) options.pos_weight = setup.pos_weight.to(device);
   return options;
 }

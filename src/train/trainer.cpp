@@ -199,9 +199,9 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   {
     ScopedPhase phase(*profiler_, Phase::kValidation);
     const bool shard = options_.group != nullptr;
-    valid = evaluate(
-        model_, *valid_,
-        {options_.device, options_.channels_last, options_.precision, shard, options_.thresholds});
+    valid = evaluate(model_, *valid_,
+                     {options_.device, options_.channels_last, options_.precision, shard,
+                      options_.thresholds, options_.temperature});
     if (options_.group != nullptr) {
       valid = all_reduce_eval(valid, *options_.group, options_.thresholds);
     }

@@ -289,6 +289,7 @@ struct EvalConfig {
   int tta_n = 4;                                     // v2: augmented passes
   double threshold = 0.5;          // multi_label: a class is predicted when its p > threshold
   std::vector<double> thresholds;  // multi_label: one per class (overrides threshold); [] = null
+  double temperature = 1.0;  // probabilities from logits / temperature (`ltfit calibrate`'s fit)
 
   bool operator==(const EvalConfig&) const = default;
 };

@@ -26,6 +26,8 @@ struct EvalResult {
   std::int64_t count = 0;       // images evaluated (unreadable ones excluded)
   double seconds = 0.0;         // wall time
   torch::Tensor probabilities;  // float32 [count, classes], CPU
+  torch::Tensor logits;         // float32 [count, classes], CPU: the model's outputs before the
+                                // temperature (plain passes only; undefined for a TTA blend)
   torch::Tensor targets;        // int64 [count]; multi-label: float [count, classes] multi-hot
   torch::Tensor indices;        // int64 [count] positions in the loader's sample list
   torch::Tensor confusion;      // int64 [classes, classes], rows = actual, cols = predicted
@@ -50,6 +52,9 @@ struct EvalOptions {
   // Multi-label: one threshold per class (a sigmoid per class, binary cross-entropy, the
   // multi-label figures); empty: single-label (softmax, cross-entropy, accuracy).
   std::vector<double> thresholds;
+  // eval.temperature: probabilities and losses come from logits / temperature (temperature
+  // scaling, calibration.h); 1: the logits as they are. Must be finite and > 0.
+  double temperature = 1.0;
 };
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
@@ -85,10 +90,12 @@ double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets)
 
 // ---- the task's side of evaluation: softmax and cross-entropy, or sigmoid and BCE -----------
 
-// Logits [N,C] -> probabilities: softmax over classes, or a sigmoid per class (multi-label).
+// Logits [N,C] -> probabilities: softmax over classes, or a sigmoid per class (multi-label), of
+// logits / options.temperature.
 torch::Tensor output_probabilities(const torch::Tensor& logits, const EvalOptions& options);
-// A batch's summed loss: cross-entropy over images, or (multi-label) binary cross-entropy summed
-// over images and classes and divided by the classes (so loss_sum / N is BCE's mean).
+// A batch's summed loss of logits / options.temperature: cross-entropy over images, or
+// (multi-label) binary cross-entropy summed over images and classes and divided by the classes
+// (so loss_sum / N is BCE's mean).
 double batch_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels,
                       const EvalOptions& options);
 // The same sum from probabilities (TTA's blended ones; p clamped to [1e-12, 1 - 1e-12]).

@@ -6,6 +6,7 @@
 // logged). Not thread-safe.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,7 +51,9 @@ EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
                         std::optional<double> beta);
 
 // The evaluation options for `loaded` on `device`, precision `precision` (empty: the
-// checkpoint's train.precision), resolved by resolve_eval_precision.
+// checkpoint's train.precision), resolved by resolve_eval_precision; the thresholds and the
+// temperature of the checkpoint's eval section (so predict, evaluate and their TTA divide the
+// logits by eval.temperature).
 EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& device,
                              const std::string& precision);
 
@@ -78,12 +81,27 @@ struct CheckpointEvaluation {
   std::vector<Sample> samples;       // the evaluated set; result indices point into it
   std::string data_folder;           // where the samples are (e.g. <root>/valid)
   std::string split;                 // train | valid | test; empty at a class-folder level
-  EvalResult plain;                  // plain figures (with TTA: the TTA run's plain pass)
+  double temperature = 1.0;          // eval.temperature the probabilities were computed at
+  EvalResult plain;                  // plain figures (with TTA: the TTA run's plain pass);
+                                     // plain.logits: the raw logits
   std::optional<TtaResult> tta;      // when requested
 };
 
-// Loads the checkpoint, indexes the data and evaluates (plain, or TTA with its plain pass).
+// Loads the checkpoint, indexes the data and evaluates (plain, or TTA with its plain pass), at
+// the checkpoint's eval.temperature. An out-of-memory error names the checkpoint's
+// data.batch_size (OutOfMemoryError, exit 5).
 CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request);
+
+// The path beside `checkpoint` with `suffix` added to its name's stem: (runs/a/last.ckpt,
+// "-tuned") -> runs/a/last-tuned.ckpt.
+std::filesystem::path sibling_checkpoint(const std::string& checkpoint, const std::string& suffix);
+
+// Writes to `target` a weights-only copy of checkpoint `source` whose config is `config`: the
+// trained weights, classes and hook states (a moving average among them) as they are. What
+// `evaluate --tune-thresholds` and `calibrate` write. CheckpointError (exit 4) for a source that
+// cannot be read; RuntimeError (exit 5) when the target cannot be written.
+void save_checkpoint_with_config(const std::string& source, const std::string& target,
+                                 const Config& config);
 
 // TTA on loose image files (labels unknown: 0), for `ltfit predict --tta`, `batch_size` images
 // per batch (0: the checkpoint's data.batch_size). Unreadable images are skipped and logged; they

@@ -1,5 +1,7 @@
-// Reports of `ltfit evaluate`: a JSON document, a text table, predictions.csv and the confusion
-// matrix as a PNG.
+// Reports of `ltfit evaluate`: a JSON document, a text table, predictions.csv, the confusion
+// matrix and the reliability diagram as PNGs. The JSON and the table carry the calibration
+// figures (eval/calibration.h): "temperature", "ece", "nll" (= "loss") and "reliability" (the
+// bins), and tta_ece, tta_nll, tta_reliability when TTA ran.
 //
 // predictions.csv has one row per evaluated image in sample order:
 //   path,label,predicted,loss,prob_<class>...            (plain evaluation)
@@ -44,6 +46,10 @@ std::string predictions_csv(const CheckpointEvaluation& evaluation);
 // The confusion matrix of the reported probabilities (TTA's when TTA ran) as a heat map PNG,
 // titled with the evaluation, its image count and accuracy.
 EncodedPng confusion_png(const CheckpointEvaluation& evaluation);
+
+// The reliability diagram (data/reliability_plot.h) of the reported probabilities (TTA's when
+// TTA ran), titled with the evaluation, its ECE, NLL and temperature.
+EncodedPng reliability_png(const CheckpointEvaluation& evaluation);
 
 // Where evaluate writes by default: the run directory of `checkpoint` (the parent of its
 // `checkpoints/` folder) if it is in one, else the current directory.

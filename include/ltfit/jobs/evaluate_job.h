@@ -1,6 +1,7 @@
-// `ltfit evaluate`: check that predictions.csv can be written, evaluate the checkpoint
-// (evaluate_checkpoint), then write <out>/predictions.csv and <out>/confusion_matrix.png
-// (eval_report.h). Not thread-safe.
+// `ltfit evaluate`: check that predictions.csv (and with --tune-thresholds the tuned
+// checkpoint) can be written, evaluate the checkpoint (evaluate_checkpoint, at its
+// eval.temperature), then write <out>/predictions.csv, <out>/confusion_matrix.png and
+// <out>/reliability.png (eval_report.h). Not thread-safe.
 #pragma once
 
 #include <optional>
@@ -13,7 +14,9 @@ namespace ltfit {
 
 struct EvaluateJobRequest {
   CheckpointEvalRequest eval;  // checkpoint, data, device, precision, TTA
-  std::string out;  // folder for predictions.csv, confusion_matrix.png; empty: default_eval_out_dir
+  // Folder for predictions.csv, confusion_matrix.png, reliability.png; empty:
+  // default_eval_out_dir.
+  std::string out;
   // Multi-label: per-class thresholds that maximise each class's F1 on the evaluated set
   // (TTA's probabilities with --tta), written into a copy of the checkpoint beside it
   // (<name>-tuned.ckpt, its config's eval.thresholds set), which predict and evaluate then use.
@@ -24,6 +27,7 @@ struct EvaluateJobResult {
   CheckpointEvaluation evaluation;
   std::string predictions_csv;   // the files written
   std::string confusion_png;     // empty for a multi-label evaluation (no confusion matrix)
+  std::string reliability_png;   // the reliability diagram (eval_report.h)
   std::string tuned_checkpoint;  // --tune-thresholds: the checkpoint written
   std::vector<double> tuned_thresholds;
   std::optional<EvalResult> tuned;  // the evaluated set's figures at the tuned thresholds

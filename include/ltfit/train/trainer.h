@@ -47,6 +47,9 @@ struct TrainerOptions {
   // Empty: single-label.
   std::vector<double> thresholds;
   torch::Tensor pos_weight;
+  // eval.temperature: validation's probabilities and loss come from logits / temperature
+  // (EvalOptions::temperature). The training loss never uses it.
+  double temperature = 1.0;
 };
 
 // The multi-label training loss: binary cross-entropy with logits over float [N,K] targets, the
