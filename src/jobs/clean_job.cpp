@@ -223,7 +223,7 @@ Config clean_config(const CleanRequest& request) {
   return config;
 }
 
-void write_clean_files(const fs::path& out, CleanResult& result) {
+void write_clean_files(const fs::path& out, const DataConfig& data, CleanResult& result) {
   create_output_dir(out, "clean output folder");
   const std::string suggestions_csv_text = suggestions_csv(result.suggestions);
   for (const auto& [name, text] : {std::pair<std::string, const std::string*>{
@@ -239,7 +239,7 @@ void write_clean_files(const fs::path& out, CleanResult& result) {
       const bool duplicate_kind = kind == std::string("duplicate") && s.problem == "leak";
       if (s.problem == kind || duplicate_kind) rows.push_back(s);
     }
-    const std::optional<EncodedPng> png = suggestions_png(rows, kind);
+    const std::optional<EncodedPng> png = suggestions_png(rows, kind, image_limits(data));
     if (!png) continue;
     const std::string path = (out / (std::string(kind) + (kind == std::string("duplicate") ? "s" : "") +
                                       ".png"))
@@ -276,7 +276,7 @@ CleanResult run_clean_job(const CleanRequest& request) {
   find_duplicate_rows(all, usable, index.classes, config.data, request.max_distance,
                       result.suggestions);
   find_mislabeled_rows(request, config, all, usable, index.classes, out, result);
-  write_clean_files(out, result);
+  write_clean_files(out, config.data, result);
   if (request.apply) apply_clean(request, config.data.root, index.layout, result);
   return result;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ltfit/data/dataset_index.h"
+#include "ltfit/data/image_header.h"
 #include "ltfit/data/image_grid.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/clean_job.h"
@@ -41,7 +42,8 @@ void apply_clean(const CleanRequest& request, const std::string& root, const std
 // suggestions.csv's text.
 std::string suggestions_csv(const std::vector<Suggestion>& suggestions);
 // The picture of one problem kind's rows (at most a few dozen), or nullopt when it has none.
+// Thumbnails are decoded within `limits` (the config's data.max_pixels and formats).
 std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggestions,
-                                          const std::string& problem);
+                                          const std::string& problem, const ImageLimits& limits);
 
 }  // namespace ltfit

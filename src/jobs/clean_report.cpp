@@ -20,10 +20,10 @@ constexpr std::size_t kCleanShown = 36;  // rows of one kind drawn at most
 
 // A square thumbnail of `path`, or a grey square when it should not be (unusable) or cannot be
 // decoded.
-torch::Tensor clean_thumbnail(const std::string& path, bool decode) {
+torch::Tensor clean_thumbnail(const std::string& path, bool decode, const ImageLimits& limits) {
   if (decode) {
     std::string error;
-    if (std::optional<torch::Tensor> rgb = load_square_image(path, kCleanThumb, CropFlip{}, &error)) {
+    if (std::optional<torch::Tensor> rgb = load_square_image(path, kCleanThumb, CropFlip{}, &error, limits)) {
       return *rgb;
     }
   }
@@ -58,16 +58,16 @@ std::string suggestions_csv(const std::vector<Suggestion>& suggestions) {
 }
 
 std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggestions,
-                                          const std::string& problem) {
+                                          const std::string& problem, const ImageLimits& limits) {
   if (suggestions.empty()) return std::nullopt;
   std::vector<torch::Tensor> tiles;
   std::vector<std::string> captions;
   for (std::size_t i = 0; i < suggestions.size() && i < kCleanShown; ++i) {
     const Suggestion& s = suggestions[i];
-    torch::Tensor tile = clean_thumbnail(s.path, problem != "unusable");
+    torch::Tensor tile = clean_thumbnail(s.path, problem != "unusable", limits);
     if (problem == "duplicate") {  // the kept copy | this one
       const torch::Tensor gap = torch::full({kCleanThumb, 4, 3}, 255, torch::kUInt8);
-      tile = torch::cat({clean_thumbnail(kept_path(s), true), gap, tile}, 1);
+      tile = torch::cat({clean_thumbnail(kept_path(s), true, limits), gap, tile}, 1);
     }
     tiles.push_back(tile);
     captions.push_back(clean_caption(s));
