@@ -1,8 +1,8 @@
 // `ltfit predict`: class probabilities per image of the files, folders and glob patterns given,
 // from a checkpoint or from a weight file (`--weights FILE.pth --arch A`: a torchvision file or
 // an `ltfit export`, with its own classifier and class names), batched on the device. With --tta
-// (checkpoints only) the probabilities are test-time augmented (jobs/predict_job.h). --json prints
-// JSON Lines.
+// (checkpoints only) the probabilities are test-time augmented (jobs/predict_job.h); --cam DIR
+// writes a Grad-CAM picture per image. --json prints JSON Lines.
 #include <spdlog/fmt/fmt.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -39,6 +39,7 @@ nlohmann::json prediction_json(const ImagePrediction& p) {
     out["plain_top"] = ranked_json(p.plain_top);
   }
   if (p.logits) out["logits"] = *p.logits;
+  if (p.cam) out["cam"] = *p.cam;
   return out;
 }
 
@@ -51,6 +52,7 @@ std::string prediction_text(const ImagePrediction& p) {
   }
   for (const auto& t : p.top) out += fmt::format("  {:<30} {:8.4f}\n", t.name, t.probability);
   if (p.logits) out += "  logits: " + dump_json(nlohmann::json(*p.logits), -1) + "\n";
+  if (p.cam) out += "  Grad-CAM: " + *p.cam + "\n";
   return out;
 }
 
@@ -97,6 +99,11 @@ void add_predict_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", r.out,
                   "also write this CSV, one row per readable image: path,predicted,prob_<class>... "
                   "(with --tta: the TTA-blended probabilities, then plain_prob_<class>...)");
+  cmd->add_option("--cam", r.cam,
+                  "also write DIR/<image stem>_cam.png per image: the image at the model's input "
+                  "size beside its Grad-CAM heat map for the predicted class (red: the evidence "
+                  "the prediction rests on), captioned with class and probability; JSON adds "
+                  "\"cam\", the file (not with --tta)");
   cmd->add_option("images", r.images,
                   "image files, folders (searched recursively for *.jpg, *.jpeg, *.png, *.bmp, "
                   "*.webp, *.tif, *.tiff) and glob patterns (quoted: 'photos/*.jpg')")

@@ -16,6 +16,22 @@ constexpr int kMinGridCell = 160;  // small images are scaled up so captions sta
 constexpr int kCaptionHeight = 22;
 constexpr int kGap = 6;
 
+// `caption` as drawn under a tile `width` pixels wide: cut to fit, ending in "...", so that it
+// never runs under the next tile.
+std::string fitted_caption(std::string caption, int width) {
+  const auto text_width = [](const std::string& text) {
+    int baseline = 0;
+    return cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, 0.5, 1, &baseline).width;
+  };
+  if (text_width(caption) <= width) return caption;
+  while (!caption.empty() && text_width(caption + "...") > width) {
+    do {  // a whole UTF-8 character (its continuation bytes are 10xxxxxx)
+      caption.pop_back();
+    } while (!caption.empty() && (static_cast<unsigned char>(caption.back()) & 0xC0) == 0x80);
+  }
+  return caption + "...";
+}
+
 }  // namespace
 
 EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
@@ -39,7 +55,8 @@ EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std:
     const int x = kGap + (i % cols) * (cell_w + kGap);
     const int y = kGap + (i / cols) * (cell_h + kCaptionHeight + kGap);
     big.copyTo(canvas(cv::Rect(x, y, cell_w, cell_h)));
-    const std::string caption = i < static_cast<int>(captions.size()) ? captions[i] : "";
+    const std::string caption =
+        i < static_cast<int>(captions.size()) ? fitted_caption(captions[i], cell_w - 4) : "";
     cv::putText(canvas, caption, cv::Point(x + 2, y + cell_h + kCaptionHeight - 6),
                 cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "jobs/cam_pictures.h"
 #include "ltfit/data/image_inputs.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/multi_label_metrics.h"
@@ -55,6 +56,9 @@ void validate(const PredictRequest& request) {
     throw ConfigError("--arch goes with --weights (a checkpoint names its own arch)",
                       "drop --arch, or give --weights FILE.pth");
   if (request.tta && request.checkpoint.empty()) throw ConfigError("--tta needs --checkpoint CKPT");
+  if (request.tta && !request.cam.empty())
+    throw ConfigError("--cam explains plain predictions, not --tta ones",
+                      "drop --tta, or run predict twice: with --tta, then with --cam");
   if (request.batch_size < 0)
     throw ConfigError("--batch-size: expected a positive integer, got " +
                       std::to_string(request.batch_size));
@@ -217,8 +221,9 @@ class PredictionsCsv {
 class Emitter {
  public:
   Emitter(const std::vector<std::string>& images, const std::vector<std::string>& classes,
-          const PredictRequest& r, const PredictionSink& sink, PredictionsCsv& csv)
-      : images_(images), classes_(classes), request_(r), sink_(sink), csv_(csv) {}
+          const PredictRequest& r, const PredictionSink& sink, PredictionsCsv& csv,
+          CamPictures* cams)
+      : images_(images), classes_(classes), request_(r), sink_(sink), csv_(csv), cams_(cams) {}
 
   // The prediction of image `index` (all before it without one were unreadable).
   void predicted(std::int64_t index, ImagePrediction prediction, const torch::Tensor& probs,
@@ -242,6 +247,7 @@ class Emitter {
   }
   std::int64_t count() const { return count_; }
   const PredictRequest& request() const { return request_; }
+  CamPictures* cams() const { return cams_; }  // --cam's writer; null without --cam
 
  private:
   const std::vector<std::string>& images_;
@@ -249,6 +255,7 @@ class Emitter {
   const PredictRequest& request_;
   const PredictionSink& sink_;
   PredictionsCsv& csv_;
+  CamPictures* cams_;
   std::int64_t next_ = 0;
   std::int64_t count_ = 0;
 };
@@ -265,9 +272,18 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
         normalize_images(batch->images, p.eval.device, false, p.model->input_normalization());
     const torch::Tensor logits = forward_logits(p.model, pixels, p.eval).to(torch::kCPU);
     const torch::Tensor probs = output_probabilities(logits, p.eval);
+    std::vector<std::string> cams;  // --cam: the batch's pictures, for its predicted classes
+    if (out.cams() != nullptr) {
+      std::vector<std::string> paths;
+      for (const std::int64_t i : batch->indices)
+        paths.push_back(images[static_cast<std::size_t>(i)]);
+      cams =
+          out.cams()->write_batch(p.model, p.eval, pixels, batch->images, probs, paths, p.classes);
+    }
     for (std::size_t row = 0; row < batch->indices.size(); ++row) {
       const auto r = static_cast<std::int64_t>(row);
       ImagePrediction prediction;
+      if (!cams.empty()) prediction.cam = cams[row];
       prediction.top = ranked(probs[r], p.classes, out.request().top);
       prediction.labels = labels_above(probs[r], p.classes, p.eval.thresholds);
       if (out.request().logits) {
@@ -323,6 +339,7 @@ void log_summary(const PredictSummary& s, const SkippedImages& skipped) {
 PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink) {
   validate(request);
   if (!request.out.empty()) check_output_file(request.out, "predictions file (--out)");
+  if (!request.cam.empty()) check_cam_folder(request.cam);
   const torch::Device device = resolve_device(request.device, "--device");
   Predictor p = make_predictor(request, device);
   const std::vector<std::string> images = expand_image_inputs(request.images);
@@ -333,7 +350,9 @@ PredictSummary run_predict_job(const PredictRequest& request, const PredictionSi
                describe_device(device), precision_name(p.eval.precision), p.loader.batch_size,
                p.loader.workers);
   PredictionsCsv csv(request.out, p.classes, request.tta);
-  Emitter emitter(images, p.classes, request, sink, csv);
+  std::optional<CamPictures> cams;
+  if (!request.cam.empty()) cams.emplace(request.cam);
+  Emitter emitter(images, p.classes, request, sink, csv, cams ? &*cams : nullptr);
   const auto start = std::chrono::steady_clock::now();
   SkippedImages skipped;
   try {
@@ -353,6 +372,7 @@ PredictSummary run_predict_job(const PredictRequest& request, const PredictionSi
                     "give JPEG, PNG, BMP, WebP or TIFF images");
   }
   csv.commit();
+  if (cams) spdlog::info("wrote {} Grad-CAM picture(s) to {}", cams->written(), request.cam);
   return summary;
 }
 

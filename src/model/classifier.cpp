@@ -31,8 +31,9 @@ bool is_normalization(torch::nn::Module& module) {
 ClassifierImpl::ClassifierImpl(std::string arch, std::int64_t feature_channels)
     : arch_(std::move(arch)), feature_channels_(feature_channels) {}
 
-torch::Tensor ClassifierImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor maps = features(x);
+torch::Tensor ClassifierImpl::forward(const torch::Tensor& x) { return classify(features(x)); }
+
+torch::Tensor ClassifierImpl::classify(const torch::Tensor& maps) {
   if (head_.is_empty()) return linear_head(maps);
   // fastai's AdaptiveConcatPool2d: [max, avg].
   const torch::Tensor pooled =

@@ -16,8 +16,9 @@ struct EncodedPng {
   int width = 0;
 };
 
-// `images`: uint8 [N,H,W,3] RGB; one caption per image drawn under it; `columns` per row
-// (0: about square). Returns the grid as PNG; throws RuntimeError if it cannot be encoded.
+// `images`: uint8 [N,H,W,3] RGB; one caption per image drawn under it (cut to the image's width,
+// ending in "...", when longer); `columns` per row (0: about square). Returns the grid as PNG;
+// throws RuntimeError if it cannot be encoded.
 EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
                              int columns);
 

@@ -9,8 +9,10 @@
 // by a Loader (parallel, the validation preprocessing) and predicted in batches on the device,
 // a checkpoint's under its train.precision (eval_options_for); each prediction is handed to the
 // caller as its batch completes. With `tta` (checkpoints only) the probabilities are test-time
-// augmented per the checkpoint's eval section (tta_predict_images), handed over at the end.
-// Unreadable images are skipped, counted and named in the log, as in training. Not thread-safe.
+// augmented per the checkpoint's eval section (tta_predict_images), handed over at the end. With
+// `cam` each plain prediction also gets a Grad-CAM picture (eval/grad_cam.h), made from the
+// batch the model just saw. Unreadable images are skipped, counted and named in the log, as in
+// training. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,12 @@ struct PredictRequest {
   // path,predicted,prob_<class>... (with tta: TTA-blended, then plain_prob_<class>...). Empty:
   // none. Checked before any work.
   std::string out;
+  // Folder for Grad-CAM pictures (eval/grad_cam.h), one per readable image: <file stem>_cam.png
+  // (a stem met before gets a counter: <stem>_2_cam.png), the image at the model's input size
+  // beside its heat map for the predicted class (multi-label: the most probable class), captioned
+  // with class and probability. Created if missing; checked before any work. Empty: none. Not
+  // with tta (it explains plain predictions).
+  std::string cam;
 };
 
 struct RankedClass {
@@ -55,6 +63,7 @@ struct ImagePrediction {
   // A multi-label checkpoint: the classes whose probability is above their threshold
   // (eval.threshold(s)), most probable first; `top` then ranks every class's own sigmoid.
   std::optional<std::vector<RankedClass>> labels;
+  std::optional<std::string> cam;  // with request.cam: the Grad-CAM picture written
 };
 
 struct PredictSummary {
@@ -69,12 +78,12 @@ using PredictionSink = std::function<void(const ImagePrediction&)>;
 // Predicts every image `request` names, calling `sink` once per image in order (unreadable ones
 // with their error) and writing request.out. ConfigError (exit 2) for a request without a model,
 // --checkpoint with --weights, --arch without --weights, --weights without --arch and without an
-// export description (or with one naming another arch), --tta without a checkpoint, a negative
-// batch size; CheckpointError (exit 4) for weights whose keys fit neither head; RuntimeError
-// (exit 5) for an --out that cannot be written, before any work; CheckpointError (exit 4) for a
-// checkpoint or weights file that cannot be read; DataError (exit 3) for a path, folder or
-// pattern without images (image_inputs.h) or when no image is readable; OutOfMemoryError naming
-// the batch size.
+// export description (or with one naming another arch), --tta without a checkpoint, --cam with
+// --tta, a negative batch size; CheckpointError (exit 4) for weights whose keys fit neither head;
+// RuntimeError (exit 5) for an --out or --cam folder that cannot be written, before any work;
+// CheckpointError (exit 4) for a checkpoint or weights file that cannot be read; DataError (exit 3)
+// for a path, folder or pattern without images (image_inputs.h) or when no image is readable;
+// OutOfMemoryError naming the batch size.
 PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink);
 
 // The same, collecting the predictions.

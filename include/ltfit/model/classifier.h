@@ -34,9 +34,12 @@ class ClassifierImpl : public torch::nn::Module {
   // [N,3,H,W] float, normalised with the arch's mean/std -> [N,C,h,w] the body's feature map
   // (what fastai's cut body returns; C = feature_channels()).
   virtual torch::Tensor features(const torch::Tensor& x) = 0;
-  // [N,3,H,W] -> [N,num_classes] logits: features, then the fastai head (concat pooling) or the
-  // family's torchvision classifier.
+  // [N,3,H,W] -> [N,num_classes] logits: classify(features(x)).
   torch::Tensor forward(const torch::Tensor& x);
+  // [N,C,h,w] the body's feature map -> [N,num_classes] logits: the fastai head (concat pooling)
+  // when the model has one, else the family's torchvision classifier. Grad-CAM differentiates
+  // the logits with respect to the map through it (eval/grad_cam.h).
+  torch::Tensor classify(const torch::Tensor& maps);
 
   const std::string& arch() const { return arch_; }
   std::int64_t feature_channels() const { return feature_channels_; }
