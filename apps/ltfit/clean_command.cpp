@@ -58,7 +58,8 @@ void add_clean_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-distance", r.max_distance,
                   "near duplicates: perceptual-hash bits (of 64) that may differ")
       ->capture_default_str();
-  cmd->add_option("--kinds", r.kinds, "problem kinds --apply moves: mislabeled duplicate leak unusable")
+  cmd->add_option("--kinds", r.kinds,
+                  "problem kinds --apply moves: mislabeled duplicate leak unusable")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--apply", r.apply, "move the flagged files of --kinds into <out>/quarantine/");

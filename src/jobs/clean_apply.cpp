@@ -37,8 +37,8 @@ std::string move_problem(const Move& move, std::set<std::string>& checked_dirs) 
   if (fs::exists(fs::symlink_status(move.moved_to, error))) {
     return "'" + move.moved_to + "' already exists";
   }
-  for (const fs::path& dir : {fs::path(move.original).parent_path(),
-                              fs::path(move.moved_to).parent_path()}) {
+  for (const fs::path& dir :
+       {fs::path(move.original).parent_path(), fs::path(move.moved_to).parent_path()}) {
     if (!checked_dirs.insert(dir.string()).second) continue;
     try {
       check_output_file(dir / ".ltfit-clean-probe", "folder of a move");
@@ -60,10 +60,11 @@ void make_move(const Move& move) {
     if (!error) fs::remove(move.original, error);
   }
   if (error) {
-    throw WriteError("cannot move '" + move.original + "' to '" + move.moved_to +
-                         "': " + error.message(),
-                     error.value(), "the moves made so far are in the manifest; undo them with "
-                                    "`ltfit clean --undo <manifest>`");
+    throw WriteError(
+        "cannot move '" + move.original + "' to '" + move.moved_to + "': " + error.message(),
+        error.value(),
+        "the moves made so far are in the manifest; undo them with "
+        "`ltfit clean --undo <manifest>`");
   }
 }
 
@@ -81,8 +82,8 @@ std::string move_target(const CleanRequest& request, const Suggestion& s, const 
     }
     return (path.parent_path().parent_path() / s.suggested / path.filename()).string();
   }
-  const fs::path rel =
-      fs::absolute(path).lexically_normal().lexically_relative(fs::absolute(root).lexically_normal());
+  const fs::path rel = fs::absolute(path).lexically_normal().lexically_relative(
+      fs::absolute(root).lexically_normal());
   return (quarantine / rel).string();
 }
 
@@ -124,8 +125,7 @@ void check_moves(const std::vector<Move>& moves, const std::string& what) {
 void apply_clean(const CleanRequest& request, const std::string& root, const std::string& layout,
                  CleanResult& result) {
   const fs::path quarantine = fs::path(result.out_dir) / "quarantine";
-  const std::vector<Move> moves =
-      plan_moves(request, root, layout, quarantine, result.suggestions);
+  const std::vector<Move> moves = plan_moves(request, root, layout, quarantine, result.suggestions);
   check_moves(moves, "clean --apply");
   const fs::path manifest = quarantine / "manifest.csv";
   check_output_file(manifest, "clean manifest");
@@ -135,13 +135,13 @@ void apply_clean(const CleanRequest& request, const std::string& root, const std
   if (fresh) file << "original,moved_to,problem\n";
   for (const Move& m : moves) {
     make_move(m);
-    file << manifest_field(m.original) << ',' << manifest_field(m.moved_to) << ','
-         << m.problem << '\n';
+    file << manifest_field(m.original) << ',' << manifest_field(m.moved_to) << ',' << m.problem
+         << '\n';
     file.flush();
     if (!file) {
-      throw WriteError("cannot write the manifest '" + manifest.string() + "' after moving '" +
-                           m.original + "'",
-                       errno, "it lists the moves made before; check the disk");
+      throw WriteError(
+          "cannot write the manifest '" + manifest.string() + "' after moving '" + m.original + "'",
+          errno, "it lists the moves made before; check the disk");
     }
     result.moves.push_back(m);
   }
@@ -165,9 +165,9 @@ std::vector<Move> undo_clean(const std::string& manifest) {
   std::error_code error;
   fs::rename(manifest, manifest + ".undone", error);
   if (error) {
-    throw WriteError("moved every file back but cannot rename '" + manifest + "': " +
-                         error.message(),
-                     error.value(), "remove the manifest by hand; every file is back");
+    throw WriteError(
+        "moved every file back but cannot rename '" + manifest + "': " + error.message(),
+        error.value(), "remove the manifest by hand; every file is back");
   }
   spdlog::info("clean --undo: moved {} files back", back.size());
   return back;

@@ -72,7 +72,8 @@ torch::Tensor clean_probabilities(LoadedModel& loaded, const std::vector<Sample>
   EvalOptions allow = options;
   allow.allow_empty = true;
   const EvalResult r = evaluate(loaded.model, loader, allow);
-  if (r.count > 0) out.index_copy_(0, r.indices.to(torch::kLong), r.probabilities.to(torch::kFloat32));
+  if (r.count > 0)
+    out.index_copy_(0, r.indices.to(torch::kLong), r.probabilities.to(torch::kFloat32));
   return out;
 }
 
@@ -82,14 +83,15 @@ torch::Tensor cross_fitted_probabilities(const Config& config, const std::string
                                          const std::string& work, const CleanRequest& request) {
   // Folds drawn as the valid_pct split is: a permutation of the sorted samples by run.seed.
   torch::manual_seed(config.run.seed);
-  const torch::Tensor order = torch::randperm(static_cast<std::int64_t>(train.size()), torch::kLong);
+  const torch::Tensor order =
+      torch::randperm(static_cast<std::int64_t>(train.size()), torch::kLong);
   std::vector<int> fold_of(train.size());
   for (std::int64_t i = 0; i < order.numel(); ++i) {
     fold_of[static_cast<std::size_t>(order[i].item<std::int64_t>())] = static_cast<int>(i % folds);
   }
-  torch::Tensor out = torch::full({static_cast<std::int64_t>(train.size()),
-                                   static_cast<std::int64_t>(classes.size())},
-                                  std::numeric_limits<float>::quiet_NaN());
+  torch::Tensor out = torch::full(
+      {static_cast<std::int64_t>(train.size()), static_cast<std::int64_t>(classes.size())},
+      std::numeric_limits<float>::quiet_NaN());
   create_output_dir(work, "cross-fitting folder");
   for (int k = 0; k < folds; ++k) {
     const fs::path dir = fs::path(work) / ("fold-" + std::to_string(k));

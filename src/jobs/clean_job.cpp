@@ -91,16 +91,17 @@ std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
       usable.push_back(i);
       continue;
     }
-    out.push_back({all[i].sample.path, "unusable", all[i].split,
-                   class_name(classes, all[i].sample.label), "", 0.0,
-                   image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") +
-                       check.detail});
+    out.push_back(
+        {all[i].sample.path, "unusable", all[i].split, class_name(classes, all[i].sample.label), "",
+         0.0,
+         image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") + check.detail});
   }
   return usable;
 }
 
 // Duplicate and leak rows from the perceptual and content hashes of the usable images.
-void find_duplicate_rows(const std::vector<CleanSample>& all, const std::vector<std::size_t>& usable,
+void find_duplicate_rows(const std::vector<CleanSample>& all,
+                         const std::vector<std::size_t>& usable,
                          const std::vector<std::string>& classes, const DataConfig& data,
                          int max_distance, std::vector<Suggestion>& out) {
   std::vector<std::string> paths;
@@ -187,9 +188,8 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
   // Rows a model could not score (NaN: decoded for the check, not for the model) are left out.
   const torch::Tensor scored = probs.isnan().any(1).logical_not().nonzero().view({-1});
   std::vector<std::int64_t> labels;
-  for (const std::int64_t r : std::vector<std::int64_t>(scored.data_ptr<std::int64_t>(),
-                                                        scored.data_ptr<std::int64_t>() +
-                                                            scored.numel())) {
+  for (const std::int64_t r : std::vector<std::int64_t>(
+           scored.data_ptr<std::int64_t>(), scored.data_ptr<std::int64_t>() + scored.numel())) {
     labels.push_back(all[at[static_cast<std::size_t>(r)]].sample.label);
   }
   result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs);
@@ -198,11 +198,10 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
   for (const LabelIssue& issue : issues) {
     const std::int64_t row = scored[issue.index].item<std::int64_t>();
     const CleanSample& s = all[at[static_cast<std::size_t>(row)]];
-    result.suggestions.push_back({s.sample.path, "mislabeled", s.split,
-                                  class_name(classes, issue.given),
-                                  class_name(classes, issue.suggested), issue.score,
-                                  s.split == "valid" ? "out-of-sample"
-                                                     : result.train_probabilities});
+    result.suggestions.push_back(
+        {s.sample.path, "mislabeled", s.split, class_name(classes, issue.given),
+         class_name(classes, issue.suggested), issue.score,
+         s.split == "valid" ? "out-of-sample" : result.train_probabilities});
   }
   result.flagged_fraction =
       scored.numel() > 0 ? static_cast<double>(issues.size()) / static_cast<double>(scored.numel())
@@ -216,9 +215,9 @@ Config clean_config(const CleanRequest& request) {
   if (!request.data.empty()) config.data.root = request.data;
   config.data.subset = 1.0;  // every image is judged
   if (is_multi_label(config)) {
-    throw ConfigError("clean: checkpoint '" + request.checkpoint +
-                          "' is multi-label; clean judges single labels",
-                      "use a single-label checkpoint (model.task: single_label)");
+    throw ConfigError(
+        "clean: checkpoint '" + request.checkpoint + "' is multi-label; clean judges single labels",
+        "use a single-label checkpoint (model.task: single_label)");
   }
   return config;
 }
@@ -226,9 +225,9 @@ Config clean_config(const CleanRequest& request) {
 void write_clean_files(const fs::path& out, const DataConfig& data, CleanResult& result) {
   create_output_dir(out, "clean output folder");
   const std::string suggestions_csv_text = suggestions_csv(result.suggestions);
-  for (const auto& [name, text] : {std::pair<std::string, const std::string*>{
-                                       "suggestions.csv", &suggestions_csv_text},
-                                   {"probabilities.csv", &result.probabilities_csv}}) {
+  for (const auto& [name, text] :
+       {std::pair<std::string, const std::string*>{"suggestions.csv", &suggestions_csv_text},
+        {"probabilities.csv", &result.probabilities_csv}}) {
     const std::string path = (out / name).string();
     write_text_atomic(path, *text);
     result.files.push_back(path);
@@ -241,9 +240,9 @@ void write_clean_files(const fs::path& out, const DataConfig& data, CleanResult&
     }
     const std::optional<EncodedPng> png = suggestions_png(rows, kind, image_limits(data));
     if (!png) continue;
-    const std::string path = (out / (std::string(kind) + (kind == std::string("duplicate") ? "s" : "") +
-                                      ".png"))
-                                 .string();
+    const std::string path =
+        (out / (std::string(kind) + (kind == std::string("duplicate") ? "s" : "") + ".png"))
+            .string();
     write_file_atomic(path, png->bytes);
     result.files.push_back(path);
   }
@@ -254,8 +253,8 @@ void write_clean_files(const fs::path& out, const DataConfig& data, CleanResult&
 CleanResult run_clean_job(const CleanRequest& request) {
   check_clean_request(request);
   const fs::path out = clean_out_dir(request);
-  check_output_file(out / "suggestions.csv", request.out.empty() ? "clean output folder"
-                                                                 : "clean output folder (--out)");
+  check_output_file(out / "suggestions.csv",
+                    request.out.empty() ? "clean output folder" : "clean output folder (--out)");
   const Config config = clean_config(request);
   const DatasetIndex index = index_dataset(config.data, config.run.seed, false);
   const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
@@ -272,7 +271,8 @@ CleanResult run_clean_job(const CleanRequest& request) {
   result.images = static_cast<std::int64_t>(all.size());
   spdlog::info("clean: {} images of {} classes in {}", all.size(), index.classes.size(),
                config.data.root);
-  const std::vector<std::size_t> usable = find_unusable(all, index.classes, config.data, result.suggestions);
+  const std::vector<std::size_t> usable =
+      find_unusable(all, index.classes, config.data, result.suggestions);
   find_duplicate_rows(all, usable, index.classes, config.data, request.max_distance,
                       result.suggestions);
   find_mislabeled_rows(request, config, all, usable, index.classes, out, result);

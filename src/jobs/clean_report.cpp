@@ -4,18 +4,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 
 #include "clean_parts.h"
 #include "ltfit/data/image_io.h"
-#include "ltfit/util/json.h"
 #include "ltfit/jobs/eval_report.h"
+#include "ltfit/util/json.h"
 
 namespace ltfit {
 
 namespace {
 
-constexpr int kCleanThumb = 128;       // side of a picture's thumbnails
+constexpr int kCleanThumb = 176;         // side of a picture's thumbnails
 constexpr std::size_t kCleanShown = 36;  // rows of one kind drawn at most
 
 // A square thumbnail of `path`, or a grey square when it should not be (unusable) or cannot be
@@ -23,7 +24,8 @@ constexpr std::size_t kCleanShown = 36;  // rows of one kind drawn at most
 torch::Tensor clean_thumbnail(const std::string& path, bool decode, const ImageLimits& limits) {
   if (decode) {
     std::string error;
-    if (std::optional<torch::Tensor> rgb = load_square_image(path, kCleanThumb, CropFlip{}, &error, limits)) {
+    if (std::optional<torch::Tensor> rgb =
+            load_square_image(path, kCleanThumb, CropFlip{}, &error, limits)) {
       return *rgb;
     }
   }
@@ -40,9 +42,12 @@ std::string kept_path(const Suggestion& s) {
 
 std::string clean_caption(const Suggestion& s) {
   if (s.problem == "mislabeled") {
-    return fmt::format("{} -> {}  p {:.2f}", s.given, s.suggested, s.score);
+    return fmt::format("{}->{} {:.3f}", s.given, s.suggested, s.score);
   }
-  if (s.problem == "unusable") return s.detail.substr(0, s.detail.find(':'));
+  if (s.problem == "unusable") {
+    return s.detail.substr(0, s.detail.find(':')) + " " +
+           std::filesystem::path(s.path).filename().string();
+  }
   return fmt::format("{} ({}) d {}", s.problem, s.split, static_cast<int>(s.score));
 }
 
@@ -64,7 +69,10 @@ std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggest
   std::vector<std::string> captions;
   for (std::size_t i = 0; i < suggestions.size() && i < kCleanShown; ++i) {
     const Suggestion& s = suggestions[i];
-    torch::Tensor tile = clean_thumbnail(s.path, problem != "unusable", limits);
+    // An unusable file is drawn only when it decodes within the budget (too small, too long).
+    const bool drawable = problem != "unusable" || s.detail.rfind("too_small", 0) == 0 ||
+                          s.detail.rfind("extreme_aspect", 0) == 0;
+    torch::Tensor tile = clean_thumbnail(s.path, drawable, limits);
     if (problem == "duplicate") {  // the kept copy | this one
       const torch::Tensor gap = torch::full({kCleanThumb, 4, 3}, 255, torch::kUInt8);
       tile = torch::cat({clean_thumbnail(kept_path(s), true, limits), gap, tile}, 1);
@@ -101,8 +109,12 @@ std::string clean_table(const CleanResult& result) {
 std::string clean_json(const CleanResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (const Suggestion& s : result.suggestions) {
-    rows.push_back({{"path", s.path}, {"problem", s.problem}, {"split", s.split},
-                    {"given", s.given}, {"suggested", s.suggested}, {"score", s.score},
+    rows.push_back({{"path", s.path},
+                    {"problem", s.problem},
+                    {"split", s.split},
+                    {"given", s.given},
+                    {"suggested", s.suggested},
+                    {"score", s.score},
                     {"detail", s.detail}});
   }
   nlohmann::json moves = nlohmann::json::array();

@@ -99,9 +99,9 @@ void check_interpret_request(const InterpretRequest& request) {
                       "pass --top 1 or more (default 9)");
   }
   if (request.min_count < 1) {
-    throw ConfigError("--min-count " + std::to_string(request.min_count) +
-                          ": a pair is confused at least once",
-                      "pass --min-count 1 or more (default 1)");
+    throw ConfigError(
+        "--min-count " + std::to_string(request.min_count) + ": a pair is confused at least once",
+        "pass --min-count 1 or more (default 1)");
   }
 }
 
@@ -123,6 +123,7 @@ TopLossImages top_loss_images(const InterpretRequest& request, const InterpretRe
   loader_options.workers = prediction_workers(loader_options, samples.size());
   Loader loader(samples, loader_options);
   std::vector<torch::Tensor> images(samples.size()), cams(samples.size());
+  loader.start_epoch(0);
   while (std::optional<Batch> batch = loader.next()) {
     std::vector<std::int64_t> classes;
     for (const std::int64_t i : batch->indices) {
@@ -189,8 +190,9 @@ std::vector<TopLoss> top_losses(const EvalResult& result, int top) {
 InterpretResult run_interpret_job(const InterpretRequest& request) {
   check_interpret_request(request);
   const fs::path out = interpret_out_dir(request);
-  check_output_file(out / "top_losses.csv", request.out.empty() ? "interpret output folder"
-                                                                : "interpret output folder (--out)");
+  check_output_file(out / "top_losses.csv", request.out.empty()
+                                                ? "interpret output folder"
+                                                : "interpret output folder (--out)");
   CheckpointEvalRequest eval = request.eval;
   eval.tta = false;
   InterpretResult result;

@@ -31,11 +31,9 @@ torch::Tensor interpret_tiles(const TopLossImages& images) {
   for (std::int64_t i = 0; i < images.images.size(0); ++i) {
     const torch::Tensor rgb = images.images[i];
     const torch::Tensor overlay = cam_overlay(rgb, images.cams[i]);
-    const torch::Tensor gap =
-        torch::full({rgb.size(0), kInterpretGap, 3}, 255, torch::kUInt8);
-    tiles.push_back(torch::cat({enlarge_tile_half(rgb), enlarge_tile_half(gap),
-                                enlarge_tile_half(overlay)},
-                               1));
+    const torch::Tensor gap = torch::full({rgb.size(0), kInterpretGap, 3}, 255, torch::kUInt8);
+    tiles.push_back(torch::cat(
+        {enlarge_tile_half(rgb), enlarge_tile_half(gap), enlarge_tile_half(overlay)}, 1));
   }
   return torch::stack(tiles);
 }
@@ -43,8 +41,9 @@ torch::Tensor interpret_tiles(const TopLossImages& images) {
 std::string interpret_caption(const InterpretResult& result, const TopLoss& t) {
   const auto& classes = result.evaluation.classes;
   if (t.class_index >= 0) {
-    return fmt::format("{}: {} / p {:.2f} / loss {:.2f}", classes[static_cast<size_t>(t.class_index)],
-                       t.actual == 1 ? "has" : "not", t.probability, t.loss);
+    return fmt::format("{}: {} / p {:.2f} / loss {:.2f}",
+                       classes[static_cast<size_t>(t.class_index)], t.actual == 1 ? "has" : "not",
+                       t.probability, t.loss);
   }
   return fmt::format("{}/{} / {:.2f} / {:.2f}", classes[static_cast<size_t>(t.predicted)],
                      classes[static_cast<size_t>(t.actual)], t.loss, t.probability);
@@ -81,15 +80,14 @@ std::string top_losses_csv(const InterpretResult& result) {
     last_class = t.class_index;
     ++rank;
     if (multi) {
-      out += fmt::format("{},{},{},{},{},{:.6f},{:.6f}\n",
-                         csv_field(classes[static_cast<size_t>(t.class_index)]), rank,
-                         csv_field(sample_path(result, t)), t.actual, t.predicted, t.loss,
-                         t.probability);
+      out += fmt::format(
+          "{},{},{},{},{},{:.6f},{:.6f}\n", csv_field(classes[static_cast<size_t>(t.class_index)]),
+          rank, csv_field(sample_path(result, t)), t.actual, t.predicted, t.loss, t.probability);
     } else {
-      out += fmt::format("{},{},{},{},{:.6f},{:.6f}\n", rank, csv_field(sample_path(result, t)),
-                         csv_field(classes[static_cast<size_t>(t.actual)]),
-                         csv_field(classes[static_cast<size_t>(t.predicted)]), t.loss,
-                         t.probability);
+      out +=
+          fmt::format("{},{},{},{},{:.6f},{:.6f}\n", rank, csv_field(sample_path(result, t)),
+                      csv_field(classes[static_cast<size_t>(t.actual)]),
+                      csv_field(classes[static_cast<size_t>(t.predicted)]), t.loss, t.probability);
     }
   }
   return out;
@@ -133,9 +131,8 @@ std::string interpret_json(const InterpretResult& result) {
   nlohmann::json doc;
   nlohmann::json top = nlohmann::json::array();
   for (const TopLoss& t : result.top_losses) {
-    nlohmann::json item = {{"path", sample_path(result, t)},
-                           {"loss", t.loss},
-                           {"probability", t.probability}};
+    nlohmann::json item = {
+        {"path", sample_path(result, t)}, {"loss", t.loss}, {"probability", t.probability}};
     if (t.class_index >= 0) {
       item["class"] = classes[static_cast<size_t>(t.class_index)];
       item["actual"] = t.actual;
@@ -162,8 +159,8 @@ std::string interpret_json(const InterpretResult& result) {
   std::string text = dump_json(doc);
   const std::string slot = "\"evaluation\": null";
   const std::string predictions =
-      result.files.empty() ? std::string() : (std::filesystem::path(result.out_dir) /
-                                              "predictions.csv").string();
+      result.files.empty() ? std::string()
+                           : (std::filesystem::path(result.out_dir) / "predictions.csv").string();
   std::string evaluation = evaluation_json(result.evaluation, predictions);
   while (!evaluation.empty() && evaluation.back() == '\n') evaluation.pop_back();
   text.replace(text.find(slot), slot.size(), "\"evaluation\": " + evaluation);

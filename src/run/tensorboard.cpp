@@ -47,7 +47,6 @@ std::string new_events_path(const std::string& dir) {
   }
 }
 
-
 std::string events_file_name(std::int64_t unix_seconds, const std::string& host, int pid, int n) {
   return "events.out.tfevents." + std::to_string(unix_seconds) + "." + host + "." +
          std::to_string(pid) + "." + std::to_string(n);

@@ -17,8 +17,9 @@ namespace {
 
 // A seconds-long CPU run on a generated two-class set under `dir`; its last checkpoint.
 fs::path train_tiny_interpret(const ltfit::testing::TempDir& dir, const std::string& extra = "") {
-  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 12 --seed 3")
-              .exit_code == 0);
+  REQUIRE(
+      run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 12 --seed 3").exit_code ==
+      0);
   const fs::path config = dir.path() / "c.yaml";
   ltfit::testing::write_file(
       config, "run: {name: tiny, out_dir: " + dir.str() + "/runs, seed: 5" + extra + "}\n" +
@@ -52,7 +53,8 @@ TEST_CASE("interpret writes the top losses with Grad-CAM and the most confused p
   for (const auto& t : j["top_losses"]) {  // highest first, loss = -ln p(actual)
     CHECK(t["loss"].get<double>() <= last + 1e-12);
     last = t["loss"].get<double>();
-    CHECK(t["loss"].get<double>() == Approx(-std::log(t["probability"].get<double>())).margin(1e-6));
+    CHECK(t["loss"].get<double>() ==
+          Approx(-std::log(t["probability"].get<double>())).margin(1e-6));
   }
   // The pairs and the confusion matrix agree: each pair's count is its cell.
   const auto& confusion = j["evaluation"]["confusion"];
@@ -85,8 +87,8 @@ TEST_CASE("interpret refuses bad arguments with the documented exit codes", "[cl
   const auto top = run_ltfit("interpret --top 0 --checkpoint " + ckpt.string());
   CHECK(top.exit_code == 2);
   CHECK_THAT(top.output, Contains("--top"));
-  const auto missing = run_ltfit("interpret --checkpoint " + dir.str() + "/nope.ckpt --out " +
-                                 dir.str() + "/o");
+  const auto missing =
+      run_ltfit("interpret --checkpoint " + dir.str() + "/nope.ckpt --out " + dir.str() + "/o");
   CHECK(missing.exit_code == 4);
   // A file in the way of the output folder fails before the checkpoint is read.
   ltfit::testing::write_file(dir.path() / "taken", "x");
