@@ -32,13 +32,20 @@ std::string fold_csv_field(const std::string& raw) {
 // (1 for fold `k`).
 std::string fold_csv(const std::string& root, const std::vector<Sample>& train,
                      const std::vector<std::string>& classes, const std::vector<int>& fold_of,
-                     int k) {
+                     int k, bool multi_label) {
   const fs::path base = fs::absolute(root).lexically_normal();
   std::string text = "fname,label,is_valid\n";
   for (std::size_t i = 0; i < train.size(); ++i) {
     const fs::path rel = fs::absolute(train[i].path).lexically_normal().lexically_relative(base);
-    text += fold_csv_field(rel.generic_string()) + "," +
-            fold_csv_field(classes[static_cast<std::size_t>(train[i].label)]) + "," +
+    std::string labels;
+    if (multi_label) {
+      for (const std::int64_t k : train[i].labels) {
+        labels += (labels.empty() ? "" : " ") + classes[static_cast<std::size_t>(k)];
+      }
+    } else {
+      labels = classes[static_cast<std::size_t>(train[i].label)];
+    }
+    text += fold_csv_field(rel.generic_string()) + "," + fold_csv_field(labels) + "," +
             (fold_of[i] == k ? "1" : "0") + "\n";
   }
   return text;
@@ -55,6 +62,7 @@ Config fold_config(const Config& config, const std::string& root, const std::str
   fold.data.csv.label_column = "label";
   fold.data.csv.valid_column = "is_valid";
   fold.data.subset = 1.0;
+  if (is_multi_label(config)) fold.data.csv.label_delim = " ";  // label sets as fold_csv joins them
   return fold;
 }
 
@@ -68,6 +76,7 @@ torch::Tensor clean_probabilities(LoadedModel& loaded, const std::vector<Sample>
   if (samples.empty()) return out;
   LoaderOptions loader_options = make_loader_options(loaded.config, /*train=*/false);
   loader_options.pin_memory = options.device.is_cuda();
+  if (is_multi_label(loaded.config)) loader_options.multi_label_classes = classes;
   Loader loader(samples, loader_options);
   EvalOptions allow = options;
   allow.allow_empty = true;
@@ -96,7 +105,7 @@ torch::Tensor cross_fitted_probabilities(const Config& config, const std::string
   for (int k = 0; k < folds; ++k) {
     const fs::path dir = fs::path(work) / ("fold-" + std::to_string(k));
     const std::string csv = (fs::path(work) / ("fold-" + std::to_string(k) + ".csv")).string();
-    write_text_atomic(csv, fold_csv(root, train, classes, fold_of, k));
+    write_text_atomic(csv, fold_csv(root, train, classes, fold_of, k, is_multi_label(config)));
     spdlog::info("clean: cross-fitting fold {} of {} (the checkpoint's recipe, {})", k + 1, folds,
                  dir.string());
     TrainJobOptions options;

@@ -78,10 +78,20 @@ std::string class_name(const std::vector<std::string>& classes, std::int64_t k) 
              : "";
 }
 
+// The given label of `s` in words: its class, or (multi-label) its classes joined by spaces.
+std::string given_labels(const std::vector<std::string>& classes, const Sample& s,
+                         bool multi_label) {
+  if (!multi_label) return class_name(classes, s.label);
+  std::vector<std::string> names;
+  for (const std::int64_t k : s.labels) names.push_back(class_name(classes, k));
+  return join(names, " ");
+}
+
 // Unusable files: a row each; the usable ones' positions are returned.
 std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
                                        const std::vector<std::string>& classes,
-                                       const DataConfig& data, std::vector<Suggestion>& out) {
+                                       const DataConfig& data, bool multi_label,
+                                       std::vector<Suggestion>& out) {
   ImageProblemLimits limits;
   limits.image = image_limits(data);
   std::vector<std::size_t> usable;
@@ -92,8 +102,8 @@ std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
       continue;
     }
     out.push_back(
-        {all[i].sample.path, "unusable", all[i].split, class_name(classes, all[i].sample.label), "",
-         0.0,
+        {all[i].sample.path, "unusable", all[i].split,
+         given_labels(classes, all[i].sample, multi_label), "", 0.0,
          image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") + check.detail});
   }
   return usable;
@@ -103,7 +113,7 @@ std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
 void find_duplicate_rows(const std::vector<CleanSample>& all,
                          const std::vector<std::size_t>& usable,
                          const std::vector<std::string>& classes, const DataConfig& data,
-                         int max_distance, std::vector<Suggestion>& out) {
+                         bool multi_label, int max_distance, std::vector<Suggestion>& out) {
   std::vector<std::string> paths;
   for (const std::size_t i : usable) paths.push_back(all[i].sample.path);
   const std::vector<ImageFingerprint> prints = fingerprint_images(paths, 0, {}, image_limits(data));
@@ -122,7 +132,8 @@ void find_duplicate_rows(const std::vector<CleanSample>& all,
       const int distance = exact ? 0 : std::popcount(p.phash ^ kept.phash);
       const bool is_leak = leak && s.split == "valid";
       out.push_back({s.sample.path, is_leak ? "leak" : "duplicate", s.split,
-                     class_name(classes, s.sample.label), "", static_cast<double>(distance),
+                     given_labels(classes, s.sample, multi_label), "",
+                     static_cast<double>(distance),
                      std::string(exact ? "same bytes as " : "near copy of ") + kept.path});
     }
   }
@@ -137,7 +148,7 @@ namespace {
 std::string clean_probabilities_csv(const std::vector<CleanSample>& all,
                                     const std::vector<std::size_t>& at,
                                     const std::vector<std::string>& classes,
-                                    const torch::Tensor& probs) {
+                                    const torch::Tensor& probs, bool multi_label) {
   std::string text = "path,split,given";
   for (const std::string& c : classes) text += "," + csv_field("prob_" + c);
   text += "\n";
@@ -146,7 +157,7 @@ std::string clean_probabilities_csv(const std::vector<CleanSample>& all,
   for (std::size_t r = 0; r < at.size(); ++r) {
     const CleanSample& s = all[at[r]];
     text += csv_field(s.sample.path) + "," + s.split + "," +
-            csv_field(class_name(classes, s.sample.label));
+            csv_field(given_labels(classes, s.sample, multi_label));
     for (std::int64_t c = 0; c < p.size(1); ++c) {
       const double v = pa[static_cast<std::int64_t>(r)][c];
       text += std::isnan(v) ? std::string(",") : fmt::format(",{:.9g}", v);
@@ -154,6 +165,59 @@ std::string clean_probabilities_csv(const std::vector<CleanSample>& all,
     text += "\n";
   }
   return text;
+}
+
+// The labels find_label_issues takes: int64 [N] classes, or (multi-label) float [N,K] multi-hot.
+torch::Tensor clean_label_tensor(const std::vector<Sample>& samples, std::size_t classes,
+                                 bool multi_label) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  if (!multi_label) {
+    std::vector<std::int64_t> labels;
+    for (const Sample& s : samples) labels.push_back(s.label);
+    return torch::tensor(labels, torch::kLong).view({n});
+  }
+  torch::Tensor hot = torch::zeros({n, static_cast<std::int64_t>(classes)});
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (const std::int64_t k : samples[static_cast<std::size_t>(i)].labels) hot[i][k] = 1.0;
+  }
+  return hot;
+}
+
+// A mislabeled row. Multi-label: the suggestion is the given set with each flagged class
+// toggled (a present one dropped, an absent one added), the flagged classes named in detail.
+Suggestion mislabeled_row(const CleanSample& s, const LabelIssue& issue,
+                          const std::vector<std::string>& classes, bool multi_label,
+                          const std::string& source) {
+  if (!multi_label) {
+    return {s.sample.path,
+            "mislabeled",
+            s.split,
+            class_name(classes, issue.given),
+            class_name(classes, issue.suggested),
+            issue.score,
+            source};
+  }
+  std::vector<std::int64_t> set = s.sample.labels;
+  std::vector<std::string> flagged;
+  for (const std::int64_t k : issue.classes) {
+    const auto it = std::find(set.begin(), set.end(), k);
+    if (it == set.end()) {
+      set.push_back(k);
+    } else {
+      set.erase(it);
+    }
+    flagged.push_back(class_name(classes, k));
+  }
+  std::sort(set.begin(), set.end());
+  Sample suggested = s.sample;
+  suggested.labels = set;
+  return {s.sample.path,
+          "mislabeled",
+          s.split,
+          given_labels(classes, s.sample, true),
+          given_labels(classes, suggested, true),
+          issue.score,
+          "classes " + join(flagged, " ") + "; " + source};
 }
 
 // Mislabeled rows: confident learning on the usable images' probabilities (validation: the
@@ -187,21 +251,19 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
   at.insert(at.end(), valid_at.begin(), valid_at.end());
   // Rows a model could not score (NaN: decoded for the check, not for the model) are left out.
   const torch::Tensor scored = probs.isnan().any(1).logical_not().nonzero().view({-1});
-  std::vector<std::int64_t> labels;
-  for (const std::int64_t r : std::vector<std::int64_t>(
-           scored.data_ptr<std::int64_t>(), scored.data_ptr<std::int64_t>() + scored.numel())) {
-    labels.push_back(all[at[static_cast<std::size_t>(r)]].sample.label);
-  }
-  result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs);
-  const std::vector<LabelIssue> issues =
-      find_label_issues(probs.index_select(0, scored), torch::tensor(labels, torch::kLong));
+  const std::vector<std::int64_t> rows(scored.data_ptr<std::int64_t>(),
+                                       scored.data_ptr<std::int64_t>() + scored.numel());
+  std::vector<Sample> judged;
+  for (const std::int64_t r : rows) judged.push_back(all[at[static_cast<std::size_t>(r)]].sample);
+  const bool multi_label = is_multi_label(config);
+  result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs, multi_label);
+  const std::vector<LabelIssue> issues = find_label_issues(
+      probs.index_select(0, scored), clean_label_tensor(judged, classes.size(), multi_label));
   for (const LabelIssue& issue : issues) {
-    const std::int64_t row = scored[issue.index].item<std::int64_t>();
-    const CleanSample& s = all[at[static_cast<std::size_t>(row)]];
+    const CleanSample& s = all[at[static_cast<std::size_t>(rows[issue.index])]];
     result.suggestions.push_back(
-        {s.sample.path, "mislabeled", s.split, class_name(classes, issue.given),
-         class_name(classes, issue.suggested), issue.score,
-         s.split == "valid" ? "out-of-sample" : result.train_probabilities});
+        mislabeled_row(s, issue, classes, multi_label,
+                       s.split == "valid" ? "out-of-sample" : result.train_probabilities));
   }
   result.flagged_fraction =
       scored.numel() > 0 ? static_cast<double>(issues.size()) / static_cast<double>(scored.numel())
@@ -214,11 +276,6 @@ Config clean_config(const CleanRequest& request) {
   Config config = load_config_from_string(meta.config_yaml, request.checkpoint + " (config)");
   if (!request.data.empty()) config.data.root = request.data;
   config.data.subset = 1.0;  // every image is judged
-  if (is_multi_label(config)) {
-    throw ConfigError(
-        "clean: checkpoint '" + request.checkpoint + "' is multi-label; clean judges single labels",
-        "use a single-label checkpoint (model.task: single_label)");
-  }
   return config;
 }
 
@@ -256,7 +313,7 @@ CleanResult run_clean_job(const CleanRequest& request) {
   check_output_file(out / "suggestions.csv",
                     request.out.empty() ? "clean output folder" : "clean output folder (--out)");
   const Config config = clean_config(request);
-  const DatasetIndex index = index_dataset(config.data, config.run.seed, false);
+  const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
   if (meta.classes != index.classes) {
     throw ConfigError("clean: the classes of '" + config.data.root + "' (" +
@@ -272,9 +329,9 @@ CleanResult run_clean_job(const CleanRequest& request) {
   spdlog::info("clean: {} images of {} classes in {}", all.size(), index.classes.size(),
                config.data.root);
   const std::vector<std::size_t> usable =
-      find_unusable(all, index.classes, config.data, result.suggestions);
-  find_duplicate_rows(all, usable, index.classes, config.data, request.max_distance,
-                      result.suggestions);
+      find_unusable(all, index.classes, config.data, index.multi_label, result.suggestions);
+  find_duplicate_rows(all, usable, index.classes, config.data, index.multi_label,
+                      request.max_distance, result.suggestions);
   find_mislabeled_rows(request, config, all, usable, index.classes, out, result);
   write_clean_files(out, config.data, result);
   if (request.apply) apply_clean(request, config.data.root, index.layout, result);

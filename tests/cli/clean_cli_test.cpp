@@ -257,3 +257,37 @@ TEST_CASE("clean --folds cross-fits the training split with the checkpoint's rec
   }
   CHECK(right >= flagged * 3 / 4);
 }
+
+TEST_CASE("clean of a multi-label checkpoint suggests label sets with flagged classes toggled",
+          "[cli][clean][multi_label]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() +
+                    "/shapes --layout csv --task shapes --train 40 --valid 16 --seed 2")
+              .exit_code == 0);
+  const fs::path config = dir.path() / "shapes.yaml";
+  ltfit::testing::write_file(
+      config, "run: {name: shapes, out_dir: " + dir.str() + "/runs, seed: 3}\n" + "data: {root: " +
+                  dir.str() + "/shapes, image_size: 32, batch_size: 8, workers: 2, layout: csv, " +
+                  "csv: {valid_column: is_valid, label_delim: ' '}}\n" +
+                  "model: {arch: resnet18, pretrained: none}\n" +
+                  "train: {recipe: one_cycle, epochs: 1, lr: 2.0e-3, device: cpu}\n");
+  REQUIRE(run_ltfit("train --config " + config.string()).exit_code == 0);
+  const auto r = run_ltfit("clean --json --folds 2 --checkpoint " + dir.str() +
+                           "/runs/shapes/checkpoints/last.ckpt --out " + dir.str() + "/clean");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.stdout_text);
+  CHECK(j["train_probabilities"] == "cross-fitted (2 folds)");
+  // Every image judged, a probability per class (circle square star triangle).
+  const std::string probs = ltfit::testing::read_file(dir.path() / "clean/probabilities.csv");
+  CHECK(probs.rfind("path,split,given,prob_circle,prob_square,prob_star,prob_triangle\n", 0) == 0);
+  CHECK(std::count(probs.begin(), probs.end(), '\n') == 1 + 56);
+  std::size_t mislabeled = 0;
+  for (const auto& s : j["suggestions"]) {
+    if (s["problem"] != "mislabeled") continue;
+    ++mislabeled;
+    CHECK_THAT(s["detail"].get<std::string>(), Contains("classes "));
+    CHECK(s["given"] != s["suggested"]);
+  }
+  WARN("clean, multi-label shapes (1 epoch, 2 folds): " << mislabeled << " of 56 images flagged");
+}

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -16,15 +17,15 @@ using ltfit::testing::run_ltfit;
 namespace {
 
 // A seconds-long CPU run on a generated two-class set under `dir`; its last checkpoint.
-fs::path train_tiny_interpret(const ltfit::testing::TempDir& dir, const std::string& extra = "") {
-  REQUIRE(
-      run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 12 --seed 3").exit_code ==
-      0);
+fs::path train_tiny_interpret(const ltfit::testing::TempDir& dir, const std::string& extra = "",
+                              const std::string& synth = "", const std::string& data_yaml = "") {
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 12 --seed 3 " + synth)
+              .exit_code == 0);
   const fs::path config = dir.path() / "c.yaml";
   ltfit::testing::write_file(
       config, "run: {name: tiny, out_dir: " + dir.str() + "/runs, seed: 5" + extra + "}\n" +
                   "data: {root: " + dir.str() + "/data, image_size: 32, batch_size: 4, " +
-                  "workers: 2}\n" + "model: {arch: resnet18, pretrained: none}\n" +
+                  "workers: 2" + data_yaml + "}\n" + "model: {arch: resnet18, pretrained: none}\n" +
                   "train: {recipe: one_cycle, epochs: 1, lr: 2.0e-3, device: cpu}\n");
   const auto trained = run_ltfit("train --config " + config.string());
   INFO(trained.output);
@@ -104,4 +105,32 @@ TEST_CASE("interpret refuses bad arguments with the documented exit codes", "[cl
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.stdout_text, Contains("top losses") && Contains("most confused"));
   CHECK(fs::exists(dir.path() / "plain/top_losses.png"));
+}
+
+TEST_CASE("interpret of a multi-label checkpoint shows each class's top losses",
+          "[cli][interpret][multi_label]") {
+  ltfit::testing::TempDir dir;
+  const fs::path ckpt =
+      train_tiny_interpret(dir, "", "--layout csv --task shapes",
+                           ", layout: csv, csv: {valid_column: is_valid, label_delim: ' '}");
+  const auto r = run_ltfit("interpret --json --top 3 --checkpoint " + ckpt.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.stdout_text);
+  const auto classes = j["evaluation"]["classes"];
+  REQUIRE(j["top_losses"].size() == 3 * classes.size());  // 3 per class, class by class
+  for (std::size_t i = 0; i < j["top_losses"].size(); ++i) {
+    const auto& t = j["top_losses"][i];
+    CHECK(t["class"] == classes[i / 3]);
+    const double p = t["probability"].get<double>();
+    const double expected = t["actual"] == 1 ? -std::log(p) : -std::log(1.0 - p);
+    CHECK(t["loss"].get<double>() == Approx(expected).margin(1e-5));
+  }
+  CHECK(j["most_confused"].empty());
+  const fs::path out = dir.path() / "runs/tiny/interpret";
+  CHECK(!fs::exists(out / "most_confused.csv"));
+  const cv::Mat png = cv::imread((out / "top_losses.png").string());
+  REQUIRE(!png.empty());
+  CHECK(png.rows >= static_cast<int>(classes.size()) * 160);  // a row per class
+  CHECK(line_count(ltfit::testing::read_file(out / "top_losses.csv")) == 1 + 3 * classes.size());
 }
