@@ -86,7 +86,12 @@ std::string csv_field(const std::string& raw) {
 }
 
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path) {
-  if (e.plain.multi_label) return multi_label_evaluation_json(e, predictions_path);
+  return dump_json(evaluation_document(e, predictions_path));
+}
+
+nlohmann::json evaluation_document(const CheckpointEvaluation& e,
+                                   const std::string& predictions_path) {
+  if (e.plain.multi_label) return multi_label_evaluation_document(e, predictions_path);
   const EvalResult& r = e.plain;
   nlohmann::json j = {
       {"checkpoint", e.checkpoint},
@@ -120,7 +125,7 @@ std::string evaluation_json(const CheckpointEvaluation& e, const std::string& pr
     j["tta_confusion"] = confusion_rows(t.confusion);
     j["tta_per_class"] = per_class_json(t, e.classes);
   }
-  return dump_json(j);
+  return j;
 }
 
 std::string evaluation_table(const CheckpointEvaluation& e) {

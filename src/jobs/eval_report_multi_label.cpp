@@ -80,8 +80,8 @@ std::string predicted_label_set(const torch::Tensor& row, const std::vector<doub
   return out;
 }
 
-std::string multi_label_evaluation_json(const CheckpointEvaluation& e,
-                                        const std::string& predictions_path) {
+nlohmann::json multi_label_evaluation_document(const CheckpointEvaluation& e,
+                                               const std::string& predictions_path) {
   const EvalResult& r = e.plain;
   nlohmann::json j = {
       {"checkpoint", e.checkpoint},
@@ -108,7 +108,7 @@ std::string multi_label_evaluation_json(const CheckpointEvaluation& e,
     j["tta_accuracy"] = e.tta->tta.accuracy;
     add_figures(j, "tta_", e.tta->tta, e.classes);
   }
-  return dump_json(j);
+  return j;
 }
 
 std::string multi_label_evaluation_table(const CheckpointEvaluation& e) {
@@ -144,7 +144,8 @@ std::string multi_label_predictions_csv(const CheckpointEvaluation& e) {
 
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path,
                             const EvaluateJobResult& job) {
-  nlohmann::json j = nlohmann::json::parse(evaluation_json(e, predictions_path));
+  // The document itself, not its text parsed back: that would escape its strings twice.
+  nlohmann::json j = evaluation_document(e, predictions_path);
   if (!job.reliability_png.empty()) j["reliability_png"] = job.reliability_png;
   if (!job.tuned) return dump_json(j);
   j["tuned_checkpoint"] = job.tuned_checkpoint;

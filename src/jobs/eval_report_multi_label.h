@@ -4,14 +4,17 @@
 // and a probability per class. Pure functions of the evaluation.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "ltfit/jobs/checkpoint_eval.h"
 
 namespace ltfit {
 
-std::string multi_label_evaluation_json(const CheckpointEvaluation& evaluation,
-                                        const std::string& predictions_path);
+// The JSON document, its strings not yet escaped (dump_json escapes them once).
+nlohmann::json multi_label_evaluation_document(const CheckpointEvaluation& evaluation,
+                                               const std::string& predictions_path);
 std::string multi_label_evaluation_table(const CheckpointEvaluation& evaluation);
 std::string multi_label_predictions_csv(const CheckpointEvaluation& evaluation);
 

@@ -154,17 +154,11 @@ std::string interpret_json(const InterpretResult& result) {
   doc["out_dir"] = result.out_dir;
   doc["files"] = result.files;
   doc["tensorboard_events"] = result.events_file;
-  // evaluate's document, spliced in as written (parsing it back would escape its strings twice).
-  doc["evaluation"] = nullptr;
-  std::string text = dump_json(doc);
-  const std::string slot = "\"evaluation\": null";
   const std::string predictions =
       result.files.empty() ? std::string()
                            : (std::filesystem::path(result.out_dir) / "predictions.csv").string();
-  std::string evaluation = evaluation_json(result.evaluation, predictions);
-  while (!evaluation.empty() && evaluation.back() == '\n') evaluation.pop_back();
-  text.replace(text.find(slot), slot.size(), "\"evaluation\": " + evaluation);
-  return text;
+  doc["evaluation"] = evaluation_document(result.evaluation, predictions);
+  return dump_json(doc);
 }
 
 }  // namespace ltfit

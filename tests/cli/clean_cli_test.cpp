@@ -134,7 +134,7 @@ std::set<std::string> files_under(const fs::path& root) {
 
 }  // namespace
 
-TEST_CASE("clean finds planted flipped labels, duplicates, a leak and unusable files",
+TEST_CASE("clean finds planted flipped labels and duplicates and a leak and unusable files",
           "[cli][clean]") {
   ltfit::testing::TempDir dir;
   const std::string root = dir.str() + "/colours";
@@ -186,7 +186,7 @@ TEST_CASE("clean finds planted flipped labels, duplicates, a leak and unusable f
 }
 
 TEST_CASE(
-    "clean --apply moves into quarantine and --undo moves back; a read-only tree moves nothing",
+    "clean --apply moves into quarantine and --undo moves back and a read-only tree moves nothing",
     "[cli][clean]") {
   ltfit::testing::TempDir dir;
   const std::string root = dir.str() + "/colours";

@@ -14,6 +14,8 @@
 // thread-safe.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <filesystem>
 #include <string>
 
@@ -30,6 +32,10 @@ std::string csv_field(const std::string& raw);
 // The JSON document printed by `evaluate --json`; `predictions_path` is recorded in it.
 std::string evaluation_json(const CheckpointEvaluation& evaluation,
                             const std::string& predictions_path);
+// The same document before it is written: its strings raw (dump_json, util/json.h, escapes them
+// once), for a document that embeds it (`ltfit interpret --json`).
+nlohmann::json evaluation_document(const CheckpointEvaluation& evaluation,
+                                   const std::string& predictions_path);
 // With --tune-thresholds' results (tuned_thresholds, tuned_checkpoint, the tuned figures).
 std::string evaluation_json(const CheckpointEvaluation& evaluation,
                             const std::string& predictions_path, const EvaluateJobResult& job);
