@@ -224,6 +224,24 @@ TEST_CASE(
   INFO(undone.output);
   CHECK(undone.exit_code == 0);
   CHECK(files_under(root) == before);
+  // --relabel: the mislabeled files go into their suggested class folder; --undo again.
+  const auto relabelled = run_ltfit(
+      "clean --json --apply --relabel --kinds mislabeled "
+      "--checkpoint " +
+      ckpt.string() + " --out " + dir.str() + "/c3");
+  INFO(relabelled.output);
+  REQUIRE(relabelled.exit_code == 0);
+  const auto k = nlohmann::json::parse(relabelled.stdout_text);
+  REQUIRE(!k["moves"].empty());
+  for (const auto& m : k["moves"]) {
+    const fs::path from(m["original"].get<std::string>()), to(m["moved_to"].get<std::string>());
+    CHECK(to.filename() == from.filename());
+    CHECK(to.parent_path().parent_path() == from.parent_path().parent_path());  // same split
+    CHECK(to.parent_path().filename() != from.parent_path().filename());        // other class
+    CHECK(fs::exists(to));
+  }
+  REQUIRE(run_ltfit("clean --undo " + k["manifest"].get<std::string>()).exit_code == 0);
+  CHECK(files_under(root) == before);
   CHECK(run_ltfit("clean --relabel --checkpoint " + ckpt.string()).exit_code == 2);
   CHECK(run_ltfit("clean --folds 1 --checkpoint " + ckpt.string()).exit_code == 2);
   CHECK(run_ltfit("clean --kinds typo --checkpoint " + ckpt.string()).exit_code == 2);
