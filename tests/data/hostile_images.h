@@ -142,6 +142,23 @@ inline constexpr bool kAddressSpaceCapped = false;
 inline constexpr bool kAddressSpaceCapped = true;
 #endif
 
+// A thread refused by RLIMIT_AS: in a plain build pthread_create fails with EAGAIN (its stack
+// mmap is refused) and std::thread throws. Under ASan the new thread may start and then die in
+// ASan's own per-thread mmap (its alternate signal stack: "AddressSanitizer failed to allocate
+// ... SetAlternateSignalStack"), which no code of ours can catch. Tests of a refused thread run
+// only where the refusal reaches our code.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadRefusalReachesCode = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kThreadRefusalReachesCode = false;
+#else
+inline constexpr bool kThreadRefusalReachesCode = true;
+#endif
+#else
+inline constexpr bool kThreadRefusalReachesCode = true;
+#endif
+
 // The result of `body` run in a forked child under RLIMIT_AS = its size at the fork + headroom.
 struct CappedBody {
   bool exited = false;                  // the child finished (no crash, no timeout)
