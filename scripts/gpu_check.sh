@@ -3,7 +3,7 @@
 #  1. trains one epoch on the synthetic set (64 px, ResNet-18) in each precision;
 #  2. the study's shape at 224 px (ResNet-34, bs 64, channels_last), 2 epochs per precision, and
 #     reports the second epoch's images/s (the first pays cuDNN autotuning);
-#  3. evaluates the fp16 checkpoint with TTA on the GPU;
+#  3. evaluates the fp16 checkpoint with TTA on the GPU, and interprets it (Grad-CAM, fp16);
 #  4. find-batch on a ResNet-152 at 224 px up to --max 4096, which must meet a real CUDA
 #     out-of-memory and recover from it;
 #  5. envinfo's GPU fields;
@@ -125,6 +125,16 @@ study_eval() {
   echo; echo "== 3. evaluate --tta (fp16) of the 224 px fp16 checkpoint =="
   "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("accuracy","tta_accuracy","seconds","tta_seconds","loss")})' "$out" ||
     fail "reading the evaluate result"
+  # Grad-CAM under fp16 autocast on the GPU, through interpret (its [cuda] test checks the maps).
+  log "interpret (top losses with Grad-CAM, fp16) of $ckpt on $DEVICE"
+  if "$LTFIT" interpret --checkpoint "$ckpt" --device "$DEVICE" --precision fp16 --top 16 \
+      --out "$WORK_DIR/gpu-interpret" --no-tensorboard --json >"$WORK_DIR/gpu-interpret.json" &&
+     [[ -s "$WORK_DIR/gpu-interpret/top_losses.png" ]]; then
+    "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print("interpret fp16: accuracy", d["evaluation"].get("accuracy"), "top losses", len(d["top_losses"]), "most confused", d["most_confused"][:3])' \
+      "$WORK_DIR/gpu-interpret.json" || fail "reading the interpret result"
+  else
+    fail "interpret --precision fp16 on $DEVICE"
+  fi
 }
 
 # find-batch far past what fits: a real CUDA out-of-memory must be caught, not fatal.

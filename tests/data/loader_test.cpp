@@ -306,8 +306,9 @@ TEST_CASE("loaders constructed, run and destroyed many times never hang or race"
 TEST_CASE("a loader thread that cannot start is a RuntimeError, not an abort",
           "[data][loader][rlimit]") {
   if (!ltfit::testing::kThreadRefusalReachesCode) {
-    WARN("skipped: in a sanitizer build a thread refused by the address-space cap dies inside "
-         "the sanitizer's runtime, before our code sees the refusal");
+    WARN(
+        "skipped: in a sanitizer build a thread refused by the address-space cap dies inside "
+        "the sanitizer's runtime, before our code sees the refusal");
     return;
   }
   ltfit::testing::TempDir dir;

@@ -6,6 +6,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -24,7 +25,15 @@ constexpr std::int64_t kCamWidth = 160;
 // bilinear resizing shows it) is drawn inside the patch wherever it lies.
 constexpr std::int64_t kCamPatch = 64;
 
+// A scene's size and its patch's side, in pixels.
+struct CamGeometry {
+  std::int64_t height = kCamHeight;
+  std::int64_t width = kCamWidth;
+  std::int64_t patch = kCamPatch;
+};
+
 struct CamScene {
+  CamGeometry geometry;
   torch::Tensor images;                              // float [N,3,H,W], normalised (ImageNet's)
   torch::Tensor pixels;                              // uint8 [N,H,W,3], as decoded
   std::vector<std::array<std::int64_t, 2>> corners;  // the patch's top-left (y, x); -1: none
@@ -33,12 +42,15 @@ struct CamScene {
 
 // `n` scenes of noise; image i gets a patch when i % every == every - 1 (every 1: all, 2: every
 // other one). The same seed gives the same scenes.
-inline CamScene cam_scene(std::int64_t n, int every, std::uint64_t seed) {
+inline CamScene cam_scene(std::int64_t n, int every, std::uint64_t seed,
+                          CamGeometry geometry = {}) {
   at::Generator g = at::make_generator<at::CPUGeneratorImpl>(seed);
   CamScene scene;
-  scene.pixels = torch::randint(96, 160, {n, kCamHeight, kCamWidth, 3}, g,
-                                torch::TensorOptions(torch::kUInt8));
-  const torch::Tensor cells = torch::arange(kCamPatch).div(4, "floor");
+  scene.geometry = geometry;
+  const auto [height, width, side] = geometry;
+  scene.pixels =
+      torch::randint(96, 160, {n, height, width, 3}, g, torch::TensorOptions(torch::kUInt8));
+  const torch::Tensor cells = torch::arange(side).div(4, "floor");
   const torch::Tensor checker = (cells.view({-1, 1}) + cells.view({1, -1})).remainder(2);
   // Red and yellow squares of 4 px: R 255, G 0 or 255, B 0.
   const torch::Tensor patch =
@@ -50,9 +62,9 @@ inline CamScene cam_scene(std::int64_t n, int every, std::uint64_t seed) {
       scene.corners.push_back({-1, -1});
       continue;
     }
-    const auto y0 = torch::randint(0, kCamHeight - kCamPatch + 1, {1}, g).item<std::int64_t>();
-    const auto x0 = torch::randint(0, kCamWidth - kCamPatch + 1, {1}, g).item<std::int64_t>();
-    scene.pixels[i].narrow(0, y0, kCamPatch).narrow(1, x0, kCamPatch).copy_(patch);
+    const auto y0 = torch::randint(0, height - side + 1, {1}, g).item<std::int64_t>();
+    const auto x0 = torch::randint(0, width - side + 1, {1}, g).item<std::int64_t>();
+    scene.pixels[i].narrow(0, y0, side).narrow(1, x0, side).copy_(patch);
     scene.corners.push_back({y0, x0});
     scene.labels[i] = 1;
   }
@@ -77,8 +89,20 @@ inline void settle_batch_norm(Classifier& model, const torch::Tensor& images) {
 
 // Fits only the head (fastai's third layer group) on the frozen body's `maps` for `labels`:
 // 200 full-batch Adam steps; the head's gradients are dropped afterwards. Eval mode after.
+// A linear head's matrix (its only one) starts from zero, as logistic regression does:
+// torchvision initialises EfficientNet's classifier uniformly in +-1/sqrt(out_features) (+-0.71
+// for two classes, some 25 times PyTorch's default), which 200 steps at 1e-3 hardly move, so the
+// map showed that random start rather than the fitted evidence. (ConvNeXt's LayerNorm before it
+// keeps its weights.)
 inline void fit_head(Classifier& model, const torch::Tensor& maps, const torch::Tensor& labels) {
   const std::vector<torch::Tensor> head = model->layer_group_parameters().back();
+  const auto matrices =
+      std::count_if(head.begin(), head.end(), [](const torch::Tensor& p) { return p.dim() == 2; });
+  if (matrices == 1) {
+    torch::NoGradGuard no_grad;
+    for (auto p : head)
+      if (p.dim() == 2) p.zero_();
+  }
   torch::optim::Adam adam(head, torch::optim::AdamOptions(1e-3));
   model->train();
   for (int step = 0; step < 200; ++step) {
@@ -91,12 +115,12 @@ inline void fit_head(Classifier& model, const torch::Tensor& maps, const torch::
 }
 
 // A randomly initialised `arch` (seeded) with a `head` head for classes 0 (noise) and 1 (a patch):
-// BatchNorm settled on 16 scenes, the head fitted on the maps of 48 others.
-inline Classifier planted_model(const std::string& arch, HeadKind head) {
+// BatchNorm settled on 16 scenes, the head fitted on the maps of 48 others, all of `geometry`.
+inline Classifier planted_model(const std::string& arch, HeadKind head, CamGeometry geometry = {}) {
   torch::manual_seed(7);
   Classifier model = make_classifier(arch, 2, head, /*dropout=*/0.5);
-  settle_batch_norm(model, cam_scene(16, /*every=*/2, /*seed=*/1).images);
-  const CamScene train = cam_scene(48, /*every=*/2, /*seed=*/2);
+  settle_batch_norm(model, cam_scene(16, /*every=*/2, /*seed=*/1, geometry).images);
+  const CamScene train = cam_scene(48, /*every=*/2, /*seed=*/2, geometry);
   torch::Tensor maps;
   {
     torch::NoGradGuard no_grad;
