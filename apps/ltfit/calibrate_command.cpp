@@ -3,6 +3,7 @@
 // temperature, NLL and ECE before and after.
 #include <CLI/CLI.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/calibrate_job.h"
 #include "ltfit/util/signals.h"
@@ -36,14 +37,11 @@ void add_calibrate_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--split", r.split,
                   "the dataset root's split to fit on: train | valid | test (default: valid)")
       ->check(CLI::IsMember({"train", "valid", "test"}));
-  cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  cmd->add_option("--precision", r.precision,
-                  "fp32 | bf16 | fp16 (default: the checkpoint's train.precision; fp16 on a CPU "
-                  "runs fp32)");
+  add_checkpoint_run_options(cmd, r.device, r.precision);
   cmd->add_option("--out", args->job.out,
                   "the calibrated checkpoint (default: <name>-calibrated.ckpt beside the "
                   "checkpoint); never the checkpoint itself");
-  cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  add_json_flag(cmd, args->json);
   cmd->callback([args, exit_code] {
     StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     const CalibrateJobResult result = run_calibrate_job(args->job);

@@ -2,6 +2,7 @@
 // with a trained checkpoint; --apply moves them aside, --undo moves them back (clean_job.h).
 #include <CLI/CLI.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/clean_job.h"
 #include "ltfit/util/signals.h"
@@ -66,9 +67,8 @@ void add_clean_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--relabel", r.relabel,
                 "with --apply: move a mislabeled file into its suggested class folder instead");
   cmd->add_option("--undo", args->undo, "move back the files of a manifest.csv --apply wrote");
-  cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  cmd->add_option("--precision", r.precision, "fp32 | bf16 | fp16 (default: the checkpoint's)");
-  cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  add_checkpoint_run_options(cmd, r.device, r.precision);
+  add_json_flag(cmd, args->json);
   cmd->callback([args, exit_code] {
     run_clean(*args);
     *exit_code = 0;

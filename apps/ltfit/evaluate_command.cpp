@@ -3,6 +3,7 @@
 // writes predictions.csv, confusion_matrix.png and reliability.png.
 #include <CLI/CLI.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/evaluate_job.h"
@@ -51,10 +52,7 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
                   "the dataset root's split to evaluate: train | valid | test (default: valid; "
                   "without --data: of the checkpoint's data.root)")
       ->check(CLI::IsMember({"train", "valid", "test"}));
-  cmd->add_option("--device", r.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  cmd->add_option("--precision", r.precision,
-                  "fp32 | bf16 | fp16 (default: the checkpoint's train.precision; fp16 on a CPU "
-                  "runs fp32)");
+  add_checkpoint_run_options(cmd, r.device, r.precision);
   cmd->add_flag("--tta", r.tta, "also evaluate with test-time augmentation");
   cmd->add_option("--tta-mode", r.tta_mode,
                   "v1 (8 corner zoom x flip views) | v2 (tta_n augmented passes); default: the "
@@ -65,7 +63,7 @@ void add_evaluate_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", args->job.out,
                   "folder for predictions.csv, confusion_matrix.png and reliability.png "
                   "(default: the checkpoint's run directory, else the current directory)");
-  cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  add_json_flag(cmd, args->json);
   cmd->add_flag("--tune-thresholds", args->job.tune_thresholds,
                 "multi-label: per-class thresholds that maximise each class's F1 on the evaluated "
                 "images (the TTA probabilities with --tta), written into <checkpoint>-tuned.ckpt "

@@ -2,6 +2,7 @@
 // and confusion matrix (interpret_job.h).
 #include <CLI/CLI.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "ltfit/jobs/interpret_job.h"
 #include "ltfit/util/signals.h"
@@ -43,12 +44,10 @@ void add_interpret_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", r.out,
                   "output folder (default: <run dir>/interpret for a checkpoint in a run "
                   "directory, else ./interpret)");
-  cmd->add_option("--device", r.eval.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  cmd->add_option("--precision", r.eval.precision,
-                  "fp32 | bf16 | fp16 (default: the checkpoint's train.precision)");
+  add_checkpoint_run_options(cmd, r.eval.device, r.eval.precision);
   cmd->add_flag("--no-tensorboard", args->no_tensorboard,
                 "do not write the pictures into the run's TensorBoard folder");
-  cmd->add_flag("--json", args->json, "print one JSON document on stdout (logs go to stderr)");
+  add_json_flag(cmd, args->json);
   cmd->callback([args, exit_code] {
     StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     args->job.tensorboard = !args->no_tensorboard;

@@ -340,4 +340,15 @@ std::size_t csv_column(const CsvTable& table, const std::string& spec, const std
                         std::to_string(names.size()));
 }
 
+std::string csv_quote(std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
+  std::string out = "\"";
+  out.reserve(field.size() + 2);
+  for (const char c : field) {
+    out += c;
+    if (c == '"') out += '"';
+  }
+  return out + "\"";
+}
+
 }  // namespace ltfit

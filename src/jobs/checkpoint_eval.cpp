@@ -166,6 +166,11 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
 CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request) {
   const torch::Device device = resolve_device(request.device, "--device");
   LoadedModel loaded = load_model_for_eval(request.checkpoint, device);
+  return evaluate_checkpoint(request, loaded, device);
+}
+
+CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request, LoadedModel& loaded,
+                                         const torch::Device& device) {
   try {
     return evaluate_loaded(request, loaded, device);
   } catch (...) {

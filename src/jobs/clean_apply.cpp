@@ -20,13 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string manifest_field(const std::string& raw) {
-  if (raw.find_first_of(",\"\r\n") == std::string::npos) return raw;
-  std::string out = "\"";
-  for (const char c : raw) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // Why `move` cannot be made, or "" when it can: the file is there, its folder lets it go (a
 // probe file is created and removed there), and the destination is free and can be created.
 std::string move_problem(const Move& move, std::set<std::string>& checked_dirs) {
@@ -135,8 +128,7 @@ void apply_clean(const CleanRequest& request, const std::string& root, const std
   if (fresh) file << "original,moved_to,problem\n";
   for (const Move& m : moves) {
     make_move(m);
-    file << manifest_field(m.original) << ',' << manifest_field(m.moved_to) << ',' << m.problem
-         << '\n';
+    file << csv_quote(m.original) << ',' << csv_quote(m.moved_to) << ',' << m.problem << '\n';
     file.flush();
     if (!file) {
       throw WriteError(

@@ -6,6 +6,7 @@
 
 #include "clean_parts.h"
 #include "ltfit/config/config.h"
+#include "ltfit/data/csv_table.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/jobs/train_job.h"
@@ -19,14 +20,6 @@ namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A CSV field quoted as RFC 4180 wants (the fold files are read by our own CSV reader).
-std::string fold_csv_field(const std::string& raw) {
-  if (raw.find_first_of(",\"\r\n") == std::string::npos) return raw;
-  std::string out = "\"";
-  for (const char c : raw) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 // The training samples as a CSV layout over `root`: fname (relative to root), label, is_valid
 // (1 for fold `k`).
@@ -45,7 +38,7 @@ std::string fold_csv(const std::string& root, const std::vector<Sample>& train,
     } else {
       labels = classes[static_cast<std::size_t>(train[i].label)];
     }
-    text += fold_csv_field(rel.generic_string()) + "," + fold_csv_field(labels) + "," +
+    text += csv_quote(rel.generic_string()) + "," + csv_quote(labels) + "," +
             (fold_of[i] == k ? "1" : "0") + "\n";
   }
   return text;

@@ -270,9 +270,8 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
                          : 0.0;
 }
 
-// The checkpoint's config, its data.root replaced by --data when given.
-Config clean_config(const CleanRequest& request) {
-  const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
+// The checkpoint's config (of its metadata `meta`), its data.root replaced by --data when given.
+Config clean_config(const CleanRequest& request, const CheckpointMeta& meta) {
   Config config = load_config_from_string(meta.config_yaml, request.checkpoint + " (config)");
   if (!request.data.empty()) config.data.root = request.data;
   config.data.subset = 1.0;  // every image is judged
@@ -312,9 +311,9 @@ CleanResult run_clean_job(const CleanRequest& request) {
   const fs::path out = clean_out_dir(request);
   check_output_file(out / "suggestions.csv",
                     request.out.empty() ? "clean output folder" : "clean output folder (--out)");
-  const Config config = clean_config(request);
-  const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
+  const Config config = clean_config(request, meta);
+  const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   if (meta.classes != index.classes) {
     throw ConfigError("clean: the classes of '" + config.data.root + "' (" +
                           join(index.classes, ", ") + ") are not those of checkpoint '" +

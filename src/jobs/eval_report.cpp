@@ -10,6 +10,7 @@
 #include "jobs/eval_report_calibration.h"
 #include "jobs/eval_report_multi_label.h"
 #include "ltfit/data/confusion_plot.h"
+#include "ltfit/data/csv_table.h"
 #include "ltfit/eval/metrics.h"
 #include "ltfit/util/json.h"
 #include "ltfit/util/utf8.h"
@@ -77,13 +78,7 @@ std::string probability_cells(const torch::Tensor& row) {
 
 }  // namespace
 
-std::string csv_field(const std::string& raw) {
-  const std::string text = escape_utf8(raw);
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+std::string csv_field(const std::string& raw) { return csv_quote(escape_utf8(raw)); }
 
 std::string evaluation_json(const CheckpointEvaluation& e, const std::string& predictions_path) {
   return dump_json(evaluation_document(e, predictions_path));

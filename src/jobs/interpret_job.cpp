@@ -108,9 +108,8 @@ void check_interpret_request(const InterpretRequest& request) {
 // The top-loss images as the model sees them (uint8 [N,H,W,3], the validation transform) with
 // their Grad-CAM maps [N,H,W] for the class each is judged on: the predicted class
 // (single-label; why the model chose it), or the class of its row (multi-label).
-TopLossImages top_loss_images(const InterpretRequest& request, const InterpretResult& result) {
-  const torch::Device device = resolve_device(request.eval.device, "--device");
-  LoadedModel loaded = load_model_for_eval(request.eval.checkpoint, device);
+TopLossImages top_loss_images(const InterpretRequest& request, const InterpretResult& result,
+                              LoadedModel& loaded, const torch::Device& device) {
   const EvalOptions options = eval_options_for(loaded, device, request.eval.precision);
   std::vector<Sample> samples;
   for (const TopLoss& t : result.top_losses) {
@@ -153,11 +152,11 @@ TopLossImages top_loss_images(const InterpretRequest& request, const InterpretRe
 }
 
 // The pictures into a new events file of the run's tb/ folder, at the checkpoint's step.
-std::string write_interpret_events(const InterpretRequest& request, const EncodedPng& top,
+std::string write_interpret_events(const InterpretRequest& request, const CheckpointMeta& meta,
+                                   const EncodedPng& top,
                                    const std::optional<EncodedPng>& confusion) {
   const std::optional<std::string> run = run_dir_of_checkpoint(request.eval.checkpoint);
   if (!request.tensorboard || !run) return "";
-  const CheckpointMeta meta = read_checkpoint_meta(request.eval.checkpoint);
   EventFileWriter events(new_events_path((fs::path(*run) / "tb").string()));
   events.add_image(meta.global_step, "interpret/top_losses", top);
   if (confusion) events.add_image(meta.global_step, "interpret/confusion_matrix", *confusion);
@@ -195,14 +194,16 @@ InterpretResult run_interpret_job(const InterpretRequest& request) {
                                                 : "interpret output folder (--out)");
   CheckpointEvalRequest eval = request.eval;
   eval.tta = false;
+  const torch::Device device = resolve_device(eval.device, "--device");
+  LoadedModel loaded = load_model_for_eval(eval.checkpoint, device);
   InterpretResult result;
-  result.evaluation = evaluate_checkpoint(eval);
+  result.evaluation = evaluate_checkpoint(eval, loaded, device);
   result.out_dir = out.string();
   const EvalResult& r = result.evaluation.plain;
   result.top_losses = top_losses(r, request.top);
   if (!r.multi_label) result.most_confused = most_confused(r.confusion, request.min_count);
   spdlog::info("Grad-CAM of the {} top-loss images", result.top_losses.size());
-  const TopLossImages images = top_loss_images(request, result);
+  const TopLossImages images = top_loss_images(request, result, loaded, device);
   const EncodedPng top_png = top_losses_png(result, images);
   std::optional<EncodedPng> confusion;
   if (!r.multi_label) confusion = confusion_png(result.evaluation);
@@ -219,7 +220,7 @@ InterpretResult run_interpret_job(const InterpretRequest& request) {
     write("confusion_matrix.png", confusion->bytes);
   }
   write("predictions.csv", predictions_csv(result.evaluation));
-  result.events_file = write_interpret_events(request, top_png, confusion);
+  result.events_file = write_interpret_events(request, loaded.meta, top_png, confusion);
   spdlog::info("wrote {} files into {}{}", result.files.size(), out.string(),
                result.events_file.empty() ? "" : " and the pictures into " + result.events_file);
   return result;

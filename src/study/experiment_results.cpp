@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/data/csv_table.h"
 #include "ltfit/study/experiment_report.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
@@ -98,13 +99,7 @@ void read_summary(const fs::path& dir, ExperimentRow& row) {
 }
 
 // A cell escaped like every name ltfit writes (util/utf8.h), quoted when needed.
-std::string csv_cell(const std::string& raw) {
-  const std::string text = escape_utf8(raw);
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
+std::string csv_cell(const std::string& raw) { return csv_quote(escape_utf8(raw)); }
 
 template <typename T>
 std::string csv_number(const std::optional<T>& value) {

@@ -79,6 +79,24 @@ TEST_CASE("csv: quotes removed, doubled quotes, commas and line breaks inside, s
   CHECK(t.lines == std::vector<std::int64_t>{2, 3, 4});
 }
 
+TEST_CASE("csv_quote: quotes only what must be, and parse_csv reads it back byte for byte",
+          "[csv]") {
+  CHECK(ltfit::csv_quote("plain name.jpg") == "plain name.jpg");
+  CHECK(ltfit::csv_quote("") == "");
+  CHECK(ltfit::csv_quote("a,b") == "\"a,b\"");
+  CHECK(ltfit::csv_quote("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  CHECK(ltfit::csv_quote("two\nlines") == "\"two\nlines\"");
+  CHECK(ltfit::csv_quote("cr\r") == "\"cr\r\"");
+  const std::vector<std::string> fields{
+      "a,b",  "\"", "x\r\ny", " sp ", std::string("n\0ul", 4), "\xff\xfe bytes",
+      "\"\"", ",",  "end\""};
+  std::string text = "f\n";
+  for (const auto& f : fields) text += ltfit::csv_quote(f) + "\n";
+  const CsvTable t = parse_csv(text, "q.csv");
+  REQUIRE(t.rows.size() == fields.size());
+  for (std::size_t i = 0; i < fields.size(); ++i) CHECK(t.rows[i][0] == fields[i]);
+}
+
 TEST_CASE("csv: a row's line counts the line breaks inside earlier quoted fields", "[csv]") {
   const CsvTable t =
       parse_csv("a,b\n\"1\n2\r\n3\",x\n4,\"y\r\nz\"\n5,6\n\n7,8\n9,\"\"\"\n\"\n", "t.csv");

@@ -47,6 +47,10 @@ struct CsvTable {
 // header), duplicate header names, and any limit exceeded (which limit, and its value).
 CsvTable parse_csv(std::string_view text, const std::string& source, const CsvLimits& limits = {});
 
+// `field` as one RFC 4180 field: as it is unless it holds a comma, a quote or a line break, else
+// in double quotes with each quote doubled. parse_csv reads it back byte for byte.
+std::string csv_quote(std::string_view field);
+
 // Reads the regular file `path` (size checked before anything is read or allocated: a file over
 // limits.max_bytes, a directory, a FIFO or a device is refused) and parses it with `path` as
 // the source. Throws DataError naming the path when it is missing or unreadable too.

@@ -92,6 +92,12 @@ struct CheckpointEvaluation {
 // data.batch_size (OutOfMemoryError, exit 5).
 CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request);
 
+// The same with the model already loaded (load_model_for_eval of request.checkpoint on
+// `device`), which stays usable afterwards: interpret's Grad-CAM runs on it without reading the
+// checkpoint a second time.
+CheckpointEvaluation evaluate_checkpoint(const CheckpointEvalRequest& request, LoadedModel& loaded,
+                                         const torch::Device& device);
+
 // The path beside `checkpoint` with `suffix` added to its name's stem: (runs/a/last.ckpt,
 // "-tuned") -> runs/a/last-tuned.ckpt.
 std::filesystem::path sibling_checkpoint(const std::string& checkpoint, const std::string& suffix);
