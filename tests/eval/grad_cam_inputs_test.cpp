@@ -52,6 +52,27 @@ TEST_CASE("grad_cam: bf16 on the CPU is close to fp32", "[grad_cam]") {
   CHECK_FALSE(torch::equal(fp32, half));  // bf16 did run
 }
 
+// fp16 autocast on the CPU: the product runs fp32 there (resolve_eval_precision), but grad_cam
+// itself takes any precision, and this runs its fp16 path (the map kept in float32, the head's
+// gradient through half activations) where no GPU is lent. fp16 keeps 10 bits of mantissa,
+// more than bf16's 7: the same tolerances hold. On CUDA: the [cuda] case below.
+TEST_CASE("grad_cam: fp16 autocast on the CPU is close to fp32", "[grad_cam]") {
+  ltfit::Classifier model = ltfit::testing::planted_model("resnet18", ltfit::HeadKind::kLinear);
+  const CamScene scene = cam_scene(4, /*every=*/2, /*seed=*/10);
+  const torch::Tensor classes = torch::tensor({1, 1, 0, 1}, torch::kInt64);
+  const torch::Tensor fp32 = ltfit::grad_cam(model, scene.images, classes, ltfit::EvalOptions{});
+  ltfit::EvalOptions fp16;
+  fp16.precision = ltfit::Precision::kFp16;
+  const torch::Tensor half = ltfit::grad_cam(model, scene.images, classes, fp16);
+  CHECK(half.scalar_type() == torch::kFloat32);
+  CHECK(torch::isfinite(half).all().item<bool>());
+  const MapGap gap = map_gap(fp32, half);
+  WARN("fp16 against fp32 on the CPU: mean difference " << gap.mean << ", largest " << gap.max);
+  CHECK(gap.mean < 0.01);
+  CHECK(gap.max < 0.05);
+  CHECK_FALSE(torch::equal(fp32, half));  // fp16 did run
+}
+
 TEST_CASE("grad_cam: parameters keep requires_grad and grads, the model ends in eval mode",
           "[grad_cam]") {
   ltfit::Classifier model = ltfit::testing::settled_model("resnet18", 2, ltfit::HeadKind::kFastai);
