@@ -24,7 +24,11 @@ void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& opt
              "decoupled weight decay: `p ← p·(1 − lr·wd)` before each step"),
        field("wd_bn_bias", optimizer.wd_bn_bias,
              "also decay BatchNorm and bias parameters (fastai v2's `wd_bn_bias`; false exempts "
-             "them, as v2 does by default)")});
+             "them, as v2 does by default)"),
+       field("fused", optimizer.fused,
+             "step through ATen's fused multi-tensor kernels (torch.optim's `fused=True`): one "
+             "kernel per layer group instead of a loop over the parameters; false: LibTorch's "
+             "loop (the same arithmetic, to rounding)")});
 }
 
 void convert_one_cycle(const Walk& walk, const Located& at, OneCycleConfig& one_cycle) {

@@ -166,6 +166,7 @@ void emit_optimizer(YAML::Emitter& out, const OptimizerConfig& o, const OneCycle
   put_plain(out, "eps", format_number(o.eps));
   put_plain(out, "weight_decay", format_number(o.weight_decay));
   put_bool(out, "wd_bn_bias", o.wd_bn_bias);
+  put_bool(out, "fused", o.fused);
   out << YAML::EndMap;
   begin_section(out, "one_cycle");
   put_plain(out, "pct_start", format_number(c.pct_start));

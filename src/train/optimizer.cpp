@@ -5,6 +5,7 @@
 
 #include <unordered_set>
 
+#include "ltfit/train/fused_optimizer.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -70,9 +71,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     }
   }
   if (config.name == OptimizerKind::kAdamW) {
-    return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(1e-3));
+    const torch::optim::AdamWOptions defaults(1e-3);
+    if (config.fused) return std::make_unique<FusedAdamW>(param_groups, defaults);
+    return std::make_unique<torch::optim::AdamW>(param_groups, defaults);
   }
-  return std::make_unique<torch::optim::SGD>(param_groups, torch::optim::SGDOptions(1e-3));
+  const torch::optim::SGDOptions defaults(1e-3);
+  if (config.fused) return std::make_unique<FusedSGD>(param_groups, defaults);
+  return std::make_unique<torch::optim::SGD>(param_groups, defaults);
 }
 
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,

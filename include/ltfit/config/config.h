@@ -160,6 +160,7 @@ struct OptimizerConfig {
   double weight_decay = 0.01;                  // decoupled weight decay: p <- p * (1 - lr * wd)
   bool wd_bn_bias = false;  // also decay BatchNorm and bias parameters (fastai v2's
                             // wd_bn_bias; false exempts them, v2's default)
+  bool fused = true;        // ATen's fused AdamW/SGD kernels (train/fused_optimizer.h)
 
   bool operator==(const OptimizerConfig&) const = default;
 };

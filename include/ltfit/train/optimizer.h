@@ -1,7 +1,8 @@
 // Building the optimizer over fastai's layer groups and setting its per-step hyper-parameters.
 //
 // AdamW is LibTorch's (decoupled weight decay: p <- p * (1 - lr * wd), then the Adam update);
-// SGD uses Nesterov-free momentum. One parameter group per layer group, in group order.
+// SGD uses Nesterov-free momentum. One parameter group per layer group, in group order. With
+// optimizer.fused (the default) their steps run ATen's fused kernels (train/fused_optimizer.h).
 #pragma once
 
 #include <memory>
