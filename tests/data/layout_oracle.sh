@@ -6,15 +6,6 @@
 # Usage: layout_oracle.sh LTFIT_TESTS_BINARY. Exits 77 (CTest: skipped) when Python cannot find
 # fastai, torch and PIL.
 set -euo pipefail
-TESTS="$1"
-PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! "$PYTHON" -c "import fastai, torch, PIL" 2>/dev/null; then
-  echo "SKIPPED: Python fastai (or torch, PIL) is not installed (pip install fastai)"
-  exit 77
-fi
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$PYTHON" "$HERE/layout_oracle.py" make "$WORK"
-LTFIT_LAYOUT_ORACLE_DIR="$WORK" "$TESTS" "[.layout_oracle]"
-"$PYTHON" -W ignore "$HERE/layout_oracle.py" check "$WORK"
+exec "$HERE/../support/python_oracle.sh" "$1" "$HERE/layout_oracle.py" "[.layout_oracle]" LTFIT_LAYOUT_ORACLE_DIR \
+  "fastai, torch, PIL" "fastai" make check

@@ -6,15 +6,6 @@
 # phash_oracle.sh LTFIT_TESTS_BINARY. Exits 77 (CTest: skipped) when Python cannot import
 # imagehash.
 set -euo pipefail
-TESTS="$1"
-PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! "$PYTHON" -c "import imagehash, numpy, PIL" 2>/dev/null; then
-  echo "SKIPPED: Python imagehash is not installed (pip install imagehash)"
-  exit 77
-fi
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$PYTHON" "$HERE/phash_oracle.py" write "$WORK"
-LTFIT_PHASH_ORACLE_DIR="$WORK" "$TESTS" "[.phash_oracle]"
-"$PYTHON" "$HERE/phash_oracle.py" compare "$WORK"
+exec "$HERE/../support/python_oracle.sh" "$1" "$HERE/phash_oracle.py" "[.phash_oracle]" LTFIT_PHASH_ORACLE_DIR \
+  "imagehash, numpy, PIL" "imagehash"

@@ -8,15 +8,6 @@
 # (ECE within 1e-6, bin counts equal). Usage: calibration_oracle.sh LTFIT_TESTS_BINARY.
 # Exits 77 (CTest: skipped) when Python cannot import torch.
 set -euo pipefail
-TESTS="$1"
-PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! "$PYTHON" -c "import torch" 2>/dev/null; then
-  echo "SKIPPED: Python torch is not installed (pip install torch)"
-  exit 77
-fi
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$PYTHON" "$HERE/calibration_oracle.py" write "$WORK"
-LTFIT_CALIBRATION_ORACLE_DIR="$WORK" "$TESTS" "[calibration_oracle]"
-"$PYTHON" "$HERE/calibration_oracle.py" compare "$WORK"
+exec "$HERE/../support/python_oracle.sh" "$1" "$HERE/calibration_oracle.py" "[calibration_oracle]" LTFIT_CALIBRATION_ORACLE_DIR \
+  "torch" "torch"

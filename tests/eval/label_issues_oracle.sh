@@ -6,15 +6,6 @@
 # compute_confident_joint and find_label_issues (exactly). Usage: label_issues_oracle.sh
 # LTFIT_TESTS_BINARY. Exits 77 (CTest: skipped) when Python cannot import cleanlab.
 set -euo pipefail
-TESTS="$1"
-PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! "$PYTHON" -c "import numpy, cleanlab.filter" 2>/dev/null; then
-  echo "SKIPPED: Python cleanlab is not installed (pip install cleanlab)"
-  exit 77
-fi
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$PYTHON" "$HERE/label_issues_oracle.py" write "$WORK"
-LTFIT_LABEL_ISSUES_ORACLE_DIR="$WORK" "$TESTS" "[.label_issues_oracle]"
-"$PYTHON" "$HERE/label_issues_oracle.py" compare "$WORK"
+exec "$HERE/../support/python_oracle.sh" "$1" "$HERE/label_issues_oracle.py" "[.label_issues_oracle]" LTFIT_LABEL_ISSUES_ORACLE_DIR \
+  "numpy, cleanlab.filter" "cleanlab"

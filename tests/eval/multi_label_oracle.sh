@@ -7,15 +7,6 @@
 # precision_recall_curve (tolerance 1e-9). Usage: multi_label_oracle.sh LTFIT_TESTS_BINARY.
 # Exits 77 (CTest: skipped) when Python cannot import fastai, scikit-learn and torch.
 set -euo pipefail
-TESTS="$1"
-PYTHON="${PYTHON:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! "$PYTHON" -c "import numpy, torch, sklearn, fastai.metrics" 2>/dev/null; then
-  echo "SKIPPED: Python fastai, scikit-learn or torch is not installed (pip install fastai scikit-learn)"
-  exit 77
-fi
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-"$PYTHON" "$HERE/multi_label_oracle.py" write "$WORK"
-LTFIT_MULTI_LABEL_ORACLE_DIR="$WORK" "$TESTS" "[.multi_label_oracle]"
-"$PYTHON" "$HERE/multi_label_oracle.py" compare "$WORK"
+exec "$HERE/../support/python_oracle.sh" "$1" "$HERE/multi_label_oracle.py" "[.multi_label_oracle]" LTFIT_MULTI_LABEL_ORACLE_DIR \
+  "numpy, torch, sklearn, fastai.metrics" "fastai scikit-learn"
