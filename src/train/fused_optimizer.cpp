@@ -7,7 +7,7 @@
 #include <ATen/ops/_fused_sgd.h>
 
 #include <map>
-#include <tuple>
+#include <string>
 #include <utility>
 
 #include "ltfit/util/error.h"
@@ -25,6 +25,18 @@ using torch::optim::SGDParamState;
 using Bucket = std::pair<std::string, torch::Dtype>;
 
 Bucket bucket_of(const torch::Tensor& p) { return {p.device().str(), p.scalar_type()}; }
+
+// The kernels' grad_scale and found_inf arguments: the scaler's, or none.
+std::pair<std::optional<torch::Tensor>, std::optional<torch::Tensor>> kernel_scaling(
+    const std::optional<ScaledStep>& scaled) {
+  if (!scaled) return {};
+  return {scaled->grad_scale, scaled->found_inf};
+}
+
+void check_dense(const torch::Tensor& p, const char* optimizer) {
+  LTFIT_CHECK(!p.grad().is_sparse() && p.is_non_overlapping_and_dense(),
+              std::string("the fused ") + optimizer + " takes dense parameters and gradients only");
+}
 
 void check_no_closure(const torch::optim::Optimizer::LossClosure& closure) {
   LTFIT_CHECK(closure == nullptr, "the fused optimizers take no closure");
@@ -54,43 +66,55 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 
 void FusedAdamW::step(const ScaledStep& scaled) { run(scaled); }
 
+// The parameter's AdamW state, created as LibTorch's AdamW creates it, its moments laid out as
+// the parameter.
+AdamWParamState& FusedAdamW::state_of(const torch::Tensor& p, bool amsgrad) {
+  auto& slot = state_[p.unsafeGetTensorImpl()];
+  if (!slot) {
+    auto fresh = std::make_unique<AdamWParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    if (amsgrad) fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    slot = std::move(fresh);
+  }
+  auto& state = static_cast<AdamWParamState&>(*slot);
+  state.exp_avg(laid_out_as(state.exp_avg(), p));
+  state.exp_avg_sq(laid_out_as(state.exp_avg_sq(), p));
+  if (amsgrad) state.max_exp_avg_sq(laid_out_as(state.max_exp_avg_sq(), p));
+  return state;
+}
+
+// The kernel's step tensor of `p`, rebuilt from `state`'s int64 count when they differ.
+FusedAdamW::StepCount& FusedAdamW::step_count(const torch::Tensor& p,
+                                              const AdamWParamState& state) {
+  StepCount& count = steps_[p.unsafeGetTensorImpl()];
+  if (count.host != state.step() || !count.tensor.defined() ||
+      count.tensor.device() != p.device()) {
+    count.tensor = torch::full({}, static_cast<double>(state.step()),
+                               torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
+    count.host = state.step();
+  }
+  return count;
+}
+
 void FusedAdamW::run(const std::optional<ScaledStep>& scaled) {
   torch::NoGradGuard no_grad;
   struct Lists {
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
-    std::vector<AdamWParamState*> states;
+    std::vector<std::pair<AdamWParamState*, StepCount*>> counts;
   };
   // Read once, before any kernel: whether the scaler found an inf/NaN (the step counts stay).
   const bool skipped = scaled && scaled->found_inf.item<float>() != 0.0f;
+  const auto [grad_scale, found_inf] = kernel_scaling(scaled);
   for (auto& group : param_groups_) {
     auto& options = static_cast<AdamWOptions&>(group.options());
     std::map<Bucket, Lists> buckets;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      LTFIT_CHECK(!p.grad().is_sparse() && p.is_non_overlapping_and_dense(),
-                  "the fused AdamW takes dense parameters and gradients only");
-      auto& slot = state_[p.unsafeGetTensorImpl()];
-      if (!slot) {
-        auto fresh = std::make_unique<AdamWParamState>();
-        fresh->step(0);
-        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        if (options.amsgrad()) {
-          fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        }
-        slot = std::move(fresh);
-      }
-      auto& state = static_cast<AdamWParamState&>(*slot);
-      state.exp_avg(laid_out_as(state.exp_avg(), p));
-      state.exp_avg_sq(laid_out_as(state.exp_avg_sq(), p));
-      if (options.amsgrad()) state.max_exp_avg_sq(laid_out_as(state.max_exp_avg_sq(), p));
-      StepCount& count = steps_[p.unsafeGetTensorImpl()];
-      if (count.host != state.step() || !count.tensor.defined() ||
-          count.tensor.device() != p.device()) {
-        count.tensor = torch::full({}, static_cast<double>(state.step()),
-                                   torch::TensorOptions().dtype(torch::kFloat).device(p.device()));
-        count.host = state.step();
-      }
+      check_dense(p, "AdamW");
+      AdamWParamState& state = state_of(p, options.amsgrad());
+      StepCount& count = step_count(p, state);
       Lists& lists = buckets[bucket_of(p)];
       lists.params.push_back(p);
       lists.grads.push_back(laid_out_as(p.grad(), p));
@@ -98,25 +122,20 @@ void FusedAdamW::run(const std::optional<ScaledStep>& scaled) {
       lists.exp_avg_sqs.push_back(state.exp_avg_sq());
       if (options.amsgrad()) lists.max_exp_avg_sqs.push_back(state.max_exp_avg_sq());
       lists.steps.push_back(count.tensor);
-      lists.states.push_back(&state);
+      lists.counts.emplace_back(&state, &count);
     }
     const auto [beta1, beta2] = options.betas();
     for (auto& [bucket, lists] : buckets) {
       at::_foreach_add_(lists.steps, 1);
-      std::optional<torch::Tensor> grad_scale, found_inf;
-      if (scaled) {
-        grad_scale = scaled->grad_scale;
-        found_inf = scaled->found_inf;
-      }
       at::_fused_adamw_(lists.params, lists.grads, lists.exp_avgs, lists.exp_avg_sqs,
                         lists.max_exp_avg_sqs, lists.steps, options.lr(), beta1, beta2,
                         options.weight_decay(), options.eps(), options.amsgrad(),
                         /*maximize=*/false, grad_scale, found_inf);
       if (scaled) at::_foreach_sub_(lists.steps, repeated(scaled->found_inf, lists.steps.size()));
-      for (std::size_t i = 0; i < lists.states.size() && !skipped; ++i) {
-        AdamWParamState& state = *lists.states[i];
-        state.step(state.step() + 1);
-        steps_[lists.params[i].unsafeGetTensorImpl()].host = state.step();
+      for (auto& [state, count] : lists.counts) {
+        if (skipped) break;
+        state->step(state->step() + 1);
+        count->host = state->step();
       }
     }
   }
@@ -137,14 +156,14 @@ void FusedSGD::run(const std::optional<ScaledStep>& scaled) {
   struct Lists {
     std::vector<torch::Tensor> params, grads, buffers;
   };
+  const auto [grad_scale, found_inf] = kernel_scaling(scaled);
   for (auto& group : param_groups_) {
     auto& options = static_cast<SGDOptions&>(group.options());
     const bool momentum = options.momentum() != 0.0;
     std::map<std::pair<Bucket, bool>, Lists> buckets;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      LTFIT_CHECK(!p.grad().is_sparse() && p.is_non_overlapping_and_dense(),
-                  "the fused SGD takes dense parameters and gradients only");
+      check_dense(p, "SGD");
       bool first = false;
       torch::Tensor buffer;
       if (momentum) {
@@ -167,11 +186,6 @@ void FusedSGD::run(const std::optional<ScaledStep>& scaled) {
       if (momentum) lists.buffers.push_back(buffer);
     }
     for (auto& [key, lists] : buckets) {
-      std::optional<torch::Tensor> grad_scale, found_inf;
-      if (scaled) {
-        grad_scale = scaled->grad_scale;
-        found_inf = scaled->found_inf;
-      }
       at::_fused_sgd_(lists.params, lists.grads, lists.buffers, options.weight_decay(),
                       options.momentum(), options.lr(), options.dampening(), options.nesterov(),
                       /*maximize=*/false, /*is_first_step=*/key.second, grad_scale, found_inf);

@@ -41,11 +41,13 @@ class FusedAdamW : public torch::optim::AdamW {
   void step(const ScaledStep& scaled);
 
  private:
-  void run(const std::optional<ScaledStep>& scaled);
   struct StepCount {
     torch::Tensor tensor;  // float32 scalar on the parameter's device, as the kernel wants it
     std::int64_t host = -1;
   };
+  void run(const std::optional<ScaledStep>& scaled);
+  torch::optim::AdamWParamState& state_of(const torch::Tensor& p, bool amsgrad);
+  StepCount& step_count(const torch::Tensor& p, const torch::optim::AdamWParamState& state);
   std::unordered_map<const void*, StepCount> steps_;
 };
 
