@@ -53,6 +53,33 @@ target_link_libraries(ltfit_opencv INTERFACE ${OpenCV_LIBS})
 target_include_directories(ltfit_opencv SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
 add_library(ltfit::opencv ALIAS ltfit_opencv)
 
+# JPEGs are decoded through libjpeg-turbo's libjpeg API (Debian: libjpeg62-turbo-dev, the
+# library OpenCV itself decodes with): DCT scaling by any M/8 and decoding only the rows and
+# columns a crop reads (src/data/jpeg_decode.cpp). Without it (or with -DLTFIT_LIBJPEG_TURBO=OFF)
+# OpenCV decodes every JPEG whole, reduced by 1/2, 1/4 or 1/8 only.
+option(LTFIT_LIBJPEG_TURBO "Decode JPEGs through libjpeg-turbo (scaled, cropped) when found" ON)
+add_library(ltfit_libjpeg INTERFACE)
+if(LTFIT_LIBJPEG_TURBO)
+  find_package(JPEG)
+  if(JPEG_FOUND)
+    include(CheckSymbolExists)
+    set(CMAKE_REQUIRED_INCLUDES ${JPEG_INCLUDE_DIRS})
+    set(CMAKE_REQUIRED_LIBRARIES ${JPEG_LIBRARIES})
+    check_symbol_exists(jpeg_crop_scanline "stddef.h;stdio.h;jpeglib.h" LTFIT_HAVE_JPEG_CROP)
+    unset(CMAKE_REQUIRED_INCLUDES)
+    unset(CMAKE_REQUIRED_LIBRARIES)
+  endif()
+  if(LTFIT_HAVE_JPEG_CROP)
+    target_link_libraries(ltfit_libjpeg INTERFACE JPEG::JPEG)
+    target_compile_definitions(ltfit_libjpeg INTERFACE LTFIT_WITH_LIBJPEG_TURBO)
+    message(STATUS "ltfit: JPEGs decoded through libjpeg-turbo (${JPEG_LIBRARIES})")
+  else()
+    message(STATUS "ltfit: no libjpeg-turbo (jpeglib.h with jpeg_crop_scanline): OpenCV decodes "
+                   "JPEGs whole (install libjpeg62-turbo-dev for scaled, cropped decoding)")
+  endif()
+endif()
+add_library(ltfit::libjpeg ALIAS ltfit_libjpeg)
+
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)

@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   corpora.push_back({"config", config_seeds(LTFIT_SOURCE_DIR), run_config});
   corpora.push_back({"resample", resample_seeds(), run_resample});
   corpora.push_back({"csv", csv_seeds(), run_csv});
+#ifdef LTFIT_WITH_LIBJPEG_TURBO
+  corpora.push_back({"jpeg", jpeg_seeds(), run_jpeg});
+#endif
   for (const Corpus& c : corpora) {
     fs::create_directories(out / c.target);
     for (const Seed& s : c.seeds) write(out / c.target / s.name, s.bytes);

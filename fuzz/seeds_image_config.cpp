@@ -99,6 +99,40 @@ std::string read_text(const std::filesystem::path& path) {
 
 }  // namespace
 
+std::vector<Seed> jpeg_seeds() {
+  // 4 control bytes (scale, region corner and side; jpeg_target.cpp), then a JPEG of 40×24.
+  struct Encoded {
+    const char* name;
+    int type;
+    std::vector<int> params;
+    std::string control;
+  };
+  const Encoded encoded[] = {
+      {"baseline-whole", CV_8UC3, {}, std::string("\x07\x00\x00\xff", 4)},
+      {"baseline-region", CV_8UC3, {}, std::string("\x07\x40\x30\x40", 4)},
+      {"scaled-5-8-region", CV_8UC3, {}, std::string("\x04\x20\x20\x80", 4)},
+      {"progressive-region", CV_8UC3, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}, "\x03\x10\x60\x50"},
+      {"restarts-region", CV_8UC3, {cv::IMWRITE_JPEG_RST_INTERVAL, 1}, "\x07\x50\x10\x30"},
+      {"grey-region", CV_8UC1, {}, "\x05\x30\x30\x60"},
+  };
+  std::vector<Seed> seeds;
+  for (const Encoded& e : encoded) {
+    std::vector<uchar> bytes;
+    cv::imencode(".jpg", gradient(e.type, 40, 24), bytes, e.params);
+    seeds.push_back({e.name, e.control + std::string(bytes.begin(), bytes.end())});
+  }
+  // EXIF orientation 6 in an APP1 after SOI: "Exif\0\0", a little-endian TIFF, one entry.
+  const std::string tiff("II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0\x06\0\0\0\0\0\0\0", 26);
+  const std::string app1 =
+      std::string("\xff\xe1\0", 3) + char(2 + 6 + tiff.size()) + std::string("Exif\0\0", 6) + tiff;
+  const std::string plain = seeds.front().bytes.substr(4);
+  seeds.push_back({"exif-rotated", std::string("\x07\x10\x10\x40", 4) + plain.substr(0, 2) + app1 +
+                                       plain.substr(2)});
+  seeds.push_back(
+      {"not-a-jpeg", std::string("\x07\0\0\0", 4) + encode(".png", CV_8UC3), Expect::kRefused});
+  return seeds;
+}
+
 std::vector<Seed> image_header_seeds() {
   struct Encoded {
     const char* name;

@@ -16,7 +16,8 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 PREFIX="${PREFIX:-}"  # empty: build only
 TORCH_VERSION="2.15.0"
 PYTHON="${PYTHON:-python3}"
-APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libyaml-cpp-dev
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libjpeg62-turbo-dev
+              libyaml-cpp-dev
               libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
               libcurl4-openssl-dev libssl-dev libgloo-dev libprotobuf-dev protobuf-compiler
               libboost-dev)

@@ -202,10 +202,15 @@ cv::Mat warpable_source(const cv::Mat& image, int size, Mat3& m) {
   return small;
 }
 
-// Resamples `image` through `params` and writes the result into a new tensor.
-torch::Tensor augment_to_tensor(const cv::Mat& image, int size, const AugmentParams& params) {
-  Mat3 m = sampling_matrix(params, image.cols, image.rows, size);
-  const cv::Mat source = warpable_source(image, size, m);
+// Resamples the whole decoded image, of which `decoded` holds the part the warp reads, through
+// `params` and writes the result into a new tensor.
+torch::Tensor augment_to_tensor(const DecodedImage& decoded, int size,
+                                const AugmentParams& params) {
+  const cv::Size whole = decoded.whole;
+  Mat3 m = sampling_matrix(params, whole.width, whole.height, size);
+  const double dx = decoded.region.x, dy = decoded.region.y;  // to the decoded part's pixels
+  m = multiply({1, 0, -dx, 0, 1, -dy, 0, 0, 1}, m);
+  const cv::Mat source = warpable_source(decoded.image, size, m);
   const cv::Mat matrix(3, 3, CV_64F, m.data());
   cv::Mat warped;
   cv::warpPerspective(source, warped, matrix, cv::Size(size, size),
@@ -314,10 +319,15 @@ std::optional<torch::Tensor> load_augmented_image(const std::string& path, int s
     if (size <= 0 || size > kMaxOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (reason = invalid_params_reason(params); reason.empty()) {
-      // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel.
-      const DecodedImage decoded =
-          decode_bgr(path, size * std::max(params.zoom, 1.0), {limits, budget}, &reason);
-      if (!decoded.image.empty()) result = augment_to_tensor(decoded.image, size, params);
+      // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel,
+      // and only the part the warp reads.
+      const RegionOf region_of = [&params, size](cv::Size whole) {
+        const Mat3 m = sampling_matrix(params, whole.width, whole.height, size);
+        return sampled_region(m, whole.width, whole.height, size);
+      };
+      const DecodedImage decoded = decode_bgr(path, {size * std::max(params.zoom, 1.0), region_of},
+                                              {limits, budget}, &reason);
+      if (!decoded.image.empty()) result = augment_to_tensor(decoded, size, params);
     }
     return result;
   });

@@ -115,39 +115,44 @@ std::optional<bool> jpeg_end_seen(const std::vector<uchar>& bytes) {
 // A JPEG is complete when its EOI marker comes after the start of its last scan.
 bool jpeg_complete(const std::vector<uchar>& bytes) { return jpeg_end_seen(bytes).value_or(false); }
 
-// The JPEG reduction factor (1, 2, 4, 8) that keeps the shorter side >= min_short_side.
-int jpeg_scale(const ImageHeader& header, double min_short_side) {
-  if (header.format != ImageFormat::kJpeg || !(min_short_side > 0)) return 1;
-  const std::uint64_t short_side = std::min(header.width, header.height);
-  for (const int factor : {8, 4, 2}) {
-    if (static_cast<double>(short_side / static_cast<std::uint64_t>(factor)) >= min_short_side) {
-      return factor;
-    }
-  }
-  return 1;
+// OpenCV's reduced-decode flag for the largest power-of-two reduction that keeps at least
+// `eighths`/8 of each side.
+int decode_flags(int eighths) {
+  if (eighths <= 1) return cv::IMREAD_REDUCED_COLOR_8;
+  if (eighths <= 2) return cv::IMREAD_REDUCED_COLOR_4;
+  if (eighths <= 4) return cv::IMREAD_REDUCED_COLOR_2;
+  return cv::IMREAD_COLOR;
 }
 
-int decode_flags(int scale) {
-  switch (scale) {
-    case 8:
-      return cv::IMREAD_REDUCED_COLOR_8;
-    case 4:
-      return cv::IMREAD_REDUCED_COLOR_4;
-    case 2:
-      return cv::IMREAD_REDUCED_COLOR_2;
-    default:
-      return cv::IMREAD_COLOR;
+// Decodes a JPEG through libjpeg-turbo into `result`; false with *error set when it failed,
+// false with no error when the file is one it leaves to OpenCV (CMYK).
+bool decode_with_libjpeg(const std::vector<uchar>& bytes, const JpegRequest& request,
+                         DecodedImage& result, std::string* error) {
+#ifdef LTFIT_WITH_LIBJPEG_TURBO
+  JpegDecoded decoded = decode_jpeg(bytes, request);
+  if (decoded.unsupported) return false;
+  if (decoded.image.empty()) {
+    *error = "not a decodable image (the jpeg decoder failed: " + decoded.error + ")";
+    return false;
   }
+  result.image = std::move(decoded.image);
+  result.region = decoded.region;
+  result.whole = decoded.whole;
+  return true;
+#else
+  (void)bytes, (void)request, (void)result, (void)error;
+  return false;
+#endif
 }
 
 }  // namespace
 
 std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,
-                                     int scale) {
+                                     int eighths) {
   using header_internal::add_sat;
   using header_internal::mul_sat;
-  const auto s = static_cast<std::uint64_t>(std::max(scale, 1));
-  const std::uint64_t out_pixels = mul_sat((header.width + s - 1) / s, (header.height + s - 1) / s);
+  const std::uint64_t out_pixels =
+      mul_sat(jpeg_scaled_side(header.width, eighths), jpeg_scaled_side(header.height, eighths));
   // The file in memory, the decoder's own buffers, the 8-bit BGR output and one copy of it
   // (EXIF rotation, channel conversion).
   return add_sat(add_sat(file_bytes, header.work_bytes), mul_sat(out_pixels, 6));
@@ -176,8 +181,8 @@ std::string probe_image_file(const std::string& path, const ImageLimits& limits)
   return "truncated JPEG (no end-of-image marker)";
 }
 
-DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
-                        std::string* error) {
+DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
+                        const DecodeLimits& limits, std::string* error) {
   DecodedImage result;
   const auto fail = [&](std::string reason) {
     *error = std::move(reason);
@@ -199,15 +204,20 @@ DecodedImage decode_bgr(const std::string& path, double min_short_side, const De
   }
   // Only now, with the size known to be within the limits, does memory get committed: first the
   // budget for the whole decode, then the file's bytes, then the decoder's buffers.
-  const int scale = jpeg_scale(*header, min_short_side);
+  const bool jpeg = header->format == ImageFormat::kJpeg;
+  const int eighths =
+      jpeg ? jpeg_eighths(header->width, header->height, request.min_short_side) : 8;
   DecodeBudget& budget = limits.budget ? *limits.budget : default_decode_budget();
-  result.lease = budget.acquire(decode_memory_estimate(*header, size, scale));
+  result.lease = budget.acquire(decode_memory_estimate(*header, size, eighths));
   std::vector<uchar> bytes(static_cast<std::size_t>(size));
   if (read_at(fd.get(), 0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
-  if (header->format == ImageFormat::kJpeg && !jpeg_complete(bytes)) {
-    return fail("truncated JPEG (no end-of-image marker)");
+  if (jpeg && !jpeg_complete(bytes)) return fail("truncated JPEG (no end-of-image marker)");
+  std::string jpeg_error;
+  if (jpeg && decode_with_libjpeg(bytes, {eighths, request.region_of}, result, &jpeg_error)) {
+    return result;
   }
-  result.image = cv::imdecode(bytes, decode_flags(scale));
+  if (!jpeg_error.empty()) return fail(std::move(jpeg_error));
+  result.image = cv::imdecode(bytes, decode_flags(eighths));
   if (result.image.empty()) {
     return fail("not a decodable image (the " + image_format_name(header->format) +
                 " decoder failed)");
@@ -215,7 +225,14 @@ DecodedImage decode_bgr(const std::string& path, double min_short_side, const De
   if (result.image.type() != CV_8UC3) {
     return fail("decoded to an unexpected pixel type " + std::to_string(result.image.type()));
   }
+  result.whole = result.image.size();
+  result.region = cv::Rect(0, 0, result.whole.width, result.whole.height);
   return result;
+}
+
+DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
+                        std::string* error) {
+  return decode_bgr(path, DecodeRequest{min_short_side, {}}, limits, error);
 }
 
 }  // namespace ltfit

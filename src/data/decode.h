@@ -6,7 +6,8 @@
 // decode's peak memory is estimated from the header and taken from a DecodeBudget for as long as
 // the image is held, and only then is the file read into memory and given to OpenCV. Empty and
 // truncated JPEGs are rejected (libjpeg would silently pad them with grey); large JPEGs are
-// decoded at 1/2, 1/4 or 1/8 scale, which is several times faster. EXIF orientation is applied.
+// decoded scaled down in the DCT domain (jpeg_decode.h: by M/8, or 1/2, 1/4, 1/8 as OpenCV does),
+// and, when the caller says which part it reads, only that part. EXIF orientation is applied.
 // Grey, 16-bit and RGBA files come out as 8-bit BGR. Never throws for a bad file; thread-safe.
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "data/jpeg_decode.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
 
@@ -26,20 +28,33 @@ struct DecodeLimits {
   DecodeBudget* budget = nullptr;
 };
 
+// What to decode. A JPEG is decoded at the cheapest M/8 scale whose shorter side is still >=
+// `min_short_side` (jpeg_eighths: today 1/8, 1/4, 1/2; EXIF rotation does not change the shorter
+// side); other formats, JPEGs no reduction qualifies for, and min_short_side <= 0 at full size.
+// `region_of`, given the whole decoded image's size, names the part the caller reads: a JPEG is
+// then decoded only there (jpeg_decode.h); other formats are decoded whole.
+struct DecodeRequest {
+  double min_short_side = 0;
+  RegionOf region_of;
+};
+
 // A decoded image and the share of the decode budget it holds until destroyed.
 struct DecodedImage {
-  cv::Mat image;  // CV_8UC3 BGR; empty on failure
+  cv::Mat image;    // CV_8UC3 BGR: `region` of the whole decoded image; empty on failure
+  cv::Rect region;  // where `image` lies in the whole decoded image (covers what was asked)
+  cv::Size whole;   // the whole decoded image's size
   DecodeBudget::Lease lease;
 };
 
-// Decodes `path` to CV_8UC3 BGR. A JPEG is decoded at the smallest of 1/8, 1/4, 1/2 scale whose
-// shorter side is still >= `min_short_side` (EXIF rotation does not change the shorter side);
-// other formats, JPEGs no reduction qualifies for, and min_short_side <= 0 decode at full size.
-// On failure the image is empty and `error` says why ("file not found", "empty file (0 bytes)",
-// "is a FIFO ...", "image is W×H = N pixels, over data.max_pixels (M); ...", "format hdr not
-// in data.formats (...)", "truncated JPEG ...", "not a decodable image ..."). May still throw
-// std::bad_alloc or cv::Exception on resource exhaustion; callers that promise never to throw
-// catch those.
+// Decodes `path` to CV_8UC3 BGR as `request` asks. On failure the image is empty and `error` says
+// why ("file not found", "empty file (0 bytes)", "is a FIFO ...", "image is W×H = N pixels, over
+// data.max_pixels (M); ...", "format hdr not in data.formats (...)", "truncated JPEG ...", "not a
+// decodable image ..."). May still throw std::bad_alloc or cv::Exception on resource exhaustion;
+// callers that promise never to throw catch those.
+DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
+                        const DecodeLimits& limits, std::string* error);
+
+// The whole image (region == the whole image).
 DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
                         std::string* error);
 
@@ -50,9 +65,9 @@ DecodedImage decode_bgr(const std::string& path, double min_short_side, const De
 std::string probe_image_file(const std::string& path, const ImageLimits& limits);
 
 // The peak bytes decoding `header` from a file of `file_bytes` is estimated to take, when the
-// output is scaled down by `scale` (1, 2, 4 or 8) on each side.
+// output is scaled by `eighths`/8 on each side.
 std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,
-                                     int scale);
+                                     int eighths);
 
 // Runs `body(reason)`, which returns an image or leaves `reason` saying why not, and turns any
 // exception into a failure "<what> failed: ...", so the public loaders never throw. Sets *error

@@ -27,15 +27,15 @@ double clamped_fraction(double value) {
   return std::isfinite(value) ? std::clamp(value, 0.0, 1.0) : 0.5;
 }
 
-// The square region of `image` described by `crop`.
-cv::Rect crop_rect(const cv::Mat& image, const CropFlip& crop) {
-  const int short_side = std::min(image.rows, image.cols);
+// The square region of an image of `image` size described by `crop`.
+cv::Rect crop_rect(cv::Size image, const CropFlip& crop) {
+  const int short_side = std::min(image.height, image.width);
   const double scale = std::clamp(crop.scale, 0.0, 1.0);
   const int side = std::clamp(static_cast<int>(std::lround(scale * short_side)), 1, short_side);
   const int x =
-      static_cast<int>(std::lround(clamped_fraction(crop.offset_x) * (image.cols - side)));
+      static_cast<int>(std::lround(clamped_fraction(crop.offset_x) * (image.width - side)));
   const int y =
-      static_cast<int>(std::lround(clamped_fraction(crop.offset_y) * (image.rows - side)));
+      static_cast<int>(std::lround(clamped_fraction(crop.offset_y) * (image.height - side)));
   return {x, y, side, side};
 }
 
@@ -52,8 +52,9 @@ torch::Tensor rgb_tensor(const cv::Mat& bgr) {
 }
 
 // Crops, resizes, flips and converts BGR→RGB. [size,size,3] uint8.
-torch::Tensor to_square_rgb(const cv::Mat& image, int size, const CropFlip& crop) {
-  const cv::Mat region = image(crop_rect(image, crop));
+torch::Tensor to_square_rgb(const DecodedImage& decoded, int size, const CropFlip& crop) {
+  const cv::Rect wanted = crop_rect(decoded.whole, crop);
+  const cv::Mat region = decoded.image(wanted - decoded.region.tl());
   cv::Mat resized;
   const int interpolation = region.cols > size ? cv::INTER_AREA : cv::INTER_LINEAR;
   cv::resize(region, resized, cv::Size(size, size), 0, 0, interpolation);
@@ -77,10 +78,12 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
     } else if (!(crop.scale > 0.0)) {
       reason = "invalid crop scale " + std::to_string(crop.scale);
     } else {
-      // A reduced decode must keep at least `size` pixels across the crop.
-      const DecodedImage decoded =
-          decode_bgr(path, size / std::min(crop.scale, 1.0), {limits, budget}, &reason);
-      if (!decoded.image.empty()) result = to_square_rgb(decoded.image, size, crop);
+      // A reduced decode must keep at least `size` pixels across the crop, which alone is
+      // decoded.
+      const DecodeRequest request{size / std::min(crop.scale, 1.0),
+                                  [&crop](cv::Size whole) { return crop_rect(whole, crop); }};
+      const DecodedImage decoded = decode_bgr(path, request, {limits, budget}, &reason);
+      if (!decoded.image.empty()) result = to_square_rgb(decoded, size, crop);
     }
     return result;
   });
