@@ -91,18 +91,22 @@ ltfit_available() {
   [[ -x "$LTFIT" ]] && "$LTFIT" --help 2>/dev/null | grep -q '^ *bench-loader'
 }
 
+# run_one_ltfit N [cache]: with `cache`, data.cache: ram (bench-loader then fills the cache with
+# one untimed epoch and times the batches after it), reported as ltfit-ram.
 run_one_ltfit() {
-  local n="$1" out="$scratch/ltfit-$1.json"
+  local n="$1" tool=ltfit extra=()
+  [[ "${2:-}" == cache ]] && tool=ltfit-ram extra=(--set data.cache=ram)
+  local out="$scratch/$tool-$n.json"
   if ! OMP_NUM_THREADS=1 "$LTFIT" bench-loader --config "$config" --batches "$batches" \
-         --workers "$n" --json > "$out" 2> "$scratch/ltfit-$n.err"; then
-    echo "ltfit (workers $n) failed: $(tail -n 3 "$scratch/ltfit-$n.err")" >> "$notes"
+         --workers "$n" "${extra[@]}" --json > "$out" 2> "$scratch/$tool-$n.err"; then
+    echo "$tool (workers $n) failed: $(tail -n 3 "$scratch/$tool-$n.err")" >> "$notes"
     return 0
   fi
   local fields
   if fields="$(json_fields < "$out" 2>/dev/null)"; then
-    echo "ltfit $fields" >> "$results"
+    echo "$tool $fields" >> "$results"
   else
-    echo "ltfit (workers $n): no JSON with images_per_second and workers on stdout" >> "$notes"
+    echo "$tool (workers $n): no JSON with images_per_second and workers on stdout" >> "$notes"
   fi
 }
 
@@ -133,6 +137,7 @@ fi
 for n in "${worker_counts[@]}"; do
   echo "size $size, $n worker(s), $batches batches of 64 ..." >&2
   [[ "$run_ltfit" == 1 ]] && run_one_ltfit "$n"
+  [[ "$run_ltfit" == 1 ]] && run_one_ltfit "$n" cache
   [[ "$run_python" == 1 ]] && run_one_python "$n"
 done
 
@@ -145,7 +150,7 @@ awk '
     printf "%-12s %7s %10s %14s %14s\n", "tool", "workers", "img/s", "img/s/core", "ltfit/python"
     for (i = 1; i <= NR; ++i) {
       ratio = "-"
-      if (tool[i] == "ltfit" && by["torchvision " n[i]] > 0)
+      if (tool[i] ~ /^ltfit/ && by["torchvision " n[i]] > 0)
         ratio = sprintf("%.2fx", rate[i] / by["torchvision " n[i]])
       per_core = rate[i] / (n[i] > 0 ? n[i] : 1)
       printf "%-12s %7d %10.1f %14.1f %14s\n", tool[i], n[i], rate[i], per_core, ratio

@@ -43,7 +43,17 @@ void run_bench_loader(const LoaderArgs& args) {
                                    {"batch_size", config.data.batch_size},
                                    {"image_size", config.data.image_size},
                                    {"skipped_images", r.skipped_images}};
-    write_stdout(dump_json(result) + "\n");
+    nlohmann::json out = result;
+    out["cache"] = nullptr;
+    if (r.cache) {
+      out["cache"] = {{"hits", r.cache->hits},
+                      {"misses", r.cache->misses},
+                      {"images", r.cache->images},
+                      {"bytes", r.cache->bytes},
+                      {"capacity_bytes", r.cache->capacity},
+                      {"not_kept", r.cache->not_kept}};
+    }
+    write_stdout(dump_json(out) + "\n");
   } else {
     write_stdout(
         fmt::format("{} images in {:.2f} s: {:.1f} images/s, {:.1f} per worker ({} "

@@ -140,7 +140,17 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "MAX_IMAGE_PIXELS); larger files are skipped as unreadable; null: no limit"),
        field("formats", read_formats, data.formats, "list of format names",
              "image formats decoded, recognised from the file's bytes, not its name; files of "
-             "any other format are skipped as unreadable")});
+             "any other format are skipped as unreadable"),
+       field("cache", parse_data_cache, data.cache,
+             "where decoded images are kept between epochs: none (decoded from the file every "
+             "time) or ram (the decoder's output, at the reduced scale it chose, kept in memory "
+             "up to `cache_bytes` and shared by the loader threads; each epoch augments it "
+             "afresh, so batches are the same as without it; hits, misses and bytes are in the "
+             "log and `summary.json`'s `data_cache`)"),
+       field("cache_bytes", read_byte_count, data.cache_bytes,
+             "bytes, e.g. 4294967296 or 4GiB (KiB, MiB, GiB, TiB; KB, MB, GB, TB)",
+             "`cache: ram`: the most decoded pixels kept; images past it are decoded each time, "
+             "as without the cache (nothing is evicted)")});
 }
 
 }  // namespace ltfit::config_internal

@@ -13,6 +13,11 @@ const EnumNames<DataLayout>& data_layouts() {
   return names;
 }
 
+const EnumNames<DataCache>& data_caches() {
+  static const EnumNames<DataCache> names{"data.cache", {"none", "ram"}};
+  return names;
+}
+
 const EnumNames<Task>& tasks() {
   static const EnumNames<Task> names{"model.task", {"auto", "single_label", "multi_label"}};
   return names;
@@ -75,6 +80,8 @@ const EnumNames<BnBuffers>& bn_buffer_modes() {
 
 DataLayout parse_data_layout(std::string_view text) { return data_layouts().parse(text); }
 const std::string& data_layout_name(DataLayout layout) { return data_layouts().name(layout); }
+DataCache parse_data_cache(std::string_view text) { return data_caches().parse(text); }
+const std::string& data_cache_name(DataCache cache) { return data_caches().name(cache); }
 
 Task parse_task(std::string_view text) { return tasks().parse(text); }
 const std::string& task_name(Task task) { return tasks().name(task); }

@@ -145,6 +145,8 @@ void emit_data(YAML::Emitter& out, const DataConfig& data) {
     out << data.max_pixels;
   }
   out << YAML::Key << "formats" << YAML::Value << YAML::Flow << data.formats;
+  put_string(out, "cache", data_cache_name(data.cache));
+  out << YAML::Key << "cache_bytes" << YAML::Value << data.cache_bytes;
   emit_augment(out, data.augment);
   out << YAML::EndMap;
 }

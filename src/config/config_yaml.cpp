@@ -5,7 +5,10 @@
 
 #include <charconv>
 #include <climits>
+#include <cstdint>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "config/config_internal.h"
@@ -89,6 +92,43 @@ void read_max_pixels(const Context& context, const Located& at, std::uint64_t& o
       fail_type(context, at, "a number of pixels (an integer >= 0), or null for no limit");
     }
   }
+}
+
+// "4294967296", "4GiB", "512 MiB", "2GB": a count of bytes with an optional binary (KiB..TiB)
+// or decimal (KB..TB) unit; nullopt when it is not one or overflows.
+static std::optional<std::uint64_t> parse_byte_count(std::string_view text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
+  std::string_view unit(ptr, static_cast<std::size_t>(end - ptr));
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  static const std::pair<std::string_view, std::uint64_t> kUnits[] = {{"", 1},
+                                                                      {"B", 1},
+                                                                      {"KiB", 1ULL << 10},
+                                                                      {"MiB", 1ULL << 20},
+                                                                      {"GiB", 1ULL << 30},
+                                                                      {"TiB", 1ULL << 40},
+                                                                      {"KB", 1000},
+                                                                      {"MB", 1000000},
+                                                                      {"GB", 1000000000},
+                                                                      {"TB", 1000000000000}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name) continue;
+    if (value > UINT64_MAX / scale) return std::nullopt;
+    return value * scale;
+  }
+  return std::nullopt;
+}
+
+void read_byte_count(const Context& context, const Located& at, std::uint64_t& out) {
+  if (!at.node.IsDefined()) return;
+  const std::string text = is_plain_scalar(at.node) ? at.node.Scalar() : "";
+  const std::optional<std::uint64_t> bytes = parse_byte_count(text);
+  if (!bytes || *bytes == 0) {
+    fail_type(context, at, "a positive number of bytes, e.g. 4294967296 or 4GiB");
+  }
+  out = *bytes;
 }
 
 void read_formats(const Context& context, const Located& at, std::vector<std::string>& out) {

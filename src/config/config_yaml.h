@@ -49,6 +49,8 @@ void read_duration(const Context& context, const Located& at, std::optional<doub
 void read_workers(const Context& context, const Located& at, int& out);
 // `data.max_pixels`: a pixel count, or null (stored as 0) for no limit.
 void read_max_pixels(const Context& context, const Located& at, std::uint64_t& out);
+// A positive count of bytes: an integer, optionally with a unit ("4GiB", "512 MiB", "2GB").
+void read_byte_count(const Context& context, const Located& at, std::uint64_t& out);
 // `data.formats`: a list of format names (checked against kImageFormatNames by the rules).
 void read_formats(const Context& context, const Located& at, std::vector<std::string>& out);
 // `train.lr`: one number, or a list [low, high].

@@ -116,7 +116,8 @@ bool is_identity_lighting(const AugmentParams& params) {
 bool finite_params(const AugmentParams& p) {
   const double values[] = {p.crop_row_pct, p.crop_col_pct, p.rotate_degrees, p.zoom,
                            p.zoom_row_pct, p.zoom_col_pct, p.warp[0],        p.warp[1],
-                           p.warp[2],      p.warp[3],      p.brightness,     p.contrast};
+                           p.warp[2],      p.warp[3],      p.brightness,     p.contrast,
+                           p.decode_zoom};
   return std::all_of(std::begin(values), std::end(values),
                      [](double v) { return std::isfinite(v); });
 }
@@ -258,6 +259,7 @@ AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
   const double scale = rng.uniform(1.0, config.max_zoom);
   const double zoom_row = rng.uniform();
   const double zoom_col = rng.uniform();
+  p.decode_zoom = std::max(config.max_zoom, 1.0);
   if (zoom) {
     p.zoom = scale;
     p.zoom_row_pct = zoom_row;
@@ -313,20 +315,23 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
 
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
                                                   const AugmentParams& params, std::string* error,
-                                                  const ImageLimits& limits, DecodeBudget* budget) {
+                                                  const ImageLimits& limits, DecodeBudget* budget,
+                                                  DecodedImageCache* cache) {
   return run_never_throwing("augment", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxOutputSize) {
       reason = "invalid output size " + std::to_string(size);
     } else if (reason = invalid_params_reason(params); reason.empty()) {
-      // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel,
-      // and only the part the warp reads.
+      // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel at
+      // the largest zoom the config draws (the same scale every epoch), and only the part the
+      // warp reads.
       const RegionOf region_of = [&params, size](cv::Size whole) {
         const Mat3 m = sampling_matrix(params, whole.width, whole.height, size);
         return sampled_region(m, whole.width, whole.height, size);
       };
-      const DecodedImage decoded = decode_bgr(path, {size * std::max(params.zoom, 1.0), region_of},
-                                              {limits, budget}, &reason);
+      const double min_side = size * std::max({params.zoom, params.decode_zoom, 1.0});
+      const DecodedImage decoded =
+          decode_bgr_cached(path, {min_side, region_of}, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) result = augment_to_tensor(decoded, size, params);
     }
     return result;

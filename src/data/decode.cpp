@@ -212,6 +212,10 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   std::vector<uchar> bytes(static_cast<std::size_t>(size));
   if (read_at(fd.get(), 0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
   if (jpeg && !jpeg_complete(bytes)) return fail("truncated JPEG (no end-of-image marker)");
+  result.eighths = eighths;
+  result.jpeg = jpeg;
+  result.file_width = header->width;
+  result.file_height = header->height;
   std::string jpeg_error;
   if (jpeg && decode_with_libjpeg(bytes, {eighths, request.region_of}, result, &jpeg_error)) {
     return result;
@@ -227,6 +231,32 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   }
   result.whole = result.image.size();
   result.region = cv::Rect(0, 0, result.whole.width, result.whole.height);
+  return result;
+}
+
+DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& request,
+                               const DecodeLimits& limits, DecodedImageCache* cache,
+                               std::string* error) {
+  if (cache == nullptr) return decode_bgr(path, request, limits, error);
+  const auto same_scale = [&request](const DecodedImageCache::Entry& e) {
+    return e.eighths == (e.jpeg ? jpeg_eighths(e.width, e.height, request.min_short_side) : 8);
+  };
+  if (std::optional<DecodedImageCache::Entry> hit = cache->find(path, same_scale)) {
+    DecodedImage result;
+    result.image = hit->image;
+    result.whole = hit->image.size();
+    result.region = cv::Rect(0, 0, result.whole.width, result.whole.height);
+    result.eighths = hit->eighths;
+    result.jpeg = hit->jpeg;
+    result.file_width = hit->width;
+    result.file_height = hit->height;
+    return result;
+  }
+  DecodedImage result = decode_bgr(path, DecodeRequest{request.min_short_side, {}}, limits, error);
+  if (!result.image.empty()) {
+    cache->insert(
+        path, {result.image, result.eighths, result.jpeg, result.file_width, result.file_height});
+  }
   return result;
 }
 

@@ -15,6 +15,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "data/decode_cache.h"
 #include "data/jpeg_decode.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
@@ -41,8 +42,11 @@ struct DecodeRequest {
 // A decoded image and the share of the decode budget it holds until destroyed.
 struct DecodedImage {
   cv::Mat image;    // CV_8UC3 BGR: `region` of the whole decoded image; empty on failure
-  cv::Rect region;  // where `image` lies in the whole decoded image (covers what was asked)
+  cv::Rect region;  // where `image` lies in the whole decoded image: what was asked for
   cv::Size whole;   // the whole decoded image's size
+  int eighths = 8;  // the scale it was decoded at, M/8 (8: full size; always 8 but for JPEG)
+  bool jpeg = false;
+  std::uint64_t file_width = 0, file_height = 0;  // the image's size in the file (its header)
   DecodeBudget::Lease lease;
 };
 
@@ -53,6 +57,14 @@ struct DecodedImage {
 // callers that promise never to throw catch those.
 DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
                         const DecodeLimits& limits, std::string* error);
+
+// decode_bgr through `cache` (data.cache: ram; nullptr: none): an entry decoded at the scale
+// this request would choose is used as it is (the whole image, no budget lease: the memory is
+// the cache's); otherwise the whole image is decoded (no region, so that it can be kept) and
+// offered to the cache. The pixels a caller reads are the same either way.
+DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& request,
+                               const DecodeLimits& limits, DecodedImageCache* cache,
+                               std::string* error);
 
 // The whole image (region == the whole image).
 DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,

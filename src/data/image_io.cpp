@@ -70,7 +70,8 @@ torch::Tensor to_square_rgb(const DecodedImage& decoded, int size, const CropFli
 
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
                                                const CropFlip& crop, std::string* error,
-                                               const ImageLimits& limits, DecodeBudget* budget) {
+                                               const ImageLimits& limits, DecodeBudget* budget,
+                                               DecodedImageCache* cache) {
   return run_never_throwing("decode", error, [&](std::string& reason) {
     std::optional<torch::Tensor> result;
     if (size <= 0 || size > kMaxDecodedOutputSize) {
@@ -82,7 +83,8 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
       // decoded.
       const DecodeRequest request{size / std::min(crop.scale, 1.0),
                                   [&crop](cv::Size whole) { return crop_rect(whole, crop); }};
-      const DecodedImage decoded = decode_bgr(path, request, {limits, budget}, &reason);
+      const DecodedImage decoded =
+          decode_bgr_cached(path, request, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) result = to_square_rgb(decoded, size, crop);
     }
     return result;

@@ -257,12 +257,13 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
       return load_eval_image(sample.path, *options_.eval_transform, error, options_.limits, budget);
     }
     if (!options_.train && !options_.augment_in_order) {
-      return load_square_image(sample.path, options_.image_size, {}, error, options_.limits,
-                               budget);
+      return load_square_image(sample.path, options_.image_size, {}, error, options_.limits, budget,
+                               options_.cache.get());
     }
     const AugmentParams params = draw_augment(options_.augment, augment_seed);
-    std::optional<torch::Tensor> image = load_augmented_image(
-        sample.path, image_size_at(epoch), params, error, options_.limits, budget);
+    std::optional<torch::Tensor> image =
+        load_augmented_image(sample.path, image_size_at(epoch), params, error, options_.limits,
+                             budget, options_.cache.get());
     if (image && options_.train && options_.augment.policy != AugmentPolicy::kNone) {  // not TTA
       image = apply_augment_policy(*image, options_.augment.policy, options_.augment.rand_augment,
                                    policy_seed(augment_seed));

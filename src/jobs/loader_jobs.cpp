@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -35,8 +36,13 @@ std::int64_t pull_batches(Loader& loader, int count, int* epoch) {
 BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) {
   if (workers > 0) config.data.workers = workers;
   const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
-  Loader loader(index.train, make_loader_options(config, /*train=*/true));
-  const int warmup = 2 * loader.workers();
+  LoaderOptions options = make_loader_options(config, /*train=*/true);
+  if (config.data.cache == DataCache::kRam) {
+    options.cache = make_decoded_image_cache(config.data.cache_bytes);
+  }
+  Loader loader(index.train, options);
+  const int per_epoch = static_cast<int>(loader.size() / config.data.batch_size);
+  const int warmup = options.cache ? std::max(per_epoch, 1) : 2 * loader.workers();
   int epoch = 0;
   loader.start_epoch(epoch);
   spdlog::info("bench-loader: {} images, {} worker(s), batch {} at {} px; {} warm-up + {} batches",
@@ -51,6 +57,7 @@ BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) 
   result.workers = loader.workers();
   result.available_cores = available_cores();
   result.skipped_images = loader.skipped().count;
+  if (options.cache) result.cache = decoded_image_cache_stats(*options.cache);
   return result;
 }
 

@@ -251,6 +251,9 @@ class TrainSession {
     summary.train_skipped_images =
         static_cast<std::int64_t>(index.train.size()) - summary.train_images;
     summary.valid_images = static_cast<std::int64_t>(index.valid.size());
+    if (setup_.train_options.cache) {
+      summary.data_cache = decoded_image_cache_stats(*setup_.train_options.cache);
+    }
     summary.accuracy = history.empty() ? resumed_.accuracy : history.back().accuracy;
     summary.multi_label = !setup_.thresholds.empty();
     summary.thresholds = setup_.thresholds;
@@ -306,6 +309,13 @@ class TrainSession {
                       summary.tta_seconds);
     spdlog::info("time per phase{}:\n{}", config_.train.profile ? "" : " (device not synchronised)",
                  format_phase_table(profiler_.totals()));
+    if (const auto& c = summary.data_cache) {
+      spdlog::info(
+          "data cache: {} images, {:.1f} of {:.1f} MiB; {} hits, {} misses; {} decodes not kept "
+          "(cache full)",
+          c->images, c->bytes / 1048576.0, c->capacity / 1048576.0, c->hits, c->misses,
+          c->not_kept);
+    }
     if (stopped_after_last_epoch_ || (options_.stop_signal && options_.stop_signal())) {
       spdlog::info("the stop request arrived after training had completed: the run is complete");
     }

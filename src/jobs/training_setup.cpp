@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ltfit/data/class_counts.h"
+#include "ltfit/data/decode_cache.h"
 #include "ltfit/data/readable_images.h"
 #include "ltfit/eval/multi_label_metrics.h"
 #include "ltfit/jobs/dist_session.h"
@@ -165,6 +166,10 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
         static_cast<std::int64_t>(setup.index.classes.size());
   }
   setup.train_options.pin_memory = setup.valid_options.pin_memory = device.is_cuda();
+  if (config.data.cache == DataCache::kRam) {
+    setup.train_options.cache = setup.valid_options.cache =
+        make_decoded_image_cache(config.data.cache_bytes);
+  }
   std::vector<Sample> valid = setup.index.valid;
   if (dist != nullptr && dist->active()) {
     setup.train_options.shard = dist->shard();

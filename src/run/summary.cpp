@@ -39,6 +39,17 @@ std::string summary_json(const RunSummary& s) {
        s.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stopped_early)},
       {"task", s.multi_label ? "multi_label" : "single_label"},
   };
+  j["data_cache"] = nullptr;
+  if (const auto& c = s.data_cache) {
+    const std::uint64_t lookups = c->hits + c->misses;
+    j["data_cache"] = {{"hits", c->hits},
+                       {"misses", c->misses},
+                       {"hit_rate", lookups ? static_cast<double>(c->hits) / lookups : 0.0},
+                       {"images", c->images},
+                       {"bytes", c->bytes},
+                       {"capacity_bytes", c->capacity},
+                       {"not_kept", c->not_kept}};
+  }
   if (s.multi_label) {
     j["thresholds"] = s.thresholds;
     j["f1_samples"] = s.f1_samples;

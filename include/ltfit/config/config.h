@@ -137,6 +137,8 @@ struct DataConfig {
   // Image formats decoded, identified by the file's bytes, not its name (kImageFormatNames);
   // a file of any other format is skipped as unreadable.
   std::vector<std::string> formats = {"jpeg", "png", "webp", "bmp", "tiff"};
+  DataCache cache = DataCache::kNone;      // none | ram: decoded images kept between epochs
+  std::uint64_t cache_bytes = 4ULL << 30;  // ram: at most this many bytes of decoded pixels
 
   bool operator==(const DataConfig&) const = default;
 };

@@ -29,6 +29,14 @@ enum class DataLayout {
 DataLayout parse_data_layout(std::string_view text);
 const std::string& data_layout_name(DataLayout layout);
 
+// `data.cache`: where decoded images are kept between epochs (ltfit/data/decode_cache.h).
+enum class DataCache {
+  kNone,  // decoded from the file every time
+  kRam,   // kept in memory, up to data.cache_bytes, shared by the loader threads
+};
+DataCache parse_data_cache(std::string_view text);  // "none" | "ram"
+const std::string& data_cache_name(DataCache cache);
+
 // `model.task`: one label per image (softmax) or a set of labels (sigmoid per class).
 enum class Task {
   kAuto,         // multi_label when data.csv.label_delim is set, else single_label

@@ -22,6 +22,8 @@
 
 namespace ltfit {
 
+class DecodedImageCache;  // ltfit/data/decode_cache.h
+
 // One sample's augmentation. The defaults are the identity on a centre crop.
 struct AugmentParams {
   double crop_row_pct = 0.5;  // crop window position along y in [0,1] (0.5 = centre)
@@ -34,6 +36,10 @@ struct AugmentParams {
   std::array<double, 4> warp = {0, 0, 0, 0};  // symmetric warp magnitudes, each ±max_warp
   double brightness = 0.5;                    // fastai's `change` in (0,1); 0.5 = unchanged
   double contrast = 1.0;  // fastai's contrast scale (log-uniform in [1-l, 1/(1-l)])
+  // The largest zoom the draws can have (the config's max_zoom): the JPEG decode scale is chosen
+  // for it, not for this draw's zoom, so an image decodes at the same scale every epoch (and
+  // data.cache: ram finds it). Not part of the geometry.
+  double decode_zoom = 1.0;
 };
 
 // Draws one sample's parameters per fastai's get_transforms() and `config`.
@@ -50,10 +56,12 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
 // Decodes `path` (reduced-scale JPEG decode when possible) and applies `params` in one pass.
 // Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws. The file must
 // pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds its
-// estimated memory from `budget` (nullptr: the process-wide default_decode_budget()).
+// estimated memory from `budget` (nullptr: the process-wide default_decode_budget()); with `cache`
+// (data.cache: ram), the decoded image is looked up there first and kept there (decode_cache.h).
 std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
                                                   const AugmentParams& params, std::string* error,
                                                   const ImageLimits& limits = {},
-                                                  DecodeBudget* budget = nullptr);
+                                                  DecodeBudget* budget = nullptr,
+                                                  DecodedImageCache* cache = nullptr);
 
 }  // namespace ltfit

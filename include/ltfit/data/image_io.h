@@ -15,6 +15,8 @@
 
 namespace ltfit {
 
+class DecodedImageCache;  // ltfit/data/decode_cache.h
+
 // Geometry of one training sample's augmentation, drawn by the loader from its generator.
 struct CropFlip {
   double scale = 1.0;     // crop side as a fraction of the shorter side, (0, 1]
@@ -27,11 +29,13 @@ struct CropFlip {
 // side when scale is 1 and offsets 0.5), resizes it to size×size with area/bilinear filtering.
 // Returns uint8 [size,size,3] RGB, or nullopt with `error` set. The file must pass `limits`
 // (data.max_pixels, data.formats) before it is decoded; the decode holds its estimated memory
-// from `budget` (nullptr: the process-wide default_decode_budget()).
+// from `budget` (nullptr: the process-wide default_decode_budget()); with `cache`
+// (data.cache: ram), the decoded image is looked up there first and kept there (decode_cache.h).
 std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
                                                const CropFlip& crop, std::string* error,
                                                const ImageLimits& limits = {},
-                                               DecodeBudget* budget = nullptr);
+                                               DecodeBudget* budget = nullptr,
+                                               DecodedImageCache* cache = nullptr);
 
 // The filter of torchvision's eval Resize (the registry's "bilinear" or "bicubic"), applied as
 // Pillow applies it to 8-bit images: antialiased, in fixed point, horizontal pass first.

@@ -32,6 +32,7 @@
 #include "ltfit/config/config.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/decode_budget.h"
+#include "ltfit/data/decode_cache.h"
 #include "ltfit/data/image_header.h"
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/shard.h"
@@ -61,6 +62,9 @@ struct LoaderOptions {
   ImageLimits limits;       // what a file must pass to be decoded (data.max_pixels, formats)
   // Bounds the memory decodes hold at once; null: the process-wide default_decode_budget().
   std::shared_ptr<DecodeBudget> decode_budget;
+  // data.cache: ram — decoded images kept across epochs, shared with the run's other loaders
+  // (decode_cache.h); null: none.
+  std::shared_ptr<DecodedImageCache> cache;
   // Training in a data-parallel run: batch_size is the global batch and this loader delivers
   // only `shard`'s slice of each (shard.h). A slice without enough readable images is then
   // delivered empty (0 images) instead of being passed over, so every rank counts the same

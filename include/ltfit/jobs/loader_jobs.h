@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ltfit/config/config.h"
+#include "ltfit/data/decode_cache.h"
 
 namespace ltfit {
 
@@ -16,10 +18,12 @@ struct BenchLoaderResult {
   std::int64_t images = 0;  // images in the timed batches
   double seconds = 0.0;     // wall time of the timed batches
   std::int64_t skipped_images = 0;
+  std::optional<DecodedImageCacheStats> cache;  // data.cache: ram
 };
 
-// Times `batches` training batches of `config` (after 2 per worker to warm up), starting new
-// epochs as needed. `workers` > 0 replaces data.workers.
+// Times `batches` training batches of `config` (after 2 per worker to warm up; with data.cache:
+// ram after a whole epoch, which fills the cache), starting new epochs as needed. `workers` > 0
+// replaces data.workers.
 BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers);
 
 // Writes the first training batch of `epoch`, augmented, as a PNG grid captioned with the class

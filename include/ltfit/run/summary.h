@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ltfit/data/decode_cache.h"
+
 namespace ltfit {
 
 struct RunSummary {
@@ -30,9 +32,10 @@ struct RunSummary {
   double total_seconds = 0.0;                 // train + TTA, as the study counts it
   std::int64_t skipped_images = 0;            // unreadable images skipped
   std::vector<std::string> skipped_examples;  // "path: reason" for the first few
-  int world_size = 1;                         // processes that trained (data-parallel ranks)
-  std::string backend = "none";               // their process group: gloo | nccl | none
-  std::int64_t global_batch = 0;              // images per batch over all ranks (data.batch_size)
+  std::optional<DecodedImageCacheStats> data_cache;  // data.cache: ram (null: none)
+  int world_size = 1;                                // processes that trained (data-parallel ranks)
+  std::string backend = "none";                      // their process group: gloo | nccl | none
+  std::int64_t global_batch = 0;  // images per batch over all ranks (data.batch_size)
   std::string weights = "model";  // what the final figures used: model | ema (train.ema.validate)
   std::string stopped_early;      // why early stopping ended the run (JSON null: it did not)
   bool owner = true;  // this process owns the run directory (not in JSON: rank 0 of a group)
