@@ -52,6 +52,12 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
        field("random_crop", augment.random_crop,
              "the training crop (the shorter side's square) at a random position, fastai's "
              "`rand_crop`; false: centred, as validation images are"),
+       field("on", parse_augment_place, augment.on,
+             "where the transforms above run: host (per image in the loader threads, one "
+             "OpenCV warp from the decoded image) or device (the loader only crops and resizes; "
+             "fastai v2's batch transforms, `aug_transforms`, then run on each training batch "
+             "where it lives, the GPU on a GPU: one affine grid + grid sample, then brightness "
+             "and contrast in logit space)"),
        field("policy", parse_augment_policy, augment.policy,
              "an automatic augmentation policy on the final-size training image, after the "
              "transforms above: none, rand_augment (torchvision's `RandAugment`) or "

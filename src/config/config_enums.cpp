@@ -13,6 +13,11 @@ const EnumNames<DataLayout>& data_layouts() {
   return names;
 }
 
+const EnumNames<AugmentPlace>& augment_places() {
+  static const EnumNames<AugmentPlace> names{"data.augment.on", {"host", "device"}};
+  return names;
+}
+
 const EnumNames<DataCache>& data_caches() {
   static const EnumNames<DataCache> names{"data.cache", {"none", "ram"}};
   return names;
@@ -80,6 +85,8 @@ const EnumNames<BnBuffers>& bn_buffer_modes() {
 
 DataLayout parse_data_layout(std::string_view text) { return data_layouts().parse(text); }
 const std::string& data_layout_name(DataLayout layout) { return data_layouts().name(layout); }
+AugmentPlace parse_augment_place(std::string_view text) { return augment_places().parse(text); }
+const std::string& augment_place_name(AugmentPlace place) { return augment_places().name(place); }
 DataCache parse_data_cache(std::string_view text) { return data_caches().parse(text); }
 const std::string& data_cache_name(DataCache cache) { return data_caches().name(cache); }
 

@@ -92,6 +92,7 @@ void emit_augment(YAML::Emitter& out, const AugmentConfig& a) {
   put_plain(out, "p_affine", format_number(a.p_affine));
   put_plain(out, "p_lighting", format_number(a.p_lighting));
   put_bool(out, "random_crop", a.random_crop);
+  put_string(out, "on", augment_place_name(a.on));
   put_string(out, "policy", augment_policy_name(a.policy));
   begin_section(out, "rand_augment");
   put_plain(out, "num_ops", std::to_string(a.rand_augment.num_ops));

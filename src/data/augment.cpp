@@ -230,6 +230,13 @@ torch::Tensor augment_to_tensor(const DecodedImage& decoded, int size,
 
 }  // namespace
 
+AugmentParams crop_only(const AugmentParams& params) {
+  AugmentParams crop;
+  crop.crop_row_pct = params.crop_row_pct;
+  crop.crop_col_pct = params.crop_col_pct;
+  return crop;
+}
+
 AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
   // Draw order (fixed, part of the reproducibility contract): crop row, crop col, flip, warp
   // (apply?, 4 magnitudes), rotate (apply?, degrees), zoom (apply?, scale, row, col),

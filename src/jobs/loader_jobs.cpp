@@ -7,9 +7,11 @@
 #include <chrono>
 #include <vector>
 
+#include "ltfit/data/batch_augment.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/image_grid.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/train/device_augment.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -70,11 +72,24 @@ void run_show_batch_job(const Config& config, int epoch, const std::string& out)
   loader.start_epoch(epoch);
   const auto batch = loader.next();
   if (!batch) throw DataError("no readable training image for a batch");
+  torch::Tensor images = batch->images;
+  if (config.data.augment.on == AugmentPlace::kDevice) {  // what DeviceAugmentHook makes of it
+    const torch::Tensor pixels = images.permute({0, 3, 1, 2}).to(torch::kFloat32) / 255;
+    const BatchAugmentDraw draw =
+        draw_batch_augment(config.data.augment, pixels.size(0),
+                           DeviceAugmentHook::batch_seed(config.run.seed, epoch, 0));
+    images = (augment_batch(pixels, draw, static_cast<int>(pixels.size(2))) * 255)
+                 .round()
+                 .clamp(0, 255)
+                 .to(torch::kUInt8)
+                 .permute({0, 2, 3, 1})
+                 .contiguous();
+  }
   std::vector<std::string> captions;
   for (std::int64_t i = 0; i < batch->labels.size(0); ++i) {
     captions.push_back(batch_caption(*batch, i, index.classes));
   }
-  write_image_grid(batch->images, captions, 0, out);
+  write_image_grid(images, captions, 0, out);
   spdlog::info("wrote {} augmented training images (epoch {}) to {}", captions.size(), epoch, out);
 }
 

@@ -24,6 +24,9 @@ StandardHookSet::StandardHookSet(const Config& config, HookPurpose purpose, std:
   if (train.clip_grad_norm > 0) hooks_.push_back(&clip_.emplace(train.clip_grad_norm));
   const int rank = group != nullptr ? group->rank() : 0;
   const int world = group != nullptr ? group->size() : 1;
+  if (config.data.augment.on == AugmentPlace::kDevice) {  // lr-find sees it too
+    hooks_.push_back(&device_augment_.emplace(config.data.augment, config.run.seed, rank, world));
+  }
   const RandomErasingConfig& erasing = config.data.augment.random_erasing;
   if (erasing.p > 0) {  // the training batches' augmentation: lr-find sees it too
     hooks_.push_back(&random_erasing_.emplace(erasing, config.run.seed, rank, world));

@@ -77,6 +77,7 @@ struct AugmentConfig {
   RandomErasingConfig random_erasing;           // torchvision's RandomErasing, after normalization
   AugmentPolicy policy = AugmentPolicy::kNone;  // none | rand_augment | trivial_augment
   RandAugmentConfig rand_augment;               // policy: rand_augment
+  AugmentPlace on = AugmentPlace::kHost;        // host: per image in the loader; device: batch
 
   bool operator==(const AugmentConfig&) const = default;
 };

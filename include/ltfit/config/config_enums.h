@@ -29,6 +29,14 @@ enum class DataLayout {
 DataLayout parse_data_layout(std::string_view text);
 const std::string& data_layout_name(DataLayout layout);
 
+// `data.augment.on`: where the training augmentation runs.
+enum class AugmentPlace {
+  kHost,    // per image in the loader threads (OpenCV, on the decoded image)
+  kDevice,  // per batch on the batch's device (fastai v2's batch transforms, batch_augment.h)
+};
+AugmentPlace parse_augment_place(std::string_view text);  // "host" | "device"
+const std::string& augment_place_name(AugmentPlace place);
+
 // `data.cache`: where decoded images are kept between epochs (ltfit/data/decode_cache.h).
 enum class DataCache {
   kNone,  // decoded from the file every time

@@ -42,6 +42,10 @@ struct AugmentParams {
   double decode_zoom = 1.0;
 };
 
+// `params` with only its crop position kept: no flip, rotation, zoom, warp or lighting (the
+// loader's part when data.augment.on is device).
+AugmentParams crop_only(const AugmentParams& params);
+
 // Draws one sample's parameters per fastai's get_transforms() and `config`.
 AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed);
 

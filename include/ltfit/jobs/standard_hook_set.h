@@ -15,6 +15,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/train/data_parallel.h"
+#include "ltfit/train/device_augment.h"
 #include "ltfit/train/early_stopping.h"
 #include "ltfit/train/ema.h"
 #include "ltfit/train/hooks.h"
@@ -53,6 +54,7 @@ class StandardHookSet {
   std::optional<ScheduleHook> schedule_;
   std::optional<AccumulateHook> accumulate_;
   std::optional<ClipGradHook> clip_;
+  std::optional<DeviceAugmentHook> device_augment_;
   std::optional<RandomErasingHook> random_erasing_;
   std::optional<MixupHook> mixup_;
   std::optional<EmaHook> ema_;
