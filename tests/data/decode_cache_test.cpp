@@ -19,8 +19,10 @@
 
 namespace {
 
-ltfit::LoaderOptions cache_options(bool train) {
+ltfit::LoaderOptions cache_options(bool train,
+                                   ltfit::AugmentPlace on = ltfit::AugmentPlace::kHost) {
   ltfit::LoaderOptions o;
+  o.augment.on = on;
   o.image_size = 40;
   o.batch_size = 5;
   o.train = train;
@@ -73,6 +75,21 @@ TEST_CASE("data.cache ram: the same batches as without it, from memory after the
     CHECK(s.bytes > 0);
     CHECK(s.bytes <= s.capacity);
   }
+}
+
+TEST_CASE("data.cache ram with data.augment.on device: the same crops as without it",
+          "[data][loader][cache]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 15, 3, 150, 260, 8);
+  const auto device = ltfit::AugmentPlace::kDevice;
+  ltfit::Loader plain(samples, cache_options(true, device));
+  ltfit::LoaderOptions options = cache_options(true, device);
+  options.cache = ltfit::make_decoded_image_cache(1ULL << 30);
+  ltfit::Loader cached(samples, options);
+  check_same_batches(epochs_of(plain, 2), epochs_of(cached, 2));
+  const ltfit::DecodedImageCacheStats s = ltfit::decoded_image_cache_stats(*options.cache);
+  CHECK(s.hits == 15);  // the second epoch: every image from memory
+  CHECK(s.misses == 15);
 }
 
 TEST_CASE("data.cache ram: a full cache keeps what fits, decodes the rest, same batches",
