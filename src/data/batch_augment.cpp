@@ -34,8 +34,7 @@ torch::Tensor affine_theta(const BatchAugmentDraw& d, std::int64_t h, std::int64
   const torch::Tensor s = 1 / d.zoom;
   const torch::Tensor zoom = matrices({s, zero, (1 - s) * (2 * d.zoom_col - 1), zero, s,
                                        (1 - s) * (2 * d.zoom_row - 1), zero, zero, one});
-  torch::Tensor mat = torch::eye(3).unsqueeze(0).expand({d.flip.size(0), 3, 3}).contiguous();
-  mat = mat.matmul(flip).matmul(rotate).matmul(zoom);
+  torch::Tensor mat = flip.matmul(rotate).matmul(zoom);
   mat.select(1, 0).select(1, 1).mul_(static_cast<double>(h) / static_cast<double>(w));
   mat.select(1, 1).select(1, 0).mul_(static_cast<double>(w) / static_cast<double>(h));
   return mat.slice(1, 0, 2);

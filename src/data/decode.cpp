@@ -212,10 +212,7 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   std::vector<uchar> bytes(static_cast<std::size_t>(size));
   if (read_at(fd.get(), 0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
   if (jpeg && !jpeg_complete(bytes)) return fail("truncated JPEG (no end-of-image marker)");
-  result.eighths = eighths;
-  result.jpeg = jpeg;
-  result.file_width = header->width;
-  result.file_height = header->height;
+  result.scale = {eighths, jpeg, header->width, header->height};
   std::string jpeg_error;
   if (jpeg && decode_with_libjpeg(bytes, {eighths, request.region_of}, result, &jpeg_error)) {
     return result;
@@ -239,24 +236,20 @@ DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& req
                                std::string* error) {
   if (cache == nullptr) return decode_bgr(path, request, limits, error);
   const auto same_scale = [&request](const DecodedImageCache::Entry& e) {
-    return e.eighths == (e.jpeg ? jpeg_eighths(e.width, e.height, request.min_short_side) : 8);
+    const DecodeScale& s = e.scale;
+    return s.eighths ==
+           (s.jpeg ? jpeg_eighths(s.file_width, s.file_height, request.min_short_side) : 8);
   };
   if (std::optional<DecodedImageCache::Entry> hit = cache->find(path, same_scale)) {
     DecodedImage result;
     result.image = hit->image;
     result.whole = hit->image.size();
     result.region = cv::Rect(0, 0, result.whole.width, result.whole.height);
-    result.eighths = hit->eighths;
-    result.jpeg = hit->jpeg;
-    result.file_width = hit->width;
-    result.file_height = hit->height;
+    result.scale = hit->scale;
     return result;
   }
   DecodedImage result = decode_bgr(path, DecodeRequest{request.min_short_side, {}}, limits, error);
-  if (!result.image.empty()) {
-    cache->insert(
-        path, {result.image, result.eighths, result.jpeg, result.file_width, result.file_height});
-  }
+  if (!result.image.empty()) cache->insert(path, {result.image, result.scale});
   return result;
 }
 

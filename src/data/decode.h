@@ -44,9 +44,7 @@ struct DecodedImage {
   cv::Mat image;    // CV_8UC3 BGR: `region` of the whole decoded image; empty on failure
   cv::Rect region;  // where `image` lies in the whole decoded image: what was asked for
   cv::Size whole;   // the whole decoded image's size
-  int eighths = 8;  // the scale it was decoded at, M/8 (8: full size; always 8 but for JPEG)
-  bool jpeg = false;
-  std::uint64_t file_width = 0, file_height = 0;  // the image's size in the file (its header)
+  DecodeScale scale;
   DecodeBudget::Lease lease;
 };
 

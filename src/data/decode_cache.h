@@ -1,13 +1,4 @@
-// The decoded-image cache of data.cache: ram (what it keeps and why: ltfit/data/decode_cache.h).
-// // What is kept is the decoder's output, the whole image at the scale the decode chose (a JPEG
-// at 1/2, 1/4 or 1/8 when that still covers the output), before any crop or augmentation: from
-// the second epoch on an image is only warped afresh, not read and decoded again. A hit needs the
-// same scale the decode would choose now (progressive resizing or another split asking for
-// more pixels decodes again and replaces the entry), so a batch is the same with or without the
-// cache. Bounded by data.cache_bytes: once full, further images are decoded each time as
-// without the cache (nothing is evicted: an epoch visits every image in a new random order,
-// where evicting the oldest would keep nothing that is used again). Counts hits, misses and
-// bytes for the run's report. Thread-safe.
+// The decoded-image cache of data.cache: ram; what it keeps and why: ltfit/data/decode_cache.h.
 #pragma once
 
 #include <atomic>
@@ -23,17 +14,22 @@
 
 namespace ltfit {
 
+// The scale an image was decoded at, and the file's size, which a later request's scale is
+// chosen from.
+struct DecodeScale {
+  int eighths = 8;  // M/8 (8: full size; always 8 but for JPEG)
+  bool jpeg = false;
+  std::uint64_t file_width = 0, file_height = 0;  // the image's size in the file (its header)
+};
+
 // Private to src/data; the rest of ltfit makes one with make_decoded_image_cache and reads its
 // figures with decoded_image_cache_stats (include/ltfit/data/decode_cache.h).
 class DecodedImageCache {
  public:
-  // One decoded image: its pixels (CV_8UC3, never written to), the M/8 scale they were decoded
-  // at (8 for formats other than JPEG) and the file's full size, from its header.
+  // One decoded image: its pixels (CV_8UC3, never written to) and their scale.
   struct Entry {
     cv::Mat image;
-    int eighths = 8;
-    bool jpeg = false;
-    std::uint64_t width = 0, height = 0;
+    DecodeScale scale;
   };
 
   using Stats = DecodedImageCacheStats;

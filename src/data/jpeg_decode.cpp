@@ -135,6 +135,38 @@ cv::Rect with_margin(const cv::Rect& region, const jpeg_decompress_struct& cinfo
                           static_cast<int>(cinfo.output_height));
 }
 
+// Starts the decompression and reads the rows and columns of `want` (columns from an iMCU
+// boundary at or left of want.x, which *first_column receives) into s.decoded; false with
+// s.err.message set when rows are missing. Called from run_libjpeg after its setjmp (libjpeg's
+// errors jump back there, over this frame, which holds nothing with a destructor).
+bool read_region(Session& s, const cv::Rect& want, bool grey, int* first_column) {
+  jpeg_start_decompress(&s.cinfo);
+  auto x = static_cast<JDIMENSION>(0);
+  auto width = s.cinfo.output_width;
+  if (static_cast<JDIMENSION>(want.width) < width) {
+    x = static_cast<JDIMENSION>(want.x);
+    width = static_cast<JDIMENSION>(want.width);
+    jpeg_crop_scanline(&s.cinfo, &x, &width);  // x moves down to an iMCU boundary
+  }
+  if (want.y > 0) jpeg_skip_scanlines(&s.cinfo, static_cast<JDIMENSION>(want.y));
+  s.decoded.create(want.height, static_cast<int>(s.cinfo.output_width), grey ? CV_8UC1 : CV_8UC3);
+  s.rows.resize(static_cast<std::size_t>(want.height));
+  for (int r = 0; r < want.height; ++r) s.rows[static_cast<std::size_t>(r)] = s.decoded.ptr(r);
+  auto done = static_cast<JDIMENSION>(0);
+  while (done < static_cast<JDIMENSION>(want.height)) {
+    const JDIMENSION n = jpeg_read_scanlines(&s.cinfo, s.rows.data() + done,
+                                             static_cast<JDIMENSION>(want.height) - done);
+    if (n == 0) break;  // a suspending source cannot happen with memory; guard anyway
+    done += n;
+  }
+  if (done < static_cast<JDIMENSION>(want.height)) {
+    std::snprintf(s.err.message, sizeof(s.err.message), "decoded %u of %d rows", done, want.height);
+    return false;
+  }
+  *first_column = static_cast<int>(x);
+  return true;
+}
+
 // The libjpeg part of the decode: fills `s.decoded` with the rows and columns of `want` (or a
 // little more: columns start on an iMCU boundary) and returns the decoded region, or returns
 // false with s.err.message set. No object with a destructor is created here after setjmp.
@@ -172,34 +204,14 @@ bool run_libjpeg(Session& s, const std::vector<std::uint8_t>& bytes, const JpegR
   out.region = *orientation == 1 ? asked_region(request, stored)
                                  : cv::Rect(0, 0, stored.width, stored.height);
   const cv::Rect want = with_margin(out.region, s.cinfo);
-  jpeg_start_decompress(&s.cinfo);
-  auto x = static_cast<JDIMENSION>(0);
-  auto width = s.cinfo.output_width;
-  if (static_cast<JDIMENSION>(want.width) < width) {
-    x = static_cast<JDIMENSION>(want.x);
-    width = static_cast<JDIMENSION>(want.width);
-    jpeg_crop_scanline(&s.cinfo, &x, &width);  // x moves down to an iMCU boundary
-  }
-  if (want.y > 0) jpeg_skip_scanlines(&s.cinfo, static_cast<JDIMENSION>(want.y));
-  s.decoded.create(want.height, static_cast<int>(s.cinfo.output_width), grey ? CV_8UC1 : CV_8UC3);
-  s.rows.resize(static_cast<std::size_t>(want.height));
-  for (int r = 0; r < want.height; ++r) s.rows[static_cast<std::size_t>(r)] = s.decoded.ptr(r);
-  auto done = static_cast<JDIMENSION>(0);
-  while (done < static_cast<JDIMENSION>(want.height)) {
-    const JDIMENSION n = jpeg_read_scanlines(&s.cinfo, s.rows.data() + done,
-                                             static_cast<JDIMENSION>(want.height) - done);
-    if (n == 0) break;  // a suspending source cannot happen with memory; guard anyway
-    done += n;
-  }
-  if (done < static_cast<JDIMENSION>(want.height)) {
-    std::snprintf(s.err.message, sizeof(s.err.message), "decoded %u of %d rows", done, want.height);
-    return false;
-  }
+  int first_column = 0;
+  if (!read_region(s, want, grey, &first_column)) return false;
   out.warnings = static_cast<int>(s.err.pub.num_warnings);
   jpeg_abort_decompress(&s.cinfo);
-  // The decoded rows start at column x; what was asked for lies inside, away from their edges.
-  s.decoded = s.decoded.colRange(out.region.x - static_cast<int>(x),
-                                 out.region.x - static_cast<int>(x) + out.region.width);
+  // The decoded rows start at first_column; what was asked for lies inside, away from their
+  // edges.
+  s.decoded = s.decoded.colRange(out.region.x - first_column,
+                                 out.region.x - first_column + out.region.width);
   return true;
 }
 

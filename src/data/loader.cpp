@@ -261,28 +261,20 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
                                options_.cache.get());
     }
     const AugmentParams params = draw_augment(options_.augment, augment_seed);
-    if (options_.train && options_.augment.on == AugmentPlace::kDevice) {
-      // data.augment.on: device: only the crop here, in the same one warp (DeviceAugmentHook
-      // does the rest on the batch).
-      std::optional<torch::Tensor> image =
-          load_augmented_image(sample.path, image_size_at(epoch), crop_only(params), error,
-                               options_.limits, budget, options_.cache.get());
-      return image ? with_policy(*image, augment_seed) : image;
+    // data.augment.on: device: only the crop here, in the same one warp (DeviceAugmentHook does
+    // the rest on the batch).
+    const bool on_device = options_.train && options_.augment.on == AugmentPlace::kDevice;
+    std::optional<torch::Tensor> image = load_augmented_image(
+        sample.path, image_size_at(epoch), on_device ? crop_only(params) : params, error,
+        options_.limits, budget, options_.cache.get());
+    if (image && options_.train && options_.augment.policy != AugmentPolicy::kNone) {  // not TTA
+      image = apply_augment_policy(*image, options_.augment.policy, options_.augment.rand_augment,
+                                   policy_seed(augment_seed));
     }
-    std::optional<torch::Tensor> image =
-        load_augmented_image(sample.path, image_size_at(epoch), params, error, options_.limits,
-                             budget, options_.cache.get());
-    if (image && options_.train) image = with_policy(*image, augment_seed);  // not TTA
     return image;
   } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
     throw DataError("loading image '" + sample.path + "' failed: " + e.what());
   }
-}
-
-torch::Tensor Loader::with_policy(const torch::Tensor& image, std::uint64_t augment_seed) const {
-  if (options_.augment.policy == AugmentPolicy::kNone) return image;
-  return apply_augment_policy(image, options_.augment.policy, options_.augment.rand_augment,
-                              policy_seed(augment_seed));
 }
 
 bool Loader::note_unreadable(const std::string& path, const std::string& error) {

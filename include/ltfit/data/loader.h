@@ -175,8 +175,6 @@ class Loader : public BatchSource {
                   Batch& batch, std::vector<std::int64_t>& labels,
                   std::vector<std::int64_t>& unreadable);
   // Loads one sample for `epoch`: augmented when training, centre-cropped otherwise.
-  // The training augmentation policy (data.augment.policy) applied to a final-size image.
-  torch::Tensor with_policy(const torch::Tensor& image, std::uint64_t augment_seed) const;
   std::optional<torch::Tensor> load_sample(std::int64_t position, int epoch,
                                            std::uint64_t augment_seed, std::string* error) const;
   // Records `path` as unreadable (counted and logged once); false if it was already known.
