@@ -112,17 +112,27 @@ torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device&
                                bool channels_last, const ImageNormalization& normalization) {
   LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
               "images must be uint8 [N,H,W,3]");
-  torch::Tensor x;
   if (device.is_cpu()) {
-    x = normalize_on_cpu(images, normalization);
-  } else {  // copy the bytes (pinned: asynchronously), convert and normalise on the device
-    const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-    const std::array<float, 3> m = scaled_mean(normalization), s = scaled_inv_std(normalization);
-    const torch::Tensor mean = torch::tensor(std::vector<float>(m.begin(), m.end()), options);
-    const torch::Tensor inv_std = torch::tensor(std::vector<float>(s.begin(), s.end()), options);
-    x = (images.to(device, /*non_blocking=*/true).to(torch::kFloat32) - mean).mul_(inv_std);
+    const torch::Tensor x = normalize_on_cpu(images, normalization).permute({0, 3, 1, 2});
+    return channels_last ? x : x.contiguous();  // the permute is a view: memory stays NHWC
   }
-  x = x.permute({0, 3, 1, 2});  // [N,3,H,W] view; memory stays NHWC (channels_last)
+  // Copy the bytes (pinned: asynchronously), convert and normalise on the device.
+  return normalize_on_device(images.to(device, /*non_blocking=*/true),
+                             normalization_tensors(normalization, device), channels_last);
+}
+
+NormalizationTensors normalization_tensors(const ImageNormalization& normalization,
+                                           const torch::Device& device) {
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32);
+  const std::array<float, 3> m = scaled_mean(normalization), s = scaled_inv_std(normalization);
+  return {torch::tensor(std::vector<float>(m.begin(), m.end()), options).to(device),
+          torch::tensor(std::vector<float>(s.begin(), s.end()), options).to(device)};
+}
+
+torch::Tensor normalize_on_device(const torch::Tensor& images,
+                                  const NormalizationTensors& constants, bool channels_last) {
+  const torch::Tensor x =
+      (images.to(torch::kFloat32) - constants.offset).mul_(constants.scale).permute({0, 3, 1, 2});
   return channels_last ? x : x.contiguous();
 }
 

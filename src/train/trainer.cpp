@@ -78,6 +78,7 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
       train_(train),
       valid_(valid),
       options_(std::move(options)),
+      feed_(options_.device, options_.channels_last, model_->input_normalization()),
       profiler_(profiler != nullptr ? profiler
                                     : &own_profiler_.emplace(options_.device, /*sync=*/false)),
       scaler_(scaler_options(options_)),
@@ -237,15 +238,12 @@ std::int64_t Trainer::train_epoch() {
   optimizer_.zero_grad(/*set_to_none=*/true);
   ctx_.epoch_images = 0;
   std::int64_t drawn = 0;
-  for (;;) {
-    std::optional<Batch> batch;
-    {
-      ScopedPhase phase(*profiler_, Phase::kDataWait);
-      batch = train_.next();
-    }
-    if (!batch) break;
+  // Two batches in flight: batch k+1's copy to the device starts before batch k's step.
+  for (std::optional<StagedBatch> next = next_staged(); next;) {
+    const StagedBatch batch = std::move(*next);
     ++drawn;
-    one_batch(*batch);
+    next = next_staged();
+    one_batch(batch);
     if (ctx_.stop) break;
   }
   // An epoch that lost batches to images left out ends before batches_per_epoch: the schedule
@@ -259,8 +257,19 @@ std::int64_t Trainer::train_epoch() {
   return ctx_.epoch_images;
 }
 
+std::optional<StagedBatch> Trainer::next_staged() {
+  std::optional<Batch> batch;
+  {
+    ScopedPhase phase(*profiler_, Phase::kDataWait);
+    batch = train_.next();
+  }
+  if (!batch) return std::nullopt;
+  ScopedPhase phase(*profiler_, Phase::kHostToDevice);
+  return feed_.stage(*batch);
+}
+
 // One batch, fastai's `_do_one_batch`: the hooks around each part are in hooks.h.
-void Trainer::one_batch(const Batch& batch) {
+void Trainer::one_batch(const StagedBatch& batch) {
   TrainContext& c = ctx_;
   TrainPosition& at = state_.position;
   const std::int64_t group_start = at.batch_in_epoch / c.accumulate * c.accumulate;
@@ -273,9 +282,9 @@ void Trainer::one_batch(const Batch& batch) {
   if (c.batch_in_step == 0) c.step_loss = 0.0;
   {
     ScopedPhase phase(*profiler_, Phase::kHostToDevice);
-    c.images = normalize_images(batch.images, options_.device, options_.channels_last,
-                                model_->input_normalization());
-    c.labels = batch.labels.to(options_.device, /*non_blocking=*/true);
+    feed_.use(batch);
+    c.images = batch.images;
+    c.labels = batch.labels;
   }
   // A data-parallel rank whose slice had no readable image runs no forward and no backward but
   // fires every event, so it meets the other ranks at the same collectives (hooks.h).

@@ -213,4 +213,17 @@ std::uint64_t policy_seed(std::uint64_t augment_seed);
 torch::Tensor normalize_images(const torch::Tensor& images, const torch::Device& device,
                                bool channels_last, const ImageNormalization& normalization = {});
 
+// A normalisation as two float [3] tensors on one device: x_norm = (x_uint8 - offset) * scale.
+struct NormalizationTensors {
+  torch::Tensor offset;
+  torch::Tensor scale;
+};
+NormalizationTensors normalization_tensors(const ImageNormalization& normalization,
+                                           const torch::Device& device);
+
+// normalize_images for uint8 images already on the device, with its constants there too: no
+// host copy, so nothing in it waits for the device.
+torch::Tensor normalize_on_device(const torch::Tensor& images,
+                                  const NormalizationTensors& constants, bool channels_last);
+
 }  // namespace ltfit

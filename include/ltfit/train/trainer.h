@@ -16,6 +16,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include "ltfit/data/batch_feed.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/dist/group.h"
 #include "ltfit/model/classifier.h"
@@ -82,7 +83,9 @@ class Trainer {
   // Plans the epoch (leaving out what failed to decode) and starts the loader on it.
   void start_epoch();
   std::int64_t train_epoch();
-  void one_batch(const Batch& batch);
+  // The epoch's next batch, its copy to the device started (the data wait and its start timed).
+  std::optional<StagedBatch> next_staged();
+  void one_batch(const StagedBatch& batch);
   // The training loss of `output` against class indices or a target distribution.
   torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
   // Hands each saved hook state to the hook of its name (after fit_begin).
@@ -100,6 +103,7 @@ class Trainer {
   BatchSource& train_;
   Loader* valid_;
   TrainerOptions options_;
+  BatchFeed feed_;                        // batch k+1's copy runs while batch k trains
   std::optional<Profiler> own_profiler_;  // when none is given
   Profiler* profiler_;
   GradScaler scaler_;
