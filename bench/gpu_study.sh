@@ -15,7 +15,8 @@
 #     batch 16 in fp16, bf16 and fp32, then 1 epoch in fp16 at batch 64 and 256 (~5 min);
 #     model.pretrained is none (no network: the weights change no timing);
 #  4. bench/torch_study_peer.py: torchvision ImageFolder + DataLoader (a worker per core, pinned
-#     memory), AMP fp16, channels_last, fused AdamW, at batch 16, 64 and 256 (~2 min);
+#     memory), AMP fp16, channels_last, fused AdamW, the body frozen like ltfit's runs
+#     (--frozen), at batch 16, 64 and 256 (~2 min);
 #  5. the report: each run's mm:ss beside the P100's 11:17 and the K80's 19:54, images/s and
 #     data wait (the last epoch's), the peer's images/s at each batch size and the ratio, the
 #     issue's goals met or not, the phase times against the budget, and the experiment's own
@@ -26,7 +27,9 @@
 # Options: --tiny (CPU, 48/16 images at 64 px, ResNet-18, 1 epoch, batch 8; the report goes to
 # WORK), --work DIR (default /tmp/ltfit-gpu-study, --tiny: a new temporary folder), --out FILE,
 # --budget-minutes M, --train N, --valid N. Environment: BUILD_DIR (default ./build), LTFIT
-# (default BUILD_DIR/ltfit), PYTHON (default python3), SKIP_SETUP=1.
+# (default BUILD_DIR/ltfit), PYTHON (default python3), SKIP_SETUP=1, GPU_STUDY_PRECISIONS
+# (default "fp16 bf16 fp32"), GPU_STUDY_LARGE_BATCHES (default "64 256"; empty: none) to fit a
+# short loan.
 # Exit codes: 0 the report was written (failed runs are in it), 1 it could not be (no binary, the
 # synthetic set or the experiment failed to start), 2 bad usage.
 set -uo pipefail
@@ -68,8 +71,9 @@ else
   work="${work:-/tmp/ltfit-gpu-study}"
   out="${out:-$ROOT/bench/results/gpu-study-$(date +%Y-%m-%d).md}"
   train="${train:-23000}" valid="${valid:-2000}"
-  device=cuda size=224 arch=resnet34 epochs=3 batch=16 large_batches="64 256"
-  run_precisions="fp16 bf16 fp32" peer_precision=fp16 peer_batches="16,64,256" peer_steps=200
+  device=cuda size=224 arch=resnet34 epochs=3 batch=16
+  large_batches="${GPU_STUDY_LARGE_BATCHES-64 256}"
+  run_precisions="${GPU_STUDY_PRECISIONS:-fp16 bf16 fp32}" peer_precision=fp16 peer_batches="16,64,256" peer_steps=200
   peer_warmup=20
 fi
 mkdir -p "$work" "$(dirname "$out")"
@@ -149,7 +153,7 @@ else
   log "PyTorch peer at batch $peer_batches ($peer_precision)"
   "$PYTHON" "$ROOT/bench/torch_study_peer.py" --root "$data" --device "$device" \
     --arch "$arch" --size "$size" --batch-sizes "$peer_batches" --precision "$peer_precision" \
-    --steps "$peer_steps" --warmup "$peer_warmup" >"$peer" 2>"$work/peer.log"
+    --steps "$peer_steps" --warmup "$peer_warmup" --frozen >"$peer" 2>"$work/peer.log"
   rc=$?
   ((rc == 0)) || peer_note="not run: torch_study_peer.py exited $rc ($(tail -1 "$work/peer.log"))"
 fi
@@ -217,7 +221,10 @@ if peer:
     pinned = ", pinned" if p0["device"].startswith("cuda") else ""
     amp = "fp32" if p0["precision"] == "fp32" else f"{p0['precision']} autocast"
     lines += [f"torchvision ImageFolder + DataLoader ({p0['workers']} workers{pinned}), "
-              f"{amp}, channels_last, AdamW (fused on CUDA), {p0['arch']} at "
+              f"{amp}, channels_last, AdamW (fused on CUDA), {p0['arch']} "
+              + ("with the body frozen as in ltfit's runs (BatchNorm and classifier train) "
+                 if p0.get("frozen") else "training every weight (ltfit's runs: body frozen) ")
+              + "at "
               f"{p0['size']} px; {p0['steps']} timed steps after warm-up (torch {p0['torch']}, "
               f"torchvision {p0['torchvision']}). ltfit's figure: the last epoch of its run at "
               "that batch size and precision.", "",

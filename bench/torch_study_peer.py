@@ -2,14 +2,16 @@
 """PyTorch's side of bench/gpu_study.sh: the study's training step as PyTorch users write it.
 
     python3 bench/torch_study_peer.py --root DIR [--device cuda] [--arch resnet34] [--size 224]
-        [--batch-sizes 16,64,256] [--precision fp16] [--steps 200] [--warmup 20]
+        [--batch-sizes 16,64,256] [--precision fp16] [--steps 200] [--warmup 20] [--frozen]
 
 On the same images as ltfit (DIR/train/<class>/*.jpg): torchvision's ImageFolder with the
 augmentation of bench/torchvision_loader.py (Resize, RandomCrop, flip, perspective, affine and
 colour jitter, each p 0.75 like fastai's get_transforms), a DataLoader with one worker per core
 (pinned memory, persistent workers, shuffled, drop_last), torchvision's model (random init, 2
 classes) in channels_last, AdamW (fused on CUDA), autocast in the given precision with a
-GradScaler for fp16, cross-entropy, normalisation on the device. For each batch size: --warmup
+GradScaler for fp16, cross-entropy, normalisation on the device. --frozen trains as fastai's
+first stage does (and as the study's runs in bench/gpu_study.sh): the body's weights frozen, its
+BatchNorm layers and the classifier training (fastai's train_bn), so both sides do the same work. For each batch size: --warmup
 steps, then --steps timed steps (synchronised at both ends); the time the loop waited for the
 loader is measured per step (the host is blocked in next() while the GPU may still run).
 
@@ -45,8 +47,14 @@ def run_batch_size(args, batch_size, torch, torchvision, datasets, transforms):
     torch.manual_seed(1)
     model = getattr(torchvision.models, args.arch)(num_classes=2)
     model = model.to(device, memory_format=torch.channels_last).train()
+    if args.frozen:
+        head = set(id(p) for p in model.get_submodule(args.head).parameters())
+        for module in model.modules():
+            norm = isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
+            for p in module.parameters(recurse=False):
+                p.requires_grad_(norm or id(p) in head)
     fused = device.type == "cuda"
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, fused=fused)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3, weight_decay=0.01, fused=fused)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
     scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
     mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1) * 255
@@ -82,7 +90,8 @@ def run_batch_size(args, batch_size, torch, torchvision, datasets, transforms):
     sync()
     seconds = time.perf_counter() - start
     return {"batch_size": batch_size, "images_per_second": args.steps * batch_size / seconds,
-            "data_wait_fraction": waited / seconds, "steps": args.steps, "seconds": seconds,
+            "data_wait_fraction": waited / seconds, "steps": args.steps,
+            "frozen": args.frozen, "seconds": seconds,
             "device": args.device, "precision": args.precision, "arch": args.arch,
             "size": args.size, "workers": len(os.sched_getaffinity(0)),
             "torch": torch.__version__, "torchvision": torchvision.__version__}
@@ -98,6 +107,9 @@ def main(argv):
     parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp16")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--frozen", action="store_true",
+                        help="train only BatchNorm layers and the classifier (fastai's frozen body)")
+    parser.add_argument("--head", default="fc", help="the classifier module's name (resnets: fc)")
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.batch_sizes.split(",")]
