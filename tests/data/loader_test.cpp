@@ -124,6 +124,38 @@ TEST_CASE("destroying a loader mid-epoch joins its workers", "[data][loader]") {
   SUCCEED("no hang, no crash");
 }
 
+namespace {
+
+// How many of this process's threads are named `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+  int count = 0;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("loader threads are named ltfit-loader while they run", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = small_set(dir);
+  REQUIRE(threads_named("ltfit-loader") == 0);
+  {
+    ltfit::Loader loader(samples, train_options(3));
+    loader.start_epoch(0);
+    REQUIRE(loader.next().has_value());
+    // Each worker names itself when it first runs: wait for all three.
+    for (int tries = 0; tries < 500 && threads_named("ltfit-loader") < 3; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(threads_named("ltfit-loader") == 3);
+  }
+  CHECK(threads_named("ltfit-loader") == 0);  // joined
+}
+
 TEST_CASE("the bad-input zoo is skipped, counted and named - good odd sizes decode",
           "[data][loader]") {
   ltfit::testing::TempDir dir;
