@@ -5,6 +5,9 @@
 #   scripts/setup.sh                       # Release build in ./build
 #   BUILD_DIR=out scripts/setup.sh
 #   PREFIX=$HOME/.local scripts/setup.sh   # then install: $PREFIX/bin/ltfit, share/ltfit/configs
+#   TARGETS=ltfit scripts/setup.sh         # build only the binary (the quickstart does this)
+#
+# Prints each phase's time (packages, wheel, configure, build) when it ends.
 #
 # LibTorch comes from the pinned PyPI torch wheel (its bundled C++ library; a CUDA build that
 # also runs without a GPU). To build against an official LibTorch zip instead, configure by hand
@@ -16,6 +19,7 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 PREFIX="${PREFIX:-}"  # empty: build only
 TORCH_VERSION="2.15.0"
 PYTHON="${PYTHON:-python3}"
+TARGETS="${TARGETS:-}"  # empty: everything (the binary, the tests, the fuzz-free extras)
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libjpeg62-turbo-dev
               libyaml-cpp-dev
               libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
@@ -23,6 +27,13 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev 
               libboost-dev)
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+# Runs phase NAME FUNCTION and logs how long it took.
+phase() {
+  local name=$1 start=$SECONDS
+  "$2"
+  log "phase $name: $((SECONDS - start)) s"
+}
 
 install_apt_packages() {
   local missing=()
@@ -48,7 +59,7 @@ install_torch() {
   "$PYTHON" -m pip install -q "torch==$TORCH_VERSION"
 }
 
-configure_and_build() {
+configure() {
   local prefix
   prefix="$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
   if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
@@ -56,8 +67,12 @@ configure_and_build() {
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
   fi
-  log "building (first build takes several minutes on two cores)"
-  cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+}
+
+build() {
+  log "building ${TARGETS:-everything} (the first build takes several minutes on two cores)"
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)" ${TARGETS:+--target $TARGETS}
 }
 
 install_ltfit() {
@@ -72,9 +87,10 @@ install_ltfit() {
   esac
 }
 
-install_apt_packages
-install_torch
-configure_and_build
+phase packages install_apt_packages
+phase wheel install_torch
+phase configure configure
+phase build build
 if [[ -n "$PREFIX" ]]; then
   install_ltfit
   log "ready: $PREFIX/bin/ltfit (configs: $PREFIX/share/ltfit/configs)"
