@@ -24,8 +24,9 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   exit 1
 fi
 
-# torchvision imports numpy at start-up (its datasets module), so it is needed too.
-for module in PIL:pillow numpy:numpy; do
+# torchvision imports numpy at start-up (its datasets module), so it is needed too. nbconvert
+# and ipykernel run notebooks/kaggle_vs_colab.ipynb headless (CTest notebook_tiny).
+for module in PIL:pillow numpy:numpy nbconvert:nbconvert ipykernel:ipykernel; do
   if "$PYTHON" -c "import ${module%%:*}" 2>/dev/null; then
     echo "${module#*:}: already installed"
   else

@@ -70,7 +70,7 @@ scripts_out=""
 # model and training step among them; the whole suite is the default, by hand.
 if [[ "${LTFIT_ASAN_SUBSET:-}" == quick ]]; then
   spec_extra+="~[cli]"
-  scripts_out='^(dist_torchrun_loopback|install_prefix|tensorboard_oracle|fetch_data_loopback|parity_torchvision|gpu_study_tiny)$'
+  scripts_out='^(dist_torchrun_loopback|install_prefix|tensorboard_oracle|fetch_data_loopback|parity_torchvision|gpu_study_tiny|notebook_tiny)$'
   left_out+=", the [cli] tests and the training/install scripts"
 fi
 export LTFIT_CTEST_SPEC_EXTRA="$spec_extra"
