@@ -18,10 +18,11 @@
 namespace ltfit {
 
 struct StagedBatch {
-  torch::Tensor
-      images;  // float [N,3,H,W] normalised on the device (NHWC memory when channels_last)
-  torch::Tensor labels;         // on the device
-  std::shared_ptr<void> ready;  // the side stream's event after the copy; null: ready now
+  torch::Tensor images;  // float [N,3,H,W], normalised, on the device (NHWC when channels_last)
+  torch::Tensor labels;  // on the device
+  // The side stream's at::cuda::CUDAEvent after the copy (type-erased: no CUDA header here);
+  // null: ready now.
+  std::shared_ptr<void> ready;
 };
 
 class BatchFeed {
