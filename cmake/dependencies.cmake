@@ -2,30 +2,40 @@
 # torch.utils.cmake_prefix_path, or an official LibTorch zip); the rest from the system.
 # Every third-party include directory is SYSTEM so their warnings stay out of ours.
 
-# A CUDA build of LibTorch needs the toolkit to configure; the binary still runs without a GPU.
-if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
-  set(CUDAToolkit_ROOT /usr/local/cuda)
+# LTFIT_TORCH_DIRECT and LTFIT_CPU_ONLY: cmake/torch_direct.cmake says what they link and why.
+option(LTFIT_CPU_ONLY "Link LibTorch's CPU libraries only (no CUDA toolkit, no CUDA at run time)" OFF)
+option(LTFIT_TORCH_DIRECT "Import LibTorch without Torch's CMake package (no CUDA toolkit)" OFF)
+if(LTFIT_CPU_ONLY OR LTFIT_TORCH_DIRECT)
+  include(${CMAKE_CURRENT_LIST_DIR}/torch_direct.cmake)
+else()
+  # A CUDA build of LibTorch needs the toolkit to configure; the binary still runs without a GPU.
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  # Name the GPU architectures up front: Torch's CMake otherwise tries to run a probe program on
+  # the build machine's GPU, which fails on a machine without one.
+  if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "8.0;9.0" CACHE STRING "CUDA architectures (only for CUDA LibTorch)")
+  endif()
+  find_package(Torch REQUIRED)
+  add_library(ltfit_torch INTERFACE)
+  target_link_libraries(ltfit_torch INTERFACE ${TORCH_LIBRARIES})
+  target_include_directories(ltfit_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+  # The PyPI wheel keeps its CUDA libraries in site-packages/nvidia/*/lib, found at run time through
+  # libtorch_cuda's $ORIGIN rpath; the linker needs them named, or it resolves an older system copy
+  # (e.g. the toolkit's libnccl) and fails on missing symbols.
+  file(GLOB LTFIT_WHEEL_CUDA_LIBS LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
+    target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
+  endforeach()
+  add_library(ltfit::torch ALIAS ltfit_torch)
+  if(TARGET torch_cuda)
+    set(LTFIT_TORCH_HAS_CUDA ON)
+  endif()
 endif()
-if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
-endif()
-# Name the GPU architectures up front: Torch's CMake otherwise tries to run a probe program on
-# the build machine's GPU, which fails on a machine without one.
-if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-  set(TORCH_CUDA_ARCH_LIST "8.0;9.0" CACHE STRING "CUDA architectures (only for CUDA LibTorch)")
-endif()
-find_package(Torch REQUIRED)
-add_library(ltfit_torch INTERFACE)
-target_link_libraries(ltfit_torch INTERFACE ${TORCH_LIBRARIES})
-target_include_directories(ltfit_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
-# The PyPI wheel keeps its CUDA libraries in site-packages/nvidia/*/lib, found at run time through
-# libtorch_cuda's $ORIGIN rpath; the linker needs them named, or it resolves an older system copy
-# (e.g. the toolkit's libnccl) and fails on missing symbols.
-file(GLOB LTFIT_WHEEL_CUDA_LIBS LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
-foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
-  target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
-endforeach()
-add_library(ltfit::torch ALIAS ltfit_torch)
 
 # Data-parallel training uses torch's c10d, which the wheel's libraries export. Its Gloo backend's
 # header includes gloo's own headers, which the wheel does not ship: Debian's libgloo-dev has
@@ -39,7 +49,7 @@ endif()
 target_include_directories(ltfit_torch SYSTEM INTERFACE ${LTFIT_GLOO_INCLUDE_DIR})
 find_path(LTFIT_NCCL_INCLUDE_DIR nccl.h
           HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" NO_DEFAULT_PATH)
-if(LTFIT_NCCL_INCLUDE_DIR AND TARGET torch_cuda)
+if(LTFIT_NCCL_INCLUDE_DIR AND LTFIT_TORCH_HAS_CUDA)
   target_include_directories(ltfit_torch SYSTEM INTERFACE ${LTFIT_NCCL_INCLUDE_DIR})
   target_compile_definitions(ltfit_torch INTERFACE LTFIT_WITH_NCCL)
   message(STATUS "ltfit: NCCL from ${LTFIT_NCCL_INCLUDE_DIR}")

@@ -3,7 +3,8 @@
 #include <utility>
 
 // The stream and event types exist only in a CUDA build of LibTorch.
-#if __has_include(<ATen/cuda/CUDAEvent.h>) && __has_include(<cuda_runtime_api.h>)
+#if !defined(LTFIT_CPU_ONLY) && \
+    __has_include(<ATen/cuda/CUDAEvent.h>) && __has_include(<cuda_runtime_api.h>)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -27,7 +27,8 @@
 #include "run/envinfo_internal.h"
 
 // Device properties are only reachable through the CUDA headers of a CUDA build of LibTorch.
-#if __has_include(<ATen/cuda/CUDAContextLight.h>) && __has_include(<cuda_runtime_api.h>)
+#if !defined(LTFIT_CPU_ONLY) && \
+    __has_include(<ATen/cuda/CUDAContextLight.h>) && __has_include(<cuda_runtime_api.h>)
 #include <ATen/cuda/CUDAContextLight.h>
 #define LTFIT_HAS_CUDA_HEADERS 1
 #endif
@@ -189,8 +190,12 @@ EnvInfo collect_envinfo(const std::string& data_dir, const std::string& run_dir)
   info.shm = disk_space("/dev/shm");
   fill_gpus(info);
   info.libtorch_version = TORCH_VERSION;
+#ifdef LTFIT_CPU_ONLY
+  info.libtorch_cuda = kCudaNotLinked;  // LTFIT_CPU_ONLY: libtorch_cpu alone
+#else
   info.libtorch_cuda =
       hook_version([](const auto& h) { return h.versionCUDART(); }, cuda_version_string);
+#endif
   info.libtorch_cudnn =
       hook_version([](const auto& h) { return h.versionCuDNN(); }, cudnn_version_string);
   info.opencv_version = opencv_version();

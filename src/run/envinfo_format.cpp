@@ -110,18 +110,22 @@ std::string envinfo_table(const EnvInfo& info) {
         fmt::format("{}: {:.0f} MiB = {:.2f} GiB = {:.1f} GB, compute capability {}", g.name,
                     g.memory.mib, g.memory.gib, g.memory.gb, g.compute_capability));
   }
-  rows.insert(rows.end(),
-              {{"driver", info.driver_version},
-               {"CUDA runtime", info.cuda_runtime},
-               {"cuDNN", info.cudnn_version},
-               {"LibTorch", fmt::format("{} (built with CUDA {}, cuDNN {})", info.libtorch_version,
-                                        info.libtorch_cuda, info.libtorch_cudnn)},
-               {"OpenCV", info.opencv_version},
-               {"compiler", info.compiler},
-               {"ltfit", info.ltfit_version},
-               {"OS", fmt::format("{} ({})", info.os, info.kernel)},
-               {"container", info.container},
-               {"data-parallel", info.launch + "; backends: " + info.dist_backends}});
+  rows.insert(
+      rows.end(),
+      {{"driver", info.driver_version},
+       {"CUDA runtime", info.cuda_runtime},
+       {"cuDNN", info.cudnn_version},
+       {"LibTorch", info.libtorch_cuda == kCudaNotLinked
+                        ? fmt::format("{} (CPU libraries only: this build links no CUDA)",
+                                      info.libtorch_version)
+                        : fmt::format("{} (built with CUDA {}, cuDNN {})", info.libtorch_version,
+                                      info.libtorch_cuda, info.libtorch_cudnn)},
+       {"OpenCV", info.opencv_version},
+       {"compiler", info.compiler},
+       {"ltfit", info.ltfit_version},
+       {"OS", fmt::format("{} ({})", info.os, info.kernel)},
+       {"container", info.container},
+       {"data-parallel", info.launch + "; backends: " + info.dist_backends}});
   std::string table;
   for (const auto& [label, value] : rows) table += fmt::format("{:<14}{}\n", label, value);
   return table;

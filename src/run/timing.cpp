@@ -24,7 +24,8 @@
 #include "run/optional_json.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
-#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#if !defined(LTFIT_CPU_ONLY) && \
+    __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #define LTFIT_HAS_CUDA_HEADERS 1

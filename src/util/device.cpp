@@ -20,6 +20,14 @@ torch::Device resolve_device(const DeviceRequest& request, const std::string& ke
       break;
   }
   const std::string text = device_request_name(request);
+#ifdef LTFIT_CPU_ONLY
+  throw ConfigError(key + ": '" + text +
+                        "' requested, but this ltfit is a CPU-only build "
+                        "(LTFIT_CPU_ONLY: it links no CUDA)",
+                    "use " + key +
+                        "=cpu, or the CUDA build (docker/Dockerfile.cuda, or a build "
+                        "without -DLTFIT_CPU_ONLY)");
+#endif
   if (!has_cuda) {
     throw ConfigError(key + ": '" + text + "' requested but no CUDA GPU is visible",
                       "use " + key + "=auto or cpu on this machine");

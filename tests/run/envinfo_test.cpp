@@ -169,3 +169,17 @@ TEST_CASE("collect_envinfo fills every field on this machine", "[envinfo]") {
   ltfit::write_envinfo_json(path.string(), info);
   CHECK(nlohmann::json::parse(ltfit::testing::read_file(path)) == j);
 }
+
+TEST_CASE("the table says when a build links LibTorch's CPU libraries only", "[envinfo]") {
+  ltfit::EnvInfo info;
+  info.libtorch_version = "2.15.0";
+  info.libtorch_cuda = "13.2";
+  info.libtorch_cudnn = "9.26.0";
+  CHECK_THAT(ltfit::envinfo_table(info),
+             Catch::Matchers::Contains("2.15.0 (built with CUDA 13.2, cuDNN 9.26.0)"));
+  info.libtorch_cuda = std::string(ltfit::kCudaNotLinked);  // an LTFIT_CPU_ONLY build
+  const std::string table = ltfit::envinfo_table(info);
+  CHECK_THAT(table,
+             Catch::Matchers::Contains("2.15.0 (CPU libraries only: this build links no CUDA)"));
+  CHECK_THAT(table, !Catch::Matchers::Contains("built with CUDA"));
+}

@@ -13,11 +13,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ltfit {
 
 inline constexpr const char* kNoneText = "none";
+// EnvInfo::libtorch_cuda in an LTFIT_CPU_ONLY build, which links libtorch_cpu alone.
+inline constexpr std::string_view kCudaNotLinked = "not linked";
 
 // One amount of GPU memory in the three units tools mix up.
 struct GpuMemory {
@@ -61,18 +64,19 @@ struct EnvInfo {
   std::string cuda_runtime = kNoneText;      // CUDA runtime LibTorch uses, e.g. "12.8"
   std::string cudnn_version = kNoneText;     // cuDNN loaded at run time, e.g. "9.10.2"
   std::string libtorch_version = kNoneText;  // TORCH_VERSION
-  std::string libtorch_cuda = kNoneText;  // CUDA version LibTorch was built with; "none": CPU build
-  std::string libtorch_cudnn = kNoneText;  // cuDNN version LibTorch was built with
-  std::string opencv_version = kNoneText;  // CV_VERSION
-  std::string compiler = kNoneText;        // "GCC 13.2.0", "clang 17.0.6"
-  std::string ltfit_version = kNoneText;   // LTFIT_VERSION
-  std::string os = kNoneText;              // /etc/os-release PRETTY_NAME
-  std::string kernel = kNoneText;          // uname: "Linux 6.8.0 x86_64"
-  std::string container = kNoneText;       // "docker" | "podman" | "kubernetes" | "containerd" |
-                                           // "lxc" | "container" (other) | "none"
-  std::string launch = kNoneText;          // the data-parallel run this process would join
-                                           // (dist/launch.h describe_launch), or the error
-  std::string dist_backends = kNoneText;   // c10d backends this build has: "gloo" | "gloo, nccl"
+  std::string libtorch_cuda = kNoneText;     // CUDA version LibTorch was built with; "none": CPU
+                                             // LibTorch; kCudaNotLinked: LTFIT_CPU_ONLY
+  std::string libtorch_cudnn = kNoneText;    // cuDNN version LibTorch was built with
+  std::string opencv_version = kNoneText;    // CV_VERSION
+  std::string compiler = kNoneText;          // "GCC 13.2.0", "clang 17.0.6"
+  std::string ltfit_version = kNoneText;     // LTFIT_VERSION
+  std::string os = kNoneText;                // /etc/os-release PRETTY_NAME
+  std::string kernel = kNoneText;            // uname: "Linux 6.8.0 x86_64"
+  std::string container = kNoneText;         // "docker" | "podman" | "kubernetes" | "containerd" |
+                                             // "lxc" | "container" (other) | "none"
+  std::string launch = kNoneText;            // the data-parallel run this process would join
+                                             // (dist/launch.h describe_launch), or the error
+  std::string dist_backends = kNoneText;     // c10d backends this build has: "gloo" | "gloo, nccl"
 };
 
 // Fields of /proc/cpuinfo that matter here.
