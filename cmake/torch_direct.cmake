@@ -62,6 +62,14 @@ else()
   find_path(LTFIT_CUDA_INCLUDE_DIR cuda_runtime_api.h
             PATHS ${LTFIT_WHEEL_CUDA_LIBS} PATH_SUFFIXES ../include NO_DEFAULT_PATH REQUIRED)
   get_filename_component(LTFIT_CUDA_INCLUDE_DIR "${LTFIT_CUDA_INCLUDE_DIR}" ABSOLUTE)
+  # cuda_runtime_api.h includes crt/host_defines.h, which comes in a package of its own
+  # (nvidia-cuda-crt) that the torch wheel does not depend on.
+  if(NOT EXISTS "${LTFIT_CUDA_INCLUDE_DIR}/crt/host_defines.h")
+    message(FATAL_ERROR "LTFIT_TORCH_DIRECT: ${LTFIT_CUDA_INCLUDE_DIR} lacks crt/host_defines.h, "
+                        "which cuda_runtime_api.h includes. Install the CUDA headers' package "
+                        "beside torch: pip install \"cuda-toolkit[crt]==V\" (V: the cuda-toolkit "
+                        "version torch requires; pip show cuda-toolkit).")
+  endif()
   target_include_directories(ltfit_torch SYSTEM INTERFACE "${LTFIT_CUDA_INCLUDE_DIR}")
   target_compile_definitions(ltfit_torch INTERFACE USE_C10D_NCCL)
   # --no-as-needed: nothing in ltfit names a libtorch_cuda symbol for every use, yet its static

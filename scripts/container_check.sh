@@ -44,6 +44,8 @@ timed() {
   fi
   say "- $name: $((SECONDS - start)) s"
 }
+# The training's and the evaluation's one-line results, into the report.
+results_of() { grep -hE "info: (done in|accuracy [0-9])" "$@" | sed 's/^/    /' | tee -a "$REPORT"; }
 image_size() { run_engine image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}'; }
 
 # Where a proxy re-signs TLS, pip inside a build needs the host's CA bundle, mounted beside the
@@ -108,7 +110,7 @@ check_cpu_image() {
   timed cpu-evaluate run_engine run "${RUN_FLAGS[@]}" "${mounts[@]}" ltfit:cpu \
     evaluate --checkpoint "/runs/$run_dir/checkpoints/last.ckpt"
   say "- quickstart inside the image (synth + train + evaluate): $((SECONDS - start)) s"
-  grep -iE "accuracy|error_rate" "$OUT/cpu-evaluate.log" | head -4 | sed 's/^/    /' >>"$REPORT"
+  results_of "$OUT/cpu-train.log" "$OUT/cpu-evaluate.log"
 }
 
 check_bundle() {
@@ -147,7 +149,7 @@ $L train --config quickstart --set data.root=/work/synth --set run.out_dir=/work
 $L evaluate --checkpoint "$(ls -d /work/runs/quickstart*/ | tail -1)checkpoints/last.ckpt"
 CHECK
   timed bundle-run run_engine run "${RUN_FLAGS[@]}" -v "$work:/work" "$BASE" bash /work/check.sh
-  grep -iE "accuracy|error_rate" "$OUT/bundle-run.log" | head -4 | sed 's/^/    /' >>"$REPORT"
+  results_of "$OUT/bundle-run.log"
 }
 
 check_cuda_image() {
@@ -158,6 +160,27 @@ check_cuda_image() {
   say "- image ltfit:cuda: $(image_size ltfit:cuda)"
   timed cuda-envinfo run_engine run "${RUN_FLAGS[@]}" ltfit:cuda
   sed 's/^/    /' "$OUT/cuda-envinfo.log" | head -20 >>"$REPORT"
+  # Every library in lib/ resolves its own dependencies inside the image, except the driver's
+  # (libcuda, libnvidia-ml), which the NVIDIA Container Toolkit mounts on a GPU host, and the
+  # optional network plugins of NVSHMEM and cuFile (MPI, PMIx, UCX, libfabric, RDMA), loaded
+  # only when such a transport is configured, as in the wheel's own environment.
+  timed cuda-libraries run_engine run "${RUN_FLAGS[@]}" --entrypoint bash ltfit:cuda -c '
+    missing=$(for f in /opt/ltfit/bin/ltfit /opt/ltfit/lib/*.so*; do
+                case "$f" in */nvshmem_bootstrap_* | */nvshmem_transport_* | */libcufile_rdma*) continue ;; esac
+                ldd "$f" | grep "not found"; done |
+              grep -v -E "libcuda\.so|libnvidia-ml\.so" | sort -u)
+    echo "$(ls /opt/ltfit/lib | wc -l) libraries in /opt/ltfit/lib, $(du -sm /opt/ltfit/lib | cut -f1) MB"
+    if [ -n "$missing" ]; then echo "unresolved: $missing"; exit 1; fi'
+  sed 's/^/    /' "$OUT/cuda-libraries.log" >>"$REPORT"
+  # The CUDA build trains on the CPU too: its whole library set loads without a GPU.
+  local work="$OUT/cuda-work"
+  rm -rf "$work"; mkdir -p "$work/runs"
+  timed cuda-synth run_engine run "${RUN_FLAGS[@]}" -v "$work:/work" ltfit:cuda \
+    synth --out /work/synth --train 200 --valid 80 --seed 0
+  timed cuda-train-cpu run_engine run "${RUN_FLAGS[@]}" -v "$work:/work" ltfit:cuda \
+    train --config quickstart --set data.root=/work/synth --set run.out_dir=/work/runs \
+    --set train.device=cpu --set train.epochs=1
+  results_of "$OUT/cuda-train-cpu.log"
 }
 
 if wants base || wants cpu || wants bundle || wants cuda; then make_base; fi

@@ -6,6 +6,7 @@
 #    no CUDA half (no libtorch_cuda, libc10_cuda, libtorch.so); LTFIT_CPU_ONLY is defined;
 # 2. LTFIT_TORCH_DIRECT configures without a CUDA toolkit; ltfit links LibTorch's CUDA half
 #    (libtorch_cuda kept with --no-as-needed) and the wheel's CUDA headers are on the path;
+#    without nvidia-cuda-crt (crt/host_defines.h) beside the wheel it stops and names the package;
 # 3. LTFIT_BUNDLE sets ltfit's install RUNPATH to $ORIGIN/../lib, installs runtime dependencies
 #    and runtime-packages.txt, and writes a cpack config for ltfit-*-cpu.tar.gz.
 #
@@ -53,8 +54,20 @@ if configure cpu -DLTFIT_CPU_ONLY=ON -DLTFIT_BUNDLE=ON; then
     || fail "bundle: no cpack config for the cpu tarball"
 fi
 
-# 2. CUDA LibTorch without the toolkit
-if configure direct -DLTFIT_TORCH_DIRECT=ON; then
+# 2. CUDA LibTorch without the toolkit. Its CUDA headers need nvidia-cuda-crt beside the wheel's
+# packages; without it the configure must stop and name the package.
+torch_root=""
+for dir in ${PREFIX//;/ }; do
+  [[ -f "$dir/Torch/TorchConfig.cmake" ]] && torch_root="$(realpath "$dir/../..")"
+done
+if [[ -n "$torch_root" ]] && ! ls "$torch_root"/../nvidia/*/include/crt/host_defines.h >/dev/null 2>&1; then
+  if cmake -S "$SRC" -B "$WORK/nocrt" -G Ninja -DLTFIT_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$PREFIX" \
+       -DLTFIT_TORCH_DIRECT=ON >"$WORK/nocrt.log" 2>&1; then
+    fail "direct: configured although crt/host_defines.h is missing"
+  fi
+  grep -q 'cuda-toolkit\[crt\]' "$WORK/nocrt.log" || { cat "$WORK/nocrt.log"; fail "direct: no hint naming cuda-toolkit[crt]"; }
+  echo "direct: no nvidia-cuda-crt beside the wheel here: the configure stops and names it (checked)"
+elif configure direct -DLTFIT_TORCH_DIRECT=ON; then
   link="$(link_of direct)"
   [[ "$link" == *"--no-as-needed,"*libtorch_cuda.so* ]] || fail "direct: libtorch_cuda not kept: $link"
   [[ "$link" == *libc10_cuda.so* ]] || fail "direct: no libc10_cuda: $link"
