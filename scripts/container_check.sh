@@ -79,7 +79,7 @@ deb http://deb.debian.org/debian bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 SOURCES
   rm -rf "$rootfs/var/cache/apt/archives/"*.deb
-  tar -C "$rootfs" -c . | run_engine import - "$BASE" >/dev/null
+  tar -C "$rootfs" -c . | run_engine import - "$BASE" >/dev/null 2>&1
   rm -rf "$rootfs"
   say "- base: $BASE made with debootstrap (minbase), $(image_size "$BASE")"
 }
