@@ -35,6 +35,17 @@ link_of() { grep -A6 "^build ltfit:" "$WORK/$1/build.ninja" | grep "LINK_LIBRARI
 defines_of() { grep -m1 "^  DEFINES" "$WORK/$1/build.ninja"; }
 includes_of() { grep -m1 "^  INCLUDES" "$WORK/$1/build.ninja"; }
 
+# The torch prefix from CMAKE_PREFIX_PATH's share/cmake entry; without one (a LibTorch found some
+# other way) there is nothing to configure against: skipped, visibly (exit 77).
+torch_root=""
+for dir in ${PREFIX//;/ }; do
+  [[ -f "$dir/Torch/TorchConfig.cmake" ]] && torch_root="$(realpath "$dir/../..")"
+done
+if [[ -z "$torch_root" ]]; then
+  echo "SKIP: no Torch/TorchConfig.cmake under CMAKE_PREFIX_PATH '$PREFIX'"
+  exit 77
+fi
+
 # 1. CPU only
 if configure cpu -DLTFIT_CPU_ONLY=ON -DLTFIT_BUNDLE=ON; then
   link="$(link_of cpu)"
@@ -56,11 +67,9 @@ fi
 
 # 2. CUDA LibTorch without the toolkit. Its CUDA headers need nvidia-cuda-crt beside the wheel's
 # packages; without it the configure must stop and name the package.
-torch_root=""
-for dir in ${PREFIX//;/ }; do
-  [[ -f "$dir/Torch/TorchConfig.cmake" ]] && torch_root="$(realpath "$dir/../..")"
-done
-if [[ -n "$torch_root" ]] && ! ls "$torch_root"/../nvidia/*/include/crt/host_defines.h >/dev/null 2>&1; then
+if [[ ! -f "$torch_root/lib/libtorch_cuda.so" ]]; then
+  echo "direct: $torch_root is a CPU LibTorch (no libtorch_cuda.so): nothing to link, skipped"
+elif ! ls "$torch_root"/../nvidia/*/include/crt/host_defines.h >/dev/null 2>&1; then
   if cmake -S "$SRC" -B "$WORK/nocrt" -G Ninja -DLTFIT_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$PREFIX" \
        -DLTFIT_TORCH_DIRECT=ON >"$WORK/nocrt.log" 2>&1; then
     fail "direct: configured although crt/host_defines.h is missing"
