@@ -25,17 +25,19 @@ else()
   target_link_libraries(ltfit_torch INTERFACE ${TORCH_LIBRARIES})
   target_include_directories(ltfit_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   # The PyPI wheel keeps its CUDA libraries in site-packages/nvidia/*/lib, found at run time through
-  # libtorch_cuda's $ORIGIN rpath; the linker needs them named, or it resolves an older system copy
-  # (e.g. the toolkit's libnccl) and fails on missing symbols.
+  # libtorch_cuda's $ORIGIN rpath; the linker needs them named (below), or it resolves an older
+  # system copy (e.g. the toolkit's libnccl) and fails on missing symbols.
   file(GLOB LTFIT_WHEEL_CUDA_LIBS LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
-  foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
-    target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
-  endforeach()
   add_library(ltfit::torch ALIAS ltfit_torch)
   if(TARGET torch_cuda)
     set(LTFIT_TORCH_HAS_CUDA ON)
   endif()
 endif()
+# Both ways: the linker must see the wheel's CUDA libraries (site-packages/nvidia/*/lib) that
+# LibTorch's libraries name, or it resolves older system copies or cannot check their symbols.
+foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
+  target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
+endforeach()
 
 # Data-parallel training uses torch's c10d, which the wheel's libraries export. Its Gloo backend's
 # header includes gloo's own headers, which the wheel does not ship: Debian's libgloo-dev has

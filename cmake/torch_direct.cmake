@@ -82,9 +82,6 @@ else()
   message(STATUS "ltfit: CUDA LibTorch from ${LTFIT_TORCH_ROOT}, CUDA headers from "
                  "${LTFIT_CUDA_INCLUDE_DIR} (no CUDA toolkit needed)")
 endif()
-# The wheel's libtorch_cpu names libcudart and libcupti (site-packages/nvidia/*/lib): the linker
-# must see them to check libtorch_cpu's symbols. An official CPU LibTorch names neither.
-foreach(dir IN LISTS LTFIT_WHEEL_CUDA_LIBS)
-  target_link_options(ltfit_torch INTERFACE "LINKER:-rpath-link,${dir}")
-endforeach()
+# The wheel's libtorch_cpu names libcudart and libcupti (site-packages/nvidia/*/lib):
+# dependencies.cmake gives the linker LTFIT_WHEEL_CUDA_LIBS to check libtorch_cpu's symbols.
 add_library(ltfit::torch ALIAS ltfit_torch)

@@ -3,13 +3,12 @@
 #include <utility>
 
 // The stream and event types exist only in a CUDA build of LibTorch.
-#if !defined(LTFIT_CPU_ONLY) && \
-    __has_include(<ATen/cuda/CUDAEvent.h>) && __has_include(<cuda_runtime_api.h>)
+#include "ltfit/util/cuda_build.h"
+#ifdef LTFIT_HAS_CUDA_HEADERS
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#define LTFIT_HAS_CUDA_HEADERS 1
 #endif
 
 namespace ltfit {

@@ -27,10 +27,9 @@
 #include "run/envinfo_internal.h"
 
 // Device properties are only reachable through the CUDA headers of a CUDA build of LibTorch.
-#if !defined(LTFIT_CPU_ONLY) && \
-    __has_include(<ATen/cuda/CUDAContextLight.h>) && __has_include(<cuda_runtime_api.h>)
+#include "ltfit/util/cuda_build.h"
+#ifdef LTFIT_HAS_CUDA_HEADERS
 #include <ATen/cuda/CUDAContextLight.h>
-#define LTFIT_HAS_CUDA_HEADERS 1
 #endif
 
 namespace ltfit {

@@ -24,11 +24,10 @@
 #include "run/optional_json.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
-#if !defined(LTFIT_CPU_ONLY) && \
-    __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#include "ltfit/util/cuda_build.h"
+#ifdef LTFIT_HAS_CUDA_HEADERS
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
-#define LTFIT_HAS_CUDA_HEADERS 1
 #endif
 
 namespace ltfit {

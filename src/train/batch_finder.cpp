@@ -20,10 +20,9 @@
 #include "ltfit/util/precision.h"
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
-#if !defined(LTFIT_CPU_ONLY) && \
-    __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#include "ltfit/util/cuda_build.h"
+#ifdef LTFIT_HAS_CUDA_HEADERS
 #include <c10/cuda/CUDACachingAllocator.h>
-#define LTFIT_HAS_CUDA_HEADERS 1
 #endif
 
 namespace ltfit {

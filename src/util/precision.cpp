@@ -10,11 +10,10 @@
 #include "ltfit/util/error.h"
 
 // The CUDA headers exist only in a CUDA build of LibTorch; without them no device is CUDA.
-#if !defined(LTFIT_CPU_ONLY) && \
-    __has_include(<ATen/cuda/CUDAContextLight.h>) && __has_include(<cuda_runtime_api.h>)
+#include "ltfit/util/cuda_build.h"
+#ifdef LTFIT_HAS_CUDA_HEADERS
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDAFunctions.h>
-#define LTFIT_HAS_CUDA_HEADERS 1
 #endif
 
 namespace ltfit {
