@@ -243,7 +243,7 @@ std::int64_t Trainer::train_epoch() {
     const StagedBatch batch = std::move(*next);
     ++drawn;
     next = next_staged();
-    one_batch(batch);
+    one_batch(batch, /*last_of_epoch=*/!next);
     if (ctx_.stop) break;
   }
   // An epoch that lost batches to images left out ends before batches_per_epoch: the schedule
@@ -269,14 +269,21 @@ std::optional<StagedBatch> Trainer::next_staged() {
 }
 
 // One batch, fastai's `_do_one_batch`: the hooks around each part are in hooks.h.
-void Trainer::one_batch(const StagedBatch& batch) {
+// `last_of_epoch`: the loader has no batch after this one. An epoch that left images out may
+// end before its planned last batch, and then this batch closes its accumulation group.
+void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   TrainContext& c = ctx_;
   TrainPosition& at = state_.position;
   const std::int64_t group_start = at.batch_in_epoch / c.accumulate * c.accumulate;
   c.batch_in_step = static_cast<int>(at.batch_in_epoch - group_start);
   c.batches_in_step =
       static_cast<int>(std::min<std::int64_t>(c.accumulate, c.batches_this_epoch - group_start));
-  c.step_now = c.batch_in_step + 1 >= c.batches_in_step;
+  c.step_now = c.batch_in_step + 1 >= c.batches_in_step || last_of_epoch;
+  // The group's losses were divided by its planned size; a group cut short is rescaled to the
+  // mean of the batches it had, as a planned short last group is.
+  const double cut_short =
+      c.step_now ? static_cast<double>(c.batches_in_step) / static_cast<double>(c.batch_in_step + 1)
+                 : 1.0;
   c.cancel_batch = c.skip_step = false;
   c.targets = torch::Tensor();
   if (c.batch_in_step == 0) c.step_loss = 0.0;
@@ -308,12 +315,14 @@ void Trainer::one_batch(const StagedBatch& batch) {
   }
   c.epoch_images += c.labels.size(0);
   c.step_loss += c.loss_value / c.batches_in_step;
+  if (c.step_now) c.step_loss *= cut_short;
   // An fp16 overflow must not poison the smoothed loss.
   if (!empty && std::isfinite(c.loss_value)) add_to_smoothed_loss(at, c.loss_value);
   if (!empty) {
     ScopedPhase phase(*profiler_, Phase::kBackward);
     c.backward_loss.backward();
   }
+  if (cut_short != 1.0) rescale_gradients(cut_short);
   ++at.batch_in_epoch;
   fire(&Hook::after_backward);
   if (!c.step_now) return;  // accumulating: the gradients add up until the group's last batch
@@ -356,6 +365,15 @@ void set_body_frozen(Classifier& model, bool frozen) {
   }
   // Normalisation layers (BatchNorm, LayerNorm) train even in a frozen body (fastai's train_bn).
   for (auto& p : model->normalization_parameters()) p.set_requires_grad(true);
+}
+
+void Trainer::rescale_gradients(double factor) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : optimizer_.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) p.grad().mul_(factor);
+    }
+  }
 }
 
 }  // namespace ltfit

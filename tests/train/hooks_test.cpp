@@ -292,6 +292,43 @@ TEST_CASE("accumulation: the schedule counts optimizer steps, and a short last g
     CHECK(divisors.ratios[i] == Approx(expected[i]));
 }
 
+TEST_CASE("accumulation: an epoch cut short by unreadable images still steps its last group",
+          "[train][hooks]") {
+  // Planned: 4 batches, groups of 2. Delivered: 3 (the loader ran out after leaving images
+  // out). The third batch's gradient must be applied, as the mean of its one-batch group.
+  struct ShortEpoch : FixedBatches {
+    ShortEpoch() : FixedBatches(3, 2) {}
+    std::int64_t batches_per_epoch() const override { return 4; }
+  } data;
+  struct SkipEveryStep : ltfit::Hook {  // keeps the weights, so each group's gradient compares
+    int order() const override { return 60; }  // after the probe
+    void before_step(ltfit::TrainContext& ctx) override { ctx.skip_step = true; }
+  } keep;
+  NoBatchStatistics fixed_bn;
+  auto model = small_model();
+  auto optimizer = sgd_like(model);
+  ltfit::AccumulateHook accumulate(2);
+  GradientProbe probe;
+  ltfit::Trainer trainer(model, *optimizer, data, nullptr, {},
+                         {&fixed_bn, &accumulate, &probe, &keep});
+  trainer.fit({plain_stage()});
+  REQUIRE(probe.seen.size() == 2);  // the group of batches 0-1, then batch 2 alone
+  CHECK(trainer.state().global_step == 2);
+
+  FixedBatches all(3, 2);
+  all.start_epoch(0, 2);
+  OneBatch last(*all.next());
+  auto alone_model = small_model();
+  auto alone_optimizer = sgd_like(alone_model);
+  GradientProbe alone;
+  ltfit::Trainer single(alone_model, *alone_optimizer, last, nullptr, {},
+                        {&fixed_bn, &alone, &keep});
+  single.fit({plain_stage()});
+  REQUIRE(alone.seen.size() == 1);
+  CHECK(total_norm(alone.seen[0]) > 1e-3);
+  CHECK(max_abs_difference(probe.seen[1], alone.seen[0]) < 1e-6);
+}
+
 TEST_CASE("clip_grad_norm clips after the loss scaler's unscale, as torch's AMP recipe",
           "[train][hooks]") {
   FixedBatches data(1, 4);

@@ -85,7 +85,8 @@ class Trainer {
   std::int64_t train_epoch();
   // The epoch's next batch, its copy to the device started (the data wait and its start timed).
   std::optional<StagedBatch> next_staged();
-  void one_batch(const StagedBatch& batch);
+  void one_batch(const StagedBatch& batch, bool last_of_epoch);
+  void rescale_gradients(double factor);  // of a group cut short, before its step
   // The training loss of `output` against class indices or a target distribution.
   torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
   // Hands each saved hook state to the hook of its name (after fit_begin).
