@@ -73,7 +73,8 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
 void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
   read_fields(
       walk, at,
-      {field("file", csv.file, "the CSV file, relative to `data.root` (or absolute)"),
+      {field("file", read_path, csv.file, kPathExpected,
+             "the CSV file, relative to `data.root` (or absolute)"),
        field("path_column", csv.path_column,
              "the column of image paths (relative to `data.root`/`folder`): a header name, or a "
              "0-based index"),
@@ -95,7 +96,7 @@ void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
   read_fields(
       walk, at,
-      {field("root", data.root,
+      {field("root", read_path, data.root, kPathExpected,
              "dataset root: `train/<class>/*`, `valid/<class>/*` (folders), or Kaggle's flat "
              "`<class>.<N>.jpg` in `root/train` or `root` (kaggle)"),
        field("layout", parse_data_layout, data.layout,

@@ -3,6 +3,7 @@
 // Thread-safe: each table is initialised once.
 #include "ltfit/config/config.h"
 #include "ltfit/util/choices.h"
+#include "ltfit/util/home_path.h"
 
 namespace ltfit {
 namespace {
@@ -128,7 +129,7 @@ PretrainedWeights parse_pretrained(std::string_view text) {
     throw ChoiceError("model.pretrained", "imagenet, none or the path of a torchvision .pth file",
                       "", "model.pretrained: imagenet loads torchvision's weights for model.arch");
   }
-  return PretrainedWeights::file(std::string(text));
+  return PretrainedWeights::file(expand_home(text));
 }
 
 std::string pretrained_name(const PretrainedWeights& weights) {

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <utility>
 
 #include "config/config_internal.h"
@@ -37,9 +38,11 @@ void convert_run(const Walk& walk, const Located& at, RunConfig& run) {
   read_fields(
       walk, at,
       {field("name", run.name,
-             "name of the run directory under `run.out_dir` (a new run never overwrites an "
-             "earlier one: it gets `<name>-2`, `<name>-3`, ...)"),
-       field("out_dir", run.out_dir, "parent folder of the run directories"),
+             "name of the run directory under `run.out_dir`; when a config file does not set "
+             "it, the file's name without `.yaml` (a new run never overwrites an earlier one: "
+             "it gets `<name>-2`, `<name>-3`, ...)"),
+       field("out_dir", read_path, run.out_dir, kPathExpected,
+             "parent folder of the run directories"),
        field("seed", run.seed,
              "seeds every random choice: validation split, shuffle, head init, "
              "augmentation, dropout"),
@@ -199,12 +202,19 @@ Override parse_override(const std::string& text) {
   return Override{key, text.substr(equals + 1)};
 }
 
-Config load_config(const std::string& path, const std::vector<Override>& overrides) {
-  return load_config_from_string(read_input_file(path, "config file"), path, overrides);
+namespace {
+
+// A config file that names no run is named after the file (`pets.yaml`: runs/pets), as a run of
+// a shipped config is named after it; a file stem that is no valid name keeps the default.
+void name_run_after(const std::string& path, const YAML::Node& root, Config& config) {
+  if (find_node(root, "run.name").IsDefined()) return;
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (stem.empty() || stem == "." || stem == ".." || stem.size() > 200) return;
+  config.run.name = stem;
 }
 
-Config load_config_from_string(const std::string& yaml, const std::string& source,
-                               const std::vector<Override>& overrides) {
+Config load_config_text(const std::string& yaml, const std::string& source,
+                        const std::vector<Override>& overrides, bool name_from_file) {
   std::vector<ConfigError> errors;
   Walk context{{source, overrides}};
   context.errors = &errors;
@@ -214,6 +224,7 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
   }
   for (const auto& entry : overrides) apply_override(root, entry, context);
   Config config = convert(context, root);
+  if (name_from_file) name_run_after(source, root, config);
   std::vector<std::string> broken;  // keys already reported: each key's first broken rule only
   config_internal::validate_with(config, [&](const config_internal::Problem& problem) {
     if (std::find(broken.begin(), broken.end(), problem.path) != broken.end()) return;
@@ -225,6 +236,18 @@ Config load_config_from_string(const std::string& yaml, const std::string& sourc
   });
   if (!errors.empty()) throw all_problems(errors, source);
   return config;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<Override>& overrides) {
+  return load_config_text(read_input_file(path, "config file"), path, overrides,
+                          /*name_from_file=*/true);
+}
+
+Config load_config_from_string(const std::string& yaml, const std::string& source,
+                               const std::vector<Override>& overrides) {
+  return load_config_text(yaml, source, overrides, /*name_from_file=*/false);
 }
 
 namespace config_internal {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "config/config_internal.h"
+#include "ltfit/util/home_path.h"
 
 namespace ltfit::config_internal {
 
@@ -197,6 +198,13 @@ void read_size_schedule(const Context& context, const Located& at, std::vector<S
     steps.push_back({values[0], values[1]});
   }
   out = std::move(steps);
+}
+
+void read_path(const Context& context, const Located& at, std::string& out) {
+  if (!at.node.IsDefined()) return;
+  std::string text;
+  read_value(context, at, text);
+  out = expand_home(text);
 }
 
 void read_optional_text(const Context& context, const Located& at,

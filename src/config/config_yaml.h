@@ -61,6 +61,9 @@ void read_minmax(const Context& context, const Located& at, std::vector<double>&
 void read_erasing_value(const Context& context, const Located& at, RandomErasingConfig& out);
 // data.size_schedule: a list of [epoch, size] pairs (their order and ranges checked by the rules).
 void read_size_schedule(const Context& context, const Located& at, std::vector<SizeStep>& out);
+// A path (data.root, run.out_dir, data.csv.file): a string whose leading `~` is a home folder.
+void read_path(const Context& context, const Located& at, std::string& out);
+inline constexpr const char* kPathExpected = "path (a leading ~ is your home folder)";
 // A string that may be null (data.csv.valid_column, data.csv.label_delim).
 void read_optional_text(const Context& context, const Located& at, std::optional<std::string>& out);
 // eval.thresholds: null (empty) or a list of numbers (one per class, checked when used).

@@ -52,6 +52,7 @@ TEST_CASE("an empty config file gives every default", "[config]") {
   const Config config = load_config(path.string());
   Config expected;
   expected.source = path.string();
+  expected.run.name = "empty";  // a file that names no run names it after itself
   CHECK(config == expected);
   CHECK(config.data.batch_size == 16);
   CHECK(config.model.arch == "resnet34");
