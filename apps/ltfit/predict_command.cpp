@@ -5,6 +5,7 @@
 // writes a Grad-CAM picture per image. --json prints JSON Lines.
 #include <spdlog/fmt/fmt.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -22,25 +23,35 @@ struct PredictArgs {
   bool json = false;
 };
 
-nlohmann::json ranked_json(const std::vector<RankedClass>& ranked) {
+// Multi-label (`thresholds` given): each class also with the threshold its probability is
+// compared with, so the label set can be explained.
+nlohmann::json ranked_json(const std::vector<RankedClass>& ranked,
+                           const std::vector<double>& thresholds) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : ranked) {
     out.push_back({{"class", r.name}, {"label", r.label}, {"probability", r.probability}});
+    if (!thresholds.empty())
+      out.back()["threshold"] = thresholds.at(static_cast<std::size_t>(r.label));
   }
   return out;
 }
 
 nlohmann::json prediction_json(const ImagePrediction& p) {
   if (p.error) return {{"image", p.image}, {"error", *p.error}};
-  nlohmann::json out = {{"image", p.image}, {"top", ranked_json(p.top)}};
-  if (p.labels) out["labels"] = ranked_json(*p.labels);
+  nlohmann::json out = {{"image", p.image}, {"top", ranked_json(p.top, p.thresholds)}};
+  if (p.labels) out["labels"] = ranked_json(*p.labels, p.thresholds);
   if (!p.tta_mode.empty()) {
     out["tta"] = p.tta_mode;
-    out["plain_top"] = ranked_json(p.plain_top);
+    out["plain_top"] = ranked_json(p.plain_top, p.thresholds);
   }
   if (p.logits) out["logits"] = *p.logits;
   if (p.cam) out["cam"] = *p.cam;
   return out;
+}
+
+bool is_label(const ImagePrediction& p, std::int64_t label) {
+  return p.labels && std::any_of(p.labels->begin(), p.labels->end(),
+                                 [&](const RankedClass& l) { return l.label == label; });
 }
 
 std::string prediction_text(const ImagePrediction& p) {
@@ -48,9 +59,18 @@ std::string prediction_text(const ImagePrediction& p) {
   if (p.labels) {
     std::string names;
     for (const auto& l : *p.labels) names += fmt::format(" {} ({:.4f})", l.name, l.probability);
-    out += "  labels:" + (names.empty() ? std::string(" none above threshold") : names) + "\n";
+    out += "  labels (each class whose probability is above its threshold):" +
+           (names.empty() ? std::string(" none") : names) + "\n";
   }
-  for (const auto& t : p.top) out += fmt::format("  {:<30} {:8.4f}\n", t.name, t.probability);
+  for (const auto& t : p.top) {
+    out += fmt::format("  {:<30} {:8.4f}", t.name, t.probability);
+    if (!p.thresholds.empty()) {
+      out +=
+          fmt::format("  threshold {:.4f}: {}", p.thresholds.at(static_cast<std::size_t>(t.label)),
+                      is_label(p, t.label) ? "label" : "not a label");
+    }
+    out += "\n";
+  }
   if (p.logits) out += "  logits: " + dump_json(nlohmann::json(*p.logits), -1) + "\n";
   if (p.cam) out += "  Grad-CAM: " + *p.cam + "\n";
   return out;
@@ -83,7 +103,10 @@ void add_predict_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--arch", r.arch,
                   "with --weights: the file's architecture (one of `ltfit models`; default: "
                   "the one FILE.json names)");
-  cmd->add_option("--top", r.top, "classes shown per image")->capture_default_str();
+  cmd->add_option("--top", r.top,
+                  "classes shown per image (at least 1; more than the classes: all)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--logits", r.logits, "also print the raw logits");
   cmd->add_flag("--json", args->json,
                 "print one JSON object per image and line on stdout as it is predicted: "

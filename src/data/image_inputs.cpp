@@ -1,6 +1,7 @@
 // Predict's arguments to image files: see image_inputs.h.
 #include "ltfit/data/image_inputs.h"
 
+#include <fnmatch.h>
 #include <glob.h>
 
 #include <algorithm>
@@ -68,9 +69,65 @@ std::vector<std::string> glob_matches(const std::string& pattern) {
   return paths;
 }
 
+std::vector<std::string> components(const std::string& path) {
+  std::vector<std::string> parts;
+  for (const auto& part : fs::path(path)) {
+    if (!part.empty() && part != "/") parts.push_back(part.string());
+  }
+  return parts;
+}
+
+// Whether `path`'s components from `x` on match `pattern`'s from `p` on: each as fnmatch does (a
+// leading dot matched only by a dot), `**` standing for any number of folders, none included,
+// that are not hidden (Python's glob with recursive=True, bash's globstar).
+bool components_match(const std::vector<std::string>& pattern, std::size_t p,
+                      const std::vector<std::string>& path, std::size_t x) {
+  if (p == pattern.size()) return x == path.size();
+  if (pattern[p] == "**") {
+    for (std::size_t skip = x; skip <= path.size(); ++skip) {
+      if (components_match(pattern, p + 1, path, skip)) return true;
+      if (skip < path.size() && path[skip][0] == '.') return false;
+    }
+    return false;
+  }
+  return x < path.size() && ::fnmatch(pattern[p].c_str(), path[x].c_str(), FNM_PERIOD) == 0 &&
+         components_match(pattern, p + 1, path, x + 1);
+}
+
+// The paths a pattern holding a `**` component matches, sorted: the folders before its first
+// wildcard are walked recursively (hidden folders left out), each entry matched component-wise.
+std::vector<std::string> recursive_matches(const std::string& pattern) {
+  const std::vector<std::string> parts = components(pattern);
+  std::size_t literal = 0;
+  while (literal < parts.size() && !is_pattern(parts[literal])) ++literal;
+  fs::path base = pattern[0] == '/' ? fs::path("/") : fs::path();
+  for (std::size_t i = 0; i < literal; ++i) base /= parts[i];
+  const std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(literal),
+                                      parts.end());
+  std::vector<std::string> paths;
+  if (components_match(rest, 0, {}, 0) && !base.empty()) paths.push_back(base.string());
+  std::error_code ec;
+  fs::recursive_directory_iterator it(base.empty() ? fs::path(".") : base,
+                                      fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path relative = it->path().lexically_relative(base.empty() ? "." : base);
+    if (components_match(rest, 0, components(relative.string()), 0))
+      paths.push_back((base / relative).string());
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+bool has_double_star(const std::string& pattern) {
+  const auto parts = components(pattern);
+  return std::find(parts.begin(), parts.end(), "**") != parts.end();
+}
+
 std::vector<std::string> pattern_images(const std::string& pattern) {
   std::vector<std::string> files;
-  for (const auto& path : glob_matches(pattern)) {
+  const auto matches =
+      has_double_star(pattern) ? recursive_matches(pattern) : glob_matches(pattern);
+  for (const auto& path : matches) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
       const auto inner = folder_images(path);

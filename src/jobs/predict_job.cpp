@@ -286,6 +286,7 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
       if (!cams.empty()) prediction.cam = cams[row];
       prediction.top = ranked(probs[r], p.classes, out.request().top);
       prediction.labels = labels_above(probs[r], p.classes, p.eval.thresholds);
+      prediction.thresholds = p.eval.thresholds;
       if (out.request().logits) {
         const torch::Tensor l = logits[r].contiguous();
         prediction.logits =
@@ -315,6 +316,7 @@ SkippedImages predict_tta(Predictor& p, const std::vector<std::string>& images, 
     prediction.tta_mode = r.mode;
     prediction.top = ranked(r.tta.probabilities[row], p.classes, out.request().top);
     prediction.labels = labels_above(r.tta.probabilities[row], p.classes, p.eval.thresholds);
+    prediction.thresholds = p.eval.thresholds;
     prediction.plain_top = ranked(r.plain.probabilities[row], p.classes, out.request().top);
     out.predicted(r.tta.indices[row].item<std::int64_t>(), std::move(prediction),
                   r.tta.probabilities[row], r.plain.probabilities[row]);

@@ -176,6 +176,19 @@ TEST_CASE("calibrate on a multi-label checkpoint moves its threshold and keeps i
   REQUIRE(c["thresholds"].size() == 4);
   for (const auto& threshold : c["thresholds"]) CHECK(threshold.get<double>() == Approx(moved));
   const std::string calibrated = c["calibrated_checkpoint"].get<std::string>();
+  // predict says which threshold each class's probability was compared with.
+  const std::string predicted =
+      stdout_of(run_ltfit("predict --json --checkpoint " + calibrated + " " + dir.str() + "/data"));
+  std::istringstream lines(predicted);
+  int predictions = 0;
+  for (std::string line; std::getline(lines, line); ++predictions) {
+    const auto j = nlohmann::json::parse(line);
+    for (const auto& entry : j["top"]) CHECK(entry["threshold"].get<double>() == Approx(moved));
+    for (const auto& label : j["labels"]) CHECK(label["probability"] > label["threshold"]);
+  }
+  CHECK(predictions == 16 + 12);
+  CHECK_THAT(stdout_of(run_ltfit("predict --checkpoint " + calibrated + " " + dir.str() + "/data")),
+             Contains("threshold 0.") && Contains("labels (each class whose probability is above"));
   const auto before = json_of(
       run_ltfit("evaluate --json --checkpoint " + ckpt.string() + " --out " + dir.str() + "/e0"));
   const auto after = json_of(

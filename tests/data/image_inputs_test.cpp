@@ -69,3 +69,18 @@ TEST_CASE("a folder without images, a pattern without a match, a missing path: D
                     Contains("'" + d + "/missing.jpg' does not exist"));
   CHECK_THROWS_AS(expand_image_inputs({d + "/missing.jpg"}), ltfit::DataError);
 }
+
+TEST_CASE("** in a pattern stands for any number of folders, none included, as Python's glob",
+          "[data][predict]") {
+  TempDir dir;
+  write_tree(dir.path());
+  const std::string d = dir.str();
+  // As glob.glob(d + "/**/*.jpg", recursive=True): hidden files and folders left out, the
+  // folder named folder.jpg searched (its images kept), the FIFO kept.
+  CHECK(expand_image_inputs({d + "/**/*.jpg"}) ==
+        std::vector<std::string>{d + "/a/folder.jpg/4.tif", d + "/b/2.jpg", d + "/b/pipe.jpg"});
+  CHECK(expand_image_inputs({d + "/a/**/*.jpeg"}) == std::vector<std::string>{d + "/a/z/9.jpeg"});
+  CHECK(expand_image_inputs({d + "/**/3.bmp"}) == std::vector<std::string>{d + "/a/3.bmp"});
+  CHECK(expand_image_inputs({d + "/**/top.webp"}) == std::vector<std::string>{d + "/top.webp"});
+  CHECK_THROWS_WITH(expand_image_inputs({d + "/**/*.gif"}), Contains("matches no image file"));
+}

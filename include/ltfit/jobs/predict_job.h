@@ -63,6 +63,7 @@ struct ImagePrediction {
   // A multi-label checkpoint: the classes whose probability is above their threshold
   // (eval.threshold(s)), most probable first; `top` then ranks every class's own sigmoid.
   std::optional<std::vector<RankedClass>> labels;
+  std::vector<double> thresholds;  // multi-label: each class's threshold, by label; else empty
   std::optional<std::string> cam;  // with request.cam: the Grad-CAM picture written
 };
 
