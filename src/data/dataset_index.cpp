@@ -182,6 +182,19 @@ DataLayout detect_layout(const DataConfig& data) {
   if (fs::exists(layouts::csv_file_path(data), ec)) return DataLayout::kCsv;
   if (!layouts::kaggle_folder(root).empty()) return DataLayout::kKaggle;
   if (layouts::has_plain_class_folders(root)) return DataLayout::kFolders;
+  // Images lying in the root itself, not named <class>.<N>.jpg: the label may be in the name.
+  const auto flat =
+      layouts::is_directory_at(root) ? layouts::image_files_in(root) : std::vector<std::string>{};
+  if (!flat.empty()) {
+    throw DataError("no class folders, CSV file or <class>.<N>.jpg names under data root '" +
+                        data.root + "', but " + std::to_string(flat.size()) +
+                        " image files in it, named like '" +
+                        fs::path(flat.front()).filename().string() + "': " + tried_layouts(data),
+                    "when the label is in the file name, set data.layout: pattern and "
+                    "data.label_pattern, whose first group is the label (for names like "
+                    "'Abyssinian_12.jpg', as fastai's pets: '^(.+)_\\d+\\.jpg$'); "
+                    "docs/labels.md");
+  }
   throw DataError("no images found under data root '" + data.root + "': " + tried_layouts(data),
                   layouts::kDataHint);
 }

@@ -165,14 +165,16 @@ std::vector<Sample> index_class_folders(const std::string& dir,
   for (const auto& name : classes) {
     if (!layouts::is_directory_at(root / name)) missing.push_back(name);
   }
-  if (!missing.empty()) {
-    throw DataError("class folder(s) missing in '" + dir + "': " + join_names(missing),
+  // A test set may lack some classes: those are evaluated with support 0 (the caller says so).
+  if (missing.size() == classes.size()) {
+    throw DataError("no class folder of the model's classes in '" + dir + "'",
                     "evaluation needs one folder per class (" + join_names(classes) +
                         "), or a dataset root holding train/ valid/ (test/) with such folders, "
                         "or Kaggle's flat <class>.<N>.jpg files");
   }
   std::vector<Sample> samples;
   for (std::size_t label = 0; label < classes.size(); ++label) {
+    if (!layouts::is_directory_at(root / classes[label])) continue;
     for (const auto& file : layouts::image_files_in(root / classes[label])) {
       samples.push_back({file, static_cast<std::int64_t>(label)});
     }

@@ -30,25 +30,39 @@ LoaderOptions valid_loader_options(const Config& config, const torch::Device& de
   return options;
 }
 
+// Whether the checkpoint's own layout must index `--data` (and `--split` train | valid): its
+// data section knows the labels (CSV, file names, multi-label sets) and how the split is drawn,
+// which a folder of class folders cannot say.
+bool indexed_as_trained(const CheckpointEvalRequest& request, const Config& config) {
+  if (request.split == "test") return false;
+  if (request.data.empty()) return true;
+  const DataLayout layout = config.data.layout;
+  return is_multi_label(config) || layout == DataLayout::kCsv || layout == DataLayout::kPattern;
+}
+
 // The samples `request` asks for, with where they come from, into `out`.
 void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel& loaded,
                         CheckpointEvaluation& out) {
   const Config& config = loaded.config;
-  if (request.data.empty() && request.split.empty()) {
-    const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
-    out.samples = index.valid;
-    out.split = "valid";
-    out.data_folder = index.layout == data_layout_name(DataLayout::kFolders)
-                          ? (std::filesystem::path(config.data.root) / "valid").string()
-                          : config.data.root;
+  if (indexed_as_trained(request, config)) {
+    DataConfig data = config.data;
+    if (!request.data.empty()) data.root = request.data;
+    const DatasetIndex index = index_dataset(data, config.run.seed, is_multi_label(config));
+    out.split = request.split.empty() ? "valid" : request.split;
+    out.samples = out.split == "train" ? index.train : index.valid;
+    // A train/ valid/ tree names the split's folder; a drawn split (class folders alone, a CSV,
+    // file names) has only the root.
+    const std::filesystem::path split_folder = std::filesystem::path(data.root) / out.split;
+    std::error_code error;
+    out.data_folder = index.layout == data_layout_name(DataLayout::kFolders) &&
+                              std::filesystem::is_directory(split_folder, error)
+                          ? split_folder.string()
+                          : data.root;
     return;
   }
   if (is_multi_label(config)) {
-    throw ConfigError(
-        "--data/--split: a multi-label checkpoint is evaluated on its config's "
-        "validation split (the label sets come from its data.layout)",
-        "leave --data and --split out, or train a config whose data.root is the "
-        "data to evaluate");
+    throw ConfigError("--split test: a multi-label checkpoint's data.layout has no test split",
+                      "evaluate its train or valid split, or give --data with the same layout");
   }
   const std::string& data = request.data.empty() ? config.data.root : request.data;
   EvalDataSet set = index_eval_data(data, loaded.meta.classes, request.split,
@@ -56,6 +70,20 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
   out.samples = std::move(set.samples);
   out.data_folder = std::move(set.folder);
   out.split = std::move(set.split);
+}
+
+// A test set may lack some classes: they are reported with support 0, said once here
+// (single-label; a multi-label set's counts per class are in the log's class counts).
+void warn_absent_classes(const CheckpointEvaluation& out) {
+  std::vector<bool> present(out.classes.size(), false);
+  for (const Sample& s : out.samples) present[static_cast<std::size_t>(s.label)] = true;
+  std::string absent;
+  for (std::size_t k = 0; k < present.size(); ++k) {
+    if (!present[k]) absent += (absent.empty() ? "" : ", ") + out.classes[k];
+  }
+  if (absent.empty()) return;
+  spdlog::warn("no images of class(es) {} in {}: they are reported with support 0", absent,
+               out.data_folder);
 }
 
 // evaluate_checkpoint's work once the model is loaded.
@@ -82,6 +110,7 @@ CheckpointEvaluation evaluate_loaded(const CheckpointEvalRequest& request, Loade
                loader.size(), out.classes.size(), out.arch, out.precision, out.device);
   spdlog::info("{}: {}", out.split.empty() ? "images" : out.split,
                describe_class_counts(out.samples, out.classes));
+  if (!is_multi_label(loaded.config)) warn_absent_classes(out);
   if (request.tta) {
     const EvalConfig eval = tta_settings(loaded.config.eval, request.tta_mode, request.tta_beta);
     out.tta = run_tta(loaded.model, loader, loader_options, eval, options);

@@ -105,6 +105,22 @@ TEST_CASE("index: kaggle files directly in the root are found", "[data][index]")
   CHECK(index.train.size() + index.valid.size() == 6);
 }
 
+TEST_CASE("index: flat <class>_<N>.jpg files with layout auto name data.layout: pattern",
+          "[data][index]") {
+  TempDir dir;
+  for (const char* name : {"Abyssinian_1.jpg", "Abyssinian_2.jpg", "beagle_7.jpg"})
+    ltfit::testing::write_file(dir.path() / name, "x");
+  try {
+    ltfit::index_dataset(index_data_config(dir, "auto"), 0, false);
+    FAIL("flat files were indexed without a pattern");
+  } catch (const ltfit::DataError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("3 image files") &&
+                             Catch::Matchers::Contains("Abyssinian_1.jpg"));
+    CHECK_THAT(e.hint(), Catch::Matchers::Contains("data.layout: pattern") &&
+                             Catch::Matchers::Contains("data.label_pattern"));
+  }
+}
+
 TEST_CASE("index: too large a validation count is a data error", "[data][index]") {
   TempDir dir;
   make_kaggle(dir.path(), 3);
@@ -163,10 +179,16 @@ TEST_CASE("index: class folders for evaluation", "[data][index]") {
   REQUIRE(samples.size() == 2);
   CHECK(samples[0].label == 0);
   CHECK(samples[1].label == 1);
+  // A test set may lack a class of the model's: its images are evaluated, that class at
+  // support 0 (evaluate says so); a class-folder level with none of the classes is an error.
+  const auto without_fox =
+      ltfit::index_class_folders((dir.path() / "valid").string(), {"cat", "dog", "fox"});
+  CHECK(ltfit::testing::sample_paths(without_fox) == ltfit::testing::sample_paths(samples));
+  std::filesystem::create_directories(dir.path() / "empty");
   CHECK_THAT(data_error_message([&] {
-               ltfit::index_class_folders((dir.path() / "valid").string(), {"cat", "dog", "fox"});
+               ltfit::index_class_folders((dir.path() / "empty").string(), {"fox", "owl"});
              }),
-             Catch::Contains("fox"));
+             Catch::Contains("no class folder of the model's classes"));
   CHECK_THAT(data_error_message(
                  [&] { ltfit::index_class_folders((dir.path() / "valid").string(), {"cat"}); }),
              Catch::Contains("dog"));

@@ -55,7 +55,9 @@ DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed, bool mult
 // spaces. Fields quoted per RFC 4180 where needed.
 std::string split_csv(const DatasetIndex& index, const std::string& root);
 
-// Indexes one folder of class subfolders (<dir>/<class>/*) against known `classes`.
+// Indexes one folder of class subfolders (<dir>/<class>/*) against known `classes`. A class
+// without a folder has no samples (a test set may lack some); DataError when none of the
+// classes has a folder, or a folder is not one of them.
 std::vector<Sample> index_class_folders(const std::string& dir,
                                         const std::vector<std::string>& classes);
 
