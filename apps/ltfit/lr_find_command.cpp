@@ -33,6 +33,7 @@ void run_lr_find(const LrFindArgs& args) {
     const LrFindResult& r = result.sweep;
     write_stdout(dump_json(nlohmann::json{{"steps", r.lrs.size()},
                                           {"diverged", r.diverged},
+                                          {"frozen", r.frozen},
                                           {"valley", optional_json(r.valley)},
                                           {"steepest", optional_json(r.steepest)},
                                           {"dir", result.dir}}) +

@@ -73,15 +73,20 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
     create_output_dir(dir, "output folder (--out)");
   }
   const torch::Device device = resolve_device(config.train.device);
+  // The head's initial weights and the dropout masks, as a training run draws them: the same
+  // config gives the same sweep and suggestions (unseeded, each run drew a new head).
+  torch::manual_seed(config.run.seed);
   TrainingSetup setup = make_training_setup(config, device, /*with_valid=*/false);
   check_precision(config.train.precision, device);
   LrFindOptions options;
   options.num_steps = job.steps;
   // As fastai, on the model as the recipe starts it (frozen for fine_tune).
   options.frozen = plan_recipe(config.train).front().frozen;
-  spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}", options.num_steps, options.start_lr,
+  spdlog::info("lr-find: {} steps from {:g} to {:g}, {}{}, {}", options.num_steps, options.start_lr,
                options.end_lr, precision_name(config.train.precision),
-               config.train.channels_last ? ", channels_last" : "");
+               config.train.channels_last ? ", channels_last" : "",
+               options.frozen ? "body frozen, as the recipe's first stage trains (fine_tune)"
+                              : "every layer trainable, as the recipe trains");
   // The training run's precision and memory format: the sweep measures what training will do.
   const TrainerOptions trainer = trainer_options(config, setup, device);
   const StandardHookSet hooks(config, HookPurpose::kLrFind, setup.index.classes.size());

@@ -221,10 +221,9 @@ class TrainSession {
         if (!owner_) throw;
         write_timing_json((run_dir_ / "timing.json").string(), profiler_, train_seconds(),
                           std::nullopt);
-        throw InterruptedError(std::string(e.what()) + ": " + checkpoints_->last_path(),
-                               "continue with: ltfit train --resume auto --run-dir " +
-                                   run_dir_.string() + " --config " +
-                                   (run_dir_ / "config.yaml").string());
+        throw InterruptedError(
+            std::string(e.what()) + ": " + checkpoints_->last_path(),
+            "continue with: ltfit train --resume auto --run-dir " + run_dir_.string());
       }
     }
     // Every epoch ran and was checkpointed: the request came too late to cut anything short.

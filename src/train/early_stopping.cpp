@@ -65,8 +65,9 @@ void EarlyStoppingHook::epoch_end(TrainContext& ctx) {
   stopped_ = true;
   reason_ = fmt::format(
       "no improvement of {} for {} epoch(s) (best {:.6g}, min_delta {:g}): early stopping after "
-      "epoch {}",
-      monitor_name(config_.monitor), wait_, best_, config_.min_delta, ctx.state.global_epoch);
+      "epoch {} (counted from 0, as epochs.csv)",
+      monitor_name(config_.monitor), wait_, best_, config_.min_delta,
+      ctx.state.global_epoch - 1);  // the epoch that just ended; global_epoch counts it already
   spdlog::info("early stopping: {}", reason_);
   ctx.stop = true;
 }

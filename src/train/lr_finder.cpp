@@ -162,6 +162,7 @@ LrFindResult lr_find(Classifier& model, torch::optim::Optimizer& optimizer, Batc
   sweep.epochs = static_cast<int>((options.num_steps + batches - 1) / batches);
   Trainer sweeper(model, optimizer, train, /*valid=*/nullptr, trainer, hooks);
   sweeper.fit({sweep});
+  result.frozen = options.frozen;
   result.steepest = suggest_steepest(result.lrs, result.smoothed);
   result.valley = suggest_valley(result.lrs, result.smoothed);
   return result;

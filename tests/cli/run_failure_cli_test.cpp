@@ -81,7 +81,10 @@ TEST_CASE("a stopped run's 'continue with' line is in train.log", "[cli][run_dir
   INFO(r.output);
   REQUIRE(r.exit_code == 130);
   const std::string log = read_file(dir.path() / "runs" / "tiny" / "train.log");
-  CHECK_THAT(log, Contains("continue with: ltfit train --resume auto"));
+  const std::string run_dir = (dir.path() / "runs" / "tiny").string();
+  // Exactly the command that continues it: a resumed run takes its config from the run
+  // directory, so a --config in the hint would be ignored (and said to be).
+  CHECK_THAT(log, Contains("continue with: ltfit train --resume auto --run-dir " + run_dir + "\n"));
   CHECK_FALSE(fs::exists(dir.path() / "runs" / "tiny" / "failed.txt"));  // a stop is no failure
 }
 

@@ -70,6 +70,8 @@ TEST_CASE("early stopping counts epochs without improvement of the monitored fig
     CHECK_FALSE(e.end_epoch(hook, 0.95, 0.5));   // wait 1
     CHECK(e.end_epoch(hook, 0.891, 0.5));        // wait 2: stop
     CHECK_THAT(hook.reason(), Catch::Contains("no improvement of valid_loss for 2 epoch(s)"));
+    // The fifth epoch, numbered 4 as epochs.csv and the progress table number it.
+    CHECK_THAT(hook.reason(), Catch::Contains("after epoch 4 (counted from 0"));
     CHECK(hook.save_state().scalars.at("stopped") == 1.0);
   }
   SECTION("accuracy: higher is better") {

@@ -36,6 +36,7 @@ struct LrFindResult {
   std::optional<double> steepest;  // fastai v1 suggestion (null if too few points)
   std::optional<double> valley;    // fastai v2 suggestion
   bool diverged = false;           // stopped early on divergence
+  bool frozen = false;             // swept with the body frozen (options.frozen)
 };
 
 // LR at step `step` of the sweep.
