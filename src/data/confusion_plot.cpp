@@ -84,13 +84,18 @@ EncodedPng encode_confusion_matrix(const std::vector<std::vector<std::int64_t>>&
     label_width = std::max(label_width, text_width(labels.back(), name_scale));
   }
   const int left = kPad + 20 + label_width + kPad;  // "actual" and the row names
-  const int top = kPad + 24 + 20;                   // the title and "predicted"
+  const int top = kPad + 24 + 8;                    // the title
   const int side = n * cell;
   const std::string heading = ascii(title);
   const int width = std::max(left + side + kPad, kPad + text_width(heading, 0.5) + kPad);
-  cv::Mat img(top + side + kPad + label_width + kPad, width, CV_8UC3, kWhite);
+  // Under the matrix: the column names, then "predicted", on the side of the labels it names
+  // (as "actual" stands beside the row names).
+  const int names_bottom = top + side + kPad + label_width;
+  cv::Mat img(names_bottom + kPad + 16 + kPad, width, CV_8UC3, kWhite);
   cv::putText(img, heading, {kPad, kPad + 14}, kFont, 0.5, kBlack, 1, cv::LINE_AA);
-  cv::putText(img, "predicted", {left, top - 6}, kFont, 0.45, kBlack, 1, cv::LINE_AA);
+  const int predicted_x = std::max(left, left + (side - text_width("predicted", 0.45)) / 2);
+  cv::putText(img, "predicted", {predicted_x, names_bottom + kPad + 12}, kFont, 0.45, kBlack, 1,
+              cv::LINE_AA);
   const cv::Mat actual = vertical_text("actual", 0.45, 18);
   actual.copyTo(img(cv::Rect(kPad, top, actual.cols, std::min(actual.rows, img.rows - top))));
   for (int r = 0; r < n; ++r) {

@@ -18,10 +18,9 @@ namespace {
 
 constexpr int kPlotLeft = 70, kPlotTop = 58, kPlotSide = 600, kPlotHeight = 380;
 constexpr int kCountsGap = 12, kCountsHeight = 90, kBottom = 60, kLegendWidth = 190;
-constexpr double kGapAlpha = 0.45;  // the gap's fill over what lies under it
+constexpr int kHatchStep = 6;  // pixels between a gap's hatching lines
 const cv::Scalar kInk{0, 0, 0}, kGridGrey{225, 225, 225}, kPaper{255, 255, 255};
 const cv::Scalar kDiagonal{90, 90, 90};
-const cv::Scalar kGapFill{120, 120, 255};  // light red, blended
 
 void put_label(cv::Mat& img, const std::string& text, cv::Point at, double scale) {
   cv::putText(img, ascii(text), at, kFont, scale, kInk, 1, cv::LINE_AA);
@@ -55,6 +54,16 @@ void draw_reliability_axes(cv::Mat& img, const ReliabilityLayout& l, const Relia
             {(l.plot.x0 + l.plot.x1 - text_width(text.x_label, 0.5)) / 2, l.height - 14}, 0.5);
 }
 
+// A gap between accuracy and confidence: red hatching and a red outline, so that where it lies
+// over a bar (an underconfident bin) the bar's colour still shows between the lines, and the
+// bar reads at its full height, not as a shorter bar under a tint.
+void draw_gap(cv::Mat& img, const cv::Rect& box) {
+  cv::Mat area = img(box);  // lines drawn on the view are clipped to it
+  for (int x = -area.rows; x < area.cols; x += kHatchStep)
+    cv::line(area, {x, area.rows}, {x + area.rows, 0}, scalar(kReliabilityGapColor), 1);
+  cv::rectangle(img, box, scalar(kReliabilityGapColor), 1);
+}
+
 void draw_reliability_legend(cv::Mat& img, const ReliabilityLayout& l,
                              const std::string& bar_label) {
   const int x = l.legend.x0 + 8;
@@ -62,10 +71,7 @@ void draw_reliability_legend(cv::Mat& img, const ReliabilityLayout& l,
   cv::rectangle(img, cv::Rect(x, y - 10, 22, 12), scalar(kReliabilityBarColor), cv::FILLED);
   put_label(img, bar_label, {x + 30, y}, kLegendScale);
   y += kLegendRow;
-  // The fill as it shows over white paper.
-  cv::rectangle(img, cv::Rect(x, y - 10, 22, 12), kGapFill * kGapAlpha + kPaper * (1 - kGapAlpha),
-                cv::FILLED);
-  cv::rectangle(img, cv::Rect(x, y - 10, 22, 12), scalar(kReliabilityGapColor), 1);
+  draw_gap(img, cv::Rect(x, y - 10, 22, 12));
   put_label(img, "gap to confidence", {x + 30, y}, kLegendScale);
   y += kLegendRow;
   for (int d = 0; d < 22; d += 6) cv::line(img, {x + d, y - 4}, {x + d + 3, y - 4}, kDiagonal, 1);
@@ -78,12 +84,7 @@ void draw_reliability_bins(cv::Mat& img, const ReliabilityLayout& l) {
     if (!l.bars[k].empty()) {
       cv::rectangle(img, rect_of(l.bars[k]), scalar(kReliabilityBarColor), cv::FILLED);
     }
-    if (!l.gaps[k].empty()) {
-      cv::Mat area = img(rect_of(l.gaps[k]));
-      cv::Mat fill(area.size(), area.type(), kGapFill);
-      cv::addWeighted(fill, kGapAlpha, area, 1.0 - kGapAlpha, 0.0, area);
-      cv::rectangle(img, rect_of(l.gaps[k]), scalar(kReliabilityGapColor), 1);
-    }
+    if (!l.gaps[k].empty()) draw_gap(img, rect_of(l.gaps[k]));
     if (!l.count_bars[k].empty()) {
       cv::rectangle(img, rect_of(l.count_bars[k]), scalar(kReliabilityCountColor), cv::FILLED);
     }

@@ -5,6 +5,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,24 @@ void add_our_bar(const ExperimentRow& r, BarSeries& ours) {
   ours.hatched.push_back(r.subset < 1.0);
   ours.notes.push_back(r.outcome.status == RunStatus::kOk ? "no time"
                                                           : run_status_name(r.outcome.status));
+}
+
+// The longest bar of `series`, in its unit (0 when it has none).
+double longest(const BarSeries& series) {
+  double most = 0.0;
+  for (const auto& v : series.values) most = std::max(most, v.value_or(0.0));
+  return most;
+}
+
+// Runs of seconds, without the study's minutes beside them, read best in seconds.
+void in_seconds(BarChart& chart) {
+  for (BarSeries& series : chart.series) {
+    for (auto& v : series.values) {
+      if (v) *v *= 60.0;
+    }
+  }
+  chart.options.y_label = "seconds";
+  chart.options.value_text = [](double seconds) { return minutes_label(seconds / 60.0); };
 }
 
 }  // namespace
@@ -60,11 +79,19 @@ BarChart total_time_chart(const ExperimentPlan& plan, const std::vector<Experime
     }
   }
   chart.series = {ours};
-  chart.series.insert(chart.series.end(), platforms.begin(), platforms.end());
-  chart.options.title = "Train + TTA wall time: this machine vs the study";
-  chart.options.y_label = "minutes";
+  // A platform none of whose runs is in the plan would be an empty legend entry.
+  for (const BarSeries& platform : platforms) {
+    if (std::any_of(platform.values.begin(), platform.values.end(),
+                    [](const std::optional<double>& v) { return v.has_value(); }))
+      chart.series.push_back(platform);
+  }
+  const bool beside_study = chart.series.size() > 1;
+  chart.options.title = beside_study ? "Train + TTA wall time: this machine vs the study"
+                                     : "Train + TTA wall time per run, this machine";
   chart.options.hatched_label = "this machine, estimate";
   chart.options.value_text = minutes_label;
+  chart.options.y_label = "minutes";
+  if (!beside_study && longest(ours) < 2.0) in_seconds(chart);
   return chart;
 }
 

@@ -46,6 +46,37 @@ TEST_CASE("a confusion matrix is a PNG of the size it states, shaded by row shar
   CHECK(empty.first == 0);
 }
 
+TEST_CASE("'predicted' sits under the column names it titles, nothing between title and matrix",
+          "[confusion_plot]") {
+  const cv::Mat img = decode(ltfit::encode_confusion_matrix({{3, 1}, {0, 4}}, {"cat", "dog"}, "t"));
+  REQUIRE_FALSE(img.empty());
+  // The matrix's grey frame: its first and last rows.
+  const auto frame_row = [&](int y) {
+    int grey = 0;
+    for (int x = 0; x < img.cols; ++x) grey += img.at<cv::Vec3b>(y, x) == cv::Vec3b(120, 120, 120);
+    return grey > 100;
+  };
+  int frame_top = 0, frame_bottom = img.rows - 1;
+  while (frame_top < img.rows && !frame_row(frame_top)) ++frame_top;
+  while (frame_bottom > 0 && !frame_row(frame_bottom)) --frame_bottom;
+  REQUIRE(frame_top < frame_bottom);
+  const auto ink_rows = [&](int from, int to) {  // rows in [from, to) holding dark pixels
+    int rows = 0;
+    for (int y = from; y < to; ++y) {
+      bool ink = false;
+      for (int x = 0; x < img.cols; ++x) {
+        const auto p = img.at<cv::Vec3b>(y, x);
+        ink = ink || (p[0] < 128 && p[1] < 128 && p[2] < 128);
+      }
+      rows += ink;
+    }
+    return rows;
+  };
+  CHECK(ink_rows(30, frame_top) == 0);  // below the title's line, above the matrix: empty
+  // Under the column names (each name's text runs down from the frame): a line of text.
+  CHECK(ink_rows(img.rows - 24, img.rows) >= 6);
+}
+
 TEST_CASE("a thousand classes give small cells, not a huge picture", "[confusion_plot]") {
   const int n = 1000;
   std::vector<std::vector<std::int64_t>> counts(n, std::vector<std::int64_t>(n, 0));

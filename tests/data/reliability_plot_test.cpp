@@ -72,6 +72,12 @@ TEST_CASE("a reliability diagram is a PNG that shows its bars and gaps", "[relia
   const ltfit::PixelBox inside{gap.x0 + 2, gap.y0 + 2, gap.x1 - 2, gap.y1 - 2};
   CHECK(ltfit::testing::count_color(img, ltfit::kReliabilityBarColor, inside) == 0);
   CHECK(ltfit::testing::count_color(img, ltfit::kReliabilityGapColor, gap) > gap.width());
+  // Bin 9 (underconfident): where the gap lies over the bar, the bar's colour still fills most
+  // of it between the hatching, so the bar reads at its full height (accuracy 0.8).
+  const ltfit::PixelBox over = l.gaps[9];
+  const ltfit::PixelBox within{over.x0 + 2, over.y0 + 2, over.x1 - 2, over.y1 - 2};
+  CHECK(ltfit::testing::count_color(img, ltfit::kReliabilityBarColor, within) >
+        within.width() * within.height() / 2);
   // An empty bin draws nothing in its column.
   const ltfit::PixelBox column{l.x_pixel(1 / 15.0) + 2, l.plot.y0 + 1, l.x_pixel(2 / 15.0) - 2,
                                l.plot.y1 - 1};

@@ -97,6 +97,27 @@ TEST_CASE("total_time.png: every run has its group, this machine's bars are seen
   CHECK(ltfit::minutes_label(0.01 / 60.0) == "0.01 s");
 }
 
+TEST_CASE("total_time.png of a plan beside no study: no study in the title or legend, seconds",
+          "[experiment][plot]") {
+  ltfit::ExperimentPlan plan = two_platform_plan();  // platforms listed, but no row is theirs
+  const std::vector<ExperimentRow> rows = {row("bs 8", "", RunStatus::kOk, 5.0),
+                                           row("bs 16", "", RunStatus::kOk, 3.5)};
+  const ltfit::BarChart chart = ltfit::total_time_chart(plan, rows);
+  REQUIRE(chart.series.size() == 1);  // no empty platform series in the legend
+  CHECK(chart.options.title.find("study") == std::string::npos);
+  CHECK(chart.options.y_label == "seconds");
+  const ltfit::ChartLayout layout =
+      ltfit::bar_chart_layout(chart.groups, chart.series, chart.options);
+  CHECK(tick_labels(layout.y_ticks) == Labels{"0", "1", "2", "3", "4", "5", "6"});  // seconds
+  std::vector<std::string> labels;
+  for (const auto& bar : layout.marks) labels.push_back(bar.value_label);
+  CHECK(labels == Labels{"5.0 s", "3.5 s"});
+  // Beside the study's figures, minutes as before.
+  const auto with_study = ltfit::total_time_chart(plan, cpu_rows());
+  CHECK(with_study.options.y_label == "minutes");
+  CHECK(with_study.series.size() == 3);
+}
+
 TEST_CASE("curves.png: whole step ticks, the legend off the lines, identical runs both seen",
           "[experiment][plot]") {
   ltfit::testing::TempDir dir;
