@@ -7,6 +7,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "ltfit/jobs/shipped_configs.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 
@@ -113,7 +114,9 @@ std::vector<fs::path> config_search_dirs() {
     return std::vector<fs::path>{installed_config_dir(exe), build_tree_config_dir(exe)};
   }();
   std::vector<fs::path> dirs{fs::path("configs")};
-  for (const fs::path& dir : binary_dirs) {
+  std::vector<fs::path> candidates = binary_dirs;
+  candidates.push_back(shipped_config_dir());  // last: what this binary was built with
+  for (const fs::path& dir : candidates) {
     std::error_code error;
     if (dir.empty() || !fs::is_directory(dir, error)) continue;
     const bool seen = std::any_of(dirs.begin(), dirs.end(),

@@ -10,7 +10,8 @@
 # 4. `ltfit train --config quickstart` (a name, from a folder without configs/) finds the
 #    installed config, logs its path, writes it in config.yaml's header, trains and exits 0;
 #    ./configs/quickstart.yaml in the working directory wins over the installed one;
-# 5. a name that matches nothing exits 2 naming the shipped configs; `--plan` finds a plan by name.
+# 5. a name that matches nothing exits 2 naming the shipped configs; `--plan` finds a plan by name;
+# 6. the binary copied alone, with nothing beside it, still finds the configs it was built with.
 #
 #   tests/install/install_test.sh BUILD_DIR
 set -uo pipefail
@@ -87,6 +88,22 @@ grep -q "cats_dogs, cats_dogs_modern, quickstart" "$WORK/missing.log" || fail "t
 run experiment --plan no_such_plan >"$WORK/plan.log" 2>&1
 [[ $? -eq 2 ]] || fail "a missing plan name did not exit 2"
 grep -q "kaggle_vs_colab" "$WORK/plan.log" || fail "the missing-plan message lists no plans"
+
+# 6. the binary copied alone (no share/ beside it, no checkout): the configs it was built with
+mkdir -p "$WORK/copied" "$WORK/alone"
+cp "$LTFIT" "$WORK/copied/ltfit"
+cd "$WORK/alone" || exit 1
+alone() { env -i HOME="$WORK" XDG_CACHE_HOME="$WORK/cache" PATH=/usr/bin:/bin "$WORK/copied/ltfit" "$@"; }
+alone configs >"$WORK/alone-list.txt" 2>&1 || fail "a copied binary's ltfit configs exited $?"
+grep -q "^  cats_dogs " "$WORK/alone-list.txt" || fail "a copied binary lists no cats_dogs"
+grep -q "^  kaggle_vs_colab " "$WORK/alone-list.txt" || fail "a copied binary lists no plan"
+alone configs quickstart >"$WORK/alone.yaml" 2>/dev/null || fail "a copied binary's configs quickstart exited $?"
+cmp -s "$WORK/alone.yaml" "$P/share/ltfit/configs/quickstart.yaml" || fail "the embedded quickstart differs"
+alone synth --out data --train 16 --valid 8 --seed 1 >/dev/null 2>&1 || fail "copied synth exited $?"
+alone train --config quickstart --set data.root=data --set train.epochs=1 --set data.image_size=32 \
+  --set data.batch_size=8 --set train.device=cpu --set run.tensorboard=false \
+  --set run.out_dir=runs >"$WORK/alone-train.log" 2>&1 ||
+  { tail -20 "$WORK/alone-train.log"; fail "a copied binary's train --config quickstart exited $?"; }
 
 if ((failures)); then
   echo "$failures check(s) failed"

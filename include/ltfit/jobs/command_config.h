@@ -6,7 +6,8 @@
 //   2. X, then X.yaml, in ./configs/ (a checkout of the repository);
 //   3. X, then X.yaml, in the installed configs: <prefix>/share/ltfit/configs/, where <prefix> is
 //      the folder above the running binary's bin/ (`cmake --install build --prefix P`);
-//   4. for a binary run from its CMake build folder (build/ltfit), in the checkout's configs/.
+//   4. for a binary run from its CMake build folder (build/ltfit), in the checkout's configs/;
+//   5. the configs this binary was built with (shipped_configs.h), so a copied binary finds them.
 // A name that matches nothing is a ConfigError (exit 2) listing the configs that were found.
 // Thread-safe (the lookups read the file system only).
 #pragma once
@@ -26,8 +27,8 @@ inline constexpr const char* kPlanFolder = "experiments";  // plans' subfolder o
 std::vector<Override> parse_cli_overrides(const std::vector<std::string>& sets);
 
 // The folders searched for configs by name, in order: ./configs, the installed
-// share/ltfit/configs next to the running binary, the build folder's checkout's configs/ (each
-// when it exists and is not already listed).
+// share/ltfit/configs next to the running binary, the build folder's checkout's configs/, the
+// shipped configs written out of the binary (each when it exists and is not already listed).
 std::vector<std::filesystem::path> config_search_dirs();
 
 // The file `--config name` means (see the header); with `kind` "plan", `--plan name` (the same
