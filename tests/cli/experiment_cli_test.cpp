@@ -153,7 +153,7 @@ TEST_CASE("experiment: kill -9 of experiment ends its running train child", "[cl
       "/out/runs/long.log 2>/dev/null && break; sleep 0.1; done\n"
       "[ -n \"$child\" ] || { echo 'no child'; kill -9 $exp; exit 0; }\n"
       "kill -9 $exp\n"
-      "for i in $(seq 100); do s=$(awk '{print $3}' /proc/$child/stat 2>/dev/null)\n"
+      "for i in $(seq 150); do s=$(awk '{print $3}' /proc/$child/stat 2>/dev/null)\n"
       "  if [ -z \"$s\" ] || [ \"$s\" = Z ]; then echo \"gone after $i\"; exit 0; fi\n"
       "  sleep 0.1; done\n"
       "echo alive; kill -9 $child\n";
@@ -161,5 +161,7 @@ TEST_CASE("experiment: kill -9 of experiment ends its running train child", "[cl
   INFO(out);
   REQUIRE_THAT(out, Contains("gone after "));
   const int tenths = std::stoi(out.substr(out.find("gone after ") + 11));
-  CHECK(tenths <= 30);  // within 3 s: the child checkpoints its step and exits
+  // The child finishes its step, checkpoints and exits: about a second on an idle machine; 10 s
+  // leaves room for a loaded one.
+  CHECK(tenths <= 100);
 }
