@@ -28,6 +28,14 @@ void add_experiment_command(CLI::App& app, int* exit_code) {
   cmd->callback([args, exit_code] {
     const ExperimentJobResult result = run_experiment_job(*args);
     write_stdout(result.report_dir + "/report.md\n");
+    if (!result.interrupted && !result.failed_runs.empty()) {
+      std::string ids;
+      for (const auto& id : result.failed_runs) ids += (ids.empty() ? "" : ", ") + id;
+      throw RuntimeError(std::to_string(result.failed_runs.size()) +
+                             " run(s) of the plan failed: " + ids +
+                             " (the report names why: " + result.report_dir + "/report.md)",
+                         "each run's log is " + result.report_dir + "/runs/<id>.log");
+    }
     *exit_code = result.interrupted ? static_cast<int>(ExitCode::kInterrupted) : 0;
   });
 }

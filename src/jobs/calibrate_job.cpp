@@ -28,12 +28,10 @@ std::string calibrated_path(const CalibrateJobRequest& request) {
 // exit 5 for a place that cannot be written), before anything is evaluated.
 void check_calibrate_files(const CalibrateJobRequest& request, const std::string& target) {
   read_checkpoint_meta(request.eval.checkpoint);
-  std::error_code ec;
-  if (std::filesystem::equivalent(target, request.eval.checkpoint, ec)) {
-    throw ConfigError("--out: '" + target + "' is the checkpoint being calibrated",
-                      "give another file (the default is <name>-calibrated.ckpt beside it): the "
-                      "copy keeps the weights only, not the training state");
-  }
+  // The copy keeps the weights only, not the training state (the default is
+  // <name>-calibrated.ckpt beside it).
+  check_output_not_input(target, "--out",
+                         {{"the checkpoint being calibrated", request.eval.checkpoint}});
   check_output_file(
       target, request.out.empty() ? "calibrated checkpoint" : "calibrated checkpoint (--out)");
 }

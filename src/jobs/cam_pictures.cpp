@@ -29,6 +29,19 @@ void check_cam_folder(const std::string& dir) {
                     "Grad-CAM picture (--cam)");
 }
 
+void check_cam_names(const std::string& dir, const std::vector<std::string>& images) {
+  std::vector<CommandInput> inputs;
+  for (const std::string& image : images) {
+    const fs::path picture = fs::path(dir) / (fs::path(image).stem().string() + kCamSuffix);
+    std::error_code ec;
+    if (!fs::exists(picture, ec)) continue;  // nearly always: no image is in the way
+    if (inputs.empty()) {
+      for (const std::string& input : images) inputs.push_back({"an image to predict", input});
+    }
+    check_output_not_input(picture, "the Grad-CAM picture (--cam)", inputs);
+  }
+}
+
 CamPictures::CamPictures(std::string dir) : dir_(std::move(dir)) {
   create_output_dir(dir_, "Grad-CAM folder (--cam)");
 }

@@ -21,6 +21,10 @@ namespace ltfit {
 // into it (output_check.h).
 void check_cam_folder(const std::string& dir);
 
+// Before any work: ConfigError (exit 2) when the picture of one of `images` would be written over
+// one of them (an image named a_cam.png in `dir` with an a.jpg among them: check_output_not_input).
+void check_cam_names(const std::string& dir, const std::vector<std::string>& images);
+
 class CamPictures {
  public:
   // Creates `dir` and its parents (RuntimeError, exit 5, naming it when it cannot).

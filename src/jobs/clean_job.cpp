@@ -59,6 +59,16 @@ void check_clean_request(const CleanRequest& r) {
   }
 }
 
+// Exit 2 when a file clean writes into `out` is one it reads (`inputs`).
+void check_clean_outputs(const CleanRequest& request, const fs::path& out,
+                         const std::vector<CommandInput>& inputs) {
+  check_outputs_not_inputs(
+      out,
+      {"suggestions.csv", "probabilities.csv", "mislabeled.png", "duplicates.png", "unusable.png",
+       "folds", "quarantine", "quarantine/manifest.csv"},
+      request.out.empty() ? "the clean output folder" : "the clean output folder (--out)", inputs);
+}
+
 fs::path clean_out_dir(const CleanRequest& request) {
   if (!request.out.empty()) return request.out;
   const std::optional<std::string> run = run_dir_of_checkpoint(request.checkpoint);
@@ -309,10 +319,12 @@ void write_clean_files(const fs::path& out, const DataConfig& data, CleanResult&
 CleanResult run_clean_job(const CleanRequest& request) {
   check_clean_request(request);
   const fs::path out = clean_out_dir(request);
+  check_clean_outputs(request, out, {{"the checkpoint (--checkpoint)", request.checkpoint}});
   check_output_file(out / "suggestions.csv",
                     request.out.empty() ? "clean output folder" : "clean output folder (--out)");
   const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
   const Config config = clean_config(request, meta);
+  check_clean_outputs(request, out, config_inputs(config));
   const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   if (meta.classes != index.classes) {
     throw ConfigError("clean: the classes of '" + config.data.root + "' (" +

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
@@ -115,10 +116,8 @@ void run_convert_checkpoint_job(const std::string& old_path, const std::string& 
         "one executes code stored inside the file, which can do anything your account can",
         "convert only files you made yourself, and confirm it with --trust-code");
   }
+  check_output_not_input(new_path, "NEW", {{"OLD (the checkpoint to convert)", old_path}});
   std::error_code ec;
-  if (std::filesystem::equivalent(old_path, new_path, ec)) {
-    throw ConfigError("convert-checkpoint: NEW must differ from OLD ('" + old_path + "')");
-  }
   if (!std::filesystem::is_regular_file(old_path, ec)) {
     throw CheckpointError("checkpoint '" + old_path + "' does not exist or is not a file");
   }

@@ -55,6 +55,15 @@ EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request) {
                                         ? default_eval_out_dir(request.eval.checkpoint)
                                         : std::filesystem::path(request.out);
   const std::filesystem::path csv = out / "predictions.csv";
+  const std::vector<CommandInput> inputs{
+      {"the checkpoint (--checkpoint)", request.eval.checkpoint}};
+  check_outputs_not_inputs(out, {"predictions.csv", "confusion_matrix.png", "reliability.png"},
+                           request.out.empty() ? "the output folder" : "the output folder (--out)",
+                           inputs);
+  if (request.tune_thresholds) {
+    check_output_not_input(sibling_checkpoint(request.eval.checkpoint, "-tuned"),
+                           "the tuned checkpoint (--tune-thresholds)", inputs);
+  }
   // Before the checkpoint and the data are read: an output that cannot be written fails now,
   // not after the whole evaluation.
   check_output_file(csv, request.out.empty() ? "predictions file" : "predictions file (--out)");

@@ -6,6 +6,7 @@
 
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/export_meta.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/model/torch_weights.h"
 
@@ -48,6 +49,9 @@ ExportMeta export_meta_of(const LoadedModel& loaded) {
 
 void run_export_job(const std::string& checkpoint, const std::string& out,
                     const std::string& weights) {
+  const std::vector<CommandInput> inputs{{"the checkpoint (--checkpoint)", checkpoint}};
+  check_output_not_input(out, "the state dict (--out)", inputs);
+  check_output_not_input(export_meta_path(out), "the state dict's description", inputs);
   LoadedModel loaded = load_model_for_eval(checkpoint, torch::kCPU, parse_weight_choice(weights));
   const StateDict state = state_dict_of(loaded.model);
   write_torch_state_dict(out, state);

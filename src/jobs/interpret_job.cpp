@@ -189,6 +189,12 @@ std::vector<TopLoss> top_losses(const EvalResult& result, int top) {
 InterpretResult run_interpret_job(const InterpretRequest& request) {
   check_interpret_request(request);
   const fs::path out = interpret_out_dir(request);
+  check_outputs_not_inputs(
+      out,
+      {"top_losses.png", "top_losses.csv", "most_confused.csv", "confusion_matrix.png",
+       "predictions.csv"},
+      request.out.empty() ? "the interpret output folder" : "the interpret output folder (--out)",
+      {{"the checkpoint (--checkpoint)", request.eval.checkpoint}});
   check_output_file(out / "top_losses.csv", request.out.empty()
                                                 ? "interpret output folder"
                                                 : "interpret output folder (--out)");

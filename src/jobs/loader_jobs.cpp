@@ -11,6 +11,7 @@
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/data/image_grid.h"
 #include "ltfit/data/loader.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/train/device_augment.h"
 #include "ltfit/util/error.h"
 
@@ -64,6 +65,7 @@ BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers) 
 }
 
 void run_show_batch_job(const Config& config, int epoch, const std::string& out) {
+  check_output_not_input(out, "the picture (--out)", config_inputs(config));
   const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   LoaderOptions options = make_loader_options(config, /*train=*/true);
   if (index.multi_label)

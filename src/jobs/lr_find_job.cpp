@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ltfit/data/plot.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/jobs/standard_hook_set.h"
 #include "ltfit/jobs/training_setup.h"
 #include "ltfit/run/run_dir.h"
@@ -70,6 +71,8 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
     dir = run_dir->path;
   } else {
     dir = job.out;
+    check_outputs_not_inputs(dir, {"lr_find.csv", "lr_find.png"}, "the output folder (--out)",
+                             config_inputs(config));
     create_output_dir(dir, "output folder (--out)");
   }
   const torch::Device device = resolve_device(config.train.device);

@@ -103,4 +103,37 @@ void check_output_file(const fs::path& file, const std::string& what) {
   ::unlink(probe.c_str());
 }
 
+void check_output_not_input(const fs::path& output, const std::string& what,
+                            const std::vector<CommandInput>& inputs) {
+  // As fs::equivalent (links followed), with one stat of the output for many inputs (predict's
+  // images).
+  struct stat out_info {};
+  if (output.empty() || ::stat(output.c_str(), &out_info) != 0) return;  // nothing to destroy
+  for (const CommandInput& input : inputs) {
+    struct stat in_info {};
+    if (input.path.empty() || ::stat(input.path.c_str(), &in_info) != 0 ||
+        in_info.st_dev != out_info.st_dev || in_info.st_ino != out_info.st_ino) {
+      continue;
+    }
+    const bool same_spelling = output.lexically_normal() == input.path.lexically_normal();
+    throw ConfigError(what + " " + quoted(output) + " is " + input.what + " " + quoted(input.path) +
+                          (same_spelling ? "" : " (the same file: another name or a link)"),
+                      "write " + what + " elsewhere: it would replace " + input.what +
+                          ", which this command reads");
+  }
+}
+
+void check_outputs_not_inputs(const fs::path& dir, const std::vector<std::string>& names,
+                              const std::string& what, const std::vector<CommandInput>& inputs) {
+  check_output_not_input(dir, what, inputs);
+  for (const std::string& name : names) check_output_not_input(dir / name, what, inputs);
+}
+
+std::vector<CommandInput> config_inputs(const Config& config) {
+  const fs::path labels(config.data.csv.file);
+  return {{"the config file", config.source},
+          {"the data's labels file (data.csv.file)",
+           labels.is_absolute() ? labels : fs::path(config.data.root) / labels}};
+}
+
 }  // namespace ltfit

@@ -64,6 +64,24 @@ void validate(const PredictRequest& request) {
                       std::to_string(request.batch_size));
 }
 
+// The files the model comes from: the checkpoint, or the weight file and its description.
+std::vector<CommandInput> model_inputs(const PredictRequest& request) {
+  if (!request.checkpoint.empty()) return {{"the checkpoint (--checkpoint)", request.checkpoint}};
+  return {{"the weight file (--weights)", request.weights},
+          {"the weight file's description", export_meta_path(request.weights)}};
+}
+
+// --out and --cam's pictures against the images read (the model's files are checked first).
+void check_outputs_not_images(const PredictRequest& request,
+                              const std::vector<std::string>& images) {
+  if (!request.out.empty()) {
+    std::vector<CommandInput> inputs;
+    for (const std::string& image : images) inputs.push_back({"an image to predict", image});
+    check_output_not_input(request.out, "the predictions file (--out)", inputs);
+  }
+  if (!request.cam.empty()) check_cam_names(request.cam, images);
+}
+
 // The arch of --weights: --arch, else its export's description; they must agree.
 std::string weights_arch(const PredictRequest& request, const std::optional<ExportMeta>& meta) {
   if (meta && !request.arch.empty() && meta->arch != request.arch) {
@@ -340,11 +358,13 @@ void log_summary(const PredictSummary& s, const SkippedImages& skipped) {
 
 PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink) {
   validate(request);
+  check_output_not_input(request.out, "the predictions file (--out)", model_inputs(request));
   if (!request.out.empty()) check_output_file(request.out, "predictions file (--out)");
   if (!request.cam.empty()) check_cam_folder(request.cam);
   const torch::Device device = resolve_device(request.device, "--device");
   Predictor p = make_predictor(request, device);
   const std::vector<std::string> images = expand_image_inputs(request.images);
+  check_outputs_not_images(request, images);
   p.loader.pin_memory = device.is_cuda();
   p.loader.workers = prediction_workers(p.loader, images.size());
   spdlog::info("predicting {} image(s) with {} on {} ({}), batches of {}, {} loader thread(s)",

@@ -7,6 +7,7 @@
 
 #include "ltfit/config/config_loader.h"
 #include "ltfit/jobs/command_config.h"
+#include "ltfit/jobs/output_check.h"
 #include "ltfit/study/experiment.h"
 #include "ltfit/study/experiment_plan.h"
 #include "ltfit/study/experiment_report.h"
@@ -55,6 +56,12 @@ ExperimentJobResult run_experiment_job(const ExperimentRequest& request) {
   ExperimentOptions options;
   options.overrides = command_overrides(request);
   options.out_dir = experiment_out_dir(request.out, plan.name);
+  check_outputs_not_inputs(options.out_dir,
+                           {"report.md", "results.csv", "total_time.png", "curves.png", "runs"},
+                           request.out ? "the report folder (--out)" : "the report folder",
+                           {{"the plan (--plan)", plan_file},
+                            {"the plan's base config", plan.base},
+                            {"the plan's study file", plan.study.source}});
   StopSignals signals;  // SIGINT/SIGTERM: the running child checkpoints; later runs are skipped
   options.stop_signal = [] { return StopSignals::requested(); };
   options.on_start = [](std::size_t i, std::size_t n, const PlanRun& run) {
@@ -68,7 +75,11 @@ ExperimentJobResult run_experiment_job(const ExperimentRequest& request) {
   const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
   write_experiment_report(options.out_dir, plan, outcomes, {options.overrides, wall.count()});
   spdlog::info("report: {}/report.md ({} wall)", options.out_dir, format_mm_ss(wall.count()));
-  return {options.out_dir, StopSignals::requested()};
+  ExperimentJobResult result{options.out_dir, StopSignals::requested(), {}};
+  for (const RunOutcome& o : outcomes) {
+    if (o.status == RunStatus::kFailed) result.failed_runs.push_back(o.id);
+  }
+  return result;
 }
 
 }  // namespace ltfit

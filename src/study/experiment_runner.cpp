@@ -12,7 +12,7 @@
 #include "ltfit/study/experiment.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,31 +34,70 @@
 #include "ltfit/util/precision.h"
 #include "ltfit/util/signals.h"
 
-extern char** environ;
-
 namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
 
-// posix_spawn file actions: stdin /dev/null, stdout and stderr to files. Owns the actions.
-class ChildFiles {
- public:
-  ChildFiles(const std::string& out_path, const std::string& err_path) {
-    posix_spawn_file_actions_init(&actions_);
-    const int flags = O_WRONLY | O_CREAT | O_TRUNC;
-    posix_spawn_file_actions_addopen(&actions_, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions_, STDOUT_FILENO, out_path.c_str(), flags, 0644);
-    posix_spawn_file_actions_addopen(&actions_, STDERR_FILENO, err_path.c_str(), flags, 0644);
-  }
-  ~ChildFiles() { posix_spawn_file_actions_destroy(&actions_); }
-  ChildFiles(const ChildFiles&) = delete;
-  ChildFiles& operator=(const ChildFiles&) = delete;
-  const posix_spawn_file_actions_t* get() const { return &actions_; }
+// In the child, before exec: `fd` opened on `path`; errno when it cannot. Async-signal-safe.
+int redirect(int fd, const char* path, int flags) {
+  const int opened = ::open(path, flags, 0644);
+  if (opened < 0) return errno;
+  const int error = ::dup2(opened, fd) < 0 ? errno : 0;
+  ::close(opened);
+  return error;
+}
 
- private:
-  posix_spawn_file_actions_t actions_;
-};
+// The forked child, up to exec: only async-signal-safe calls (the parent may have threads). It
+// asks for SIGTERM when the parent dies (then checks that the parent did not die before that),
+// with SIGTERM's default action until the exec'd program installs its own; an error is written
+// to `report` (close-on-exec, so the parent reads nothing when exec succeeds).
+[[noreturn]] void exec_child(char* const* argv, const char* out_path, const char* err_path,
+                             pid_t parent, int report) {
+  ::signal(SIGTERM, SIG_DFL);
+  int error = ::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ? errno : 0;
+  if (error == 0 && ::getppid() != parent) ::_exit(128 + SIGTERM);  // orphaned already
+  const int out_flags = O_WRONLY | O_CREAT | O_TRUNC;
+  if (error == 0) error = redirect(STDIN_FILENO, "/dev/null", O_RDONLY);
+  if (error == 0) error = redirect(STDOUT_FILENO, out_path, out_flags);
+  if (error == 0) error = redirect(STDERR_FILENO, err_path, out_flags);
+  if (error == 0) {
+    ::execvp(argv[0], argv);  // a bare `python3` is looked up on PATH; a path is used as is
+    error = errno;
+  }
+  (void)!::write(report, &error, sizeof error);
+  ::_exit(127);
+}
+
+// Starts `argv` with stdin /dev/null, stdout and stderr to the given files; its pid, or -1 with
+// `error` set when it could not be started.
+pid_t start_child(char* const* argv, const std::string& out_path, const std::string& err_path,
+                  int& error) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    error = errno;
+    return -1;
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) exec_child(argv, out_path.c_str(), err_path.c_str(), parent, report[1]);
+  error = pid < 0 ? errno : 0;
+  ::close(report[1]);
+  if (pid > 0) {
+    ssize_t n = 0;
+    while ((n = ::read(report[0], &error, sizeof error)) < 0 && errno == EINTR) {
+    }
+    if (n == static_cast<ssize_t>(sizeof error)) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    } else {
+      error = 0;
+    }
+  }
+  ::close(report[0]);
+  return error != 0 ? -1 : pid;
+}
 
 // How often wait_child looks at the child and at the stop flag: a stop passed on this late is
 // still the child's first request repeated, not a second one.
@@ -98,11 +137,9 @@ ChildEnd spawn_and_wait(const std::vector<std::string>& args, const std::string&
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const ChildFiles files(out_path, err_path);
-  pid_t pid = 0;
-  // posix_spawnp: a bare `python3` is looked up on PATH; a path (the ltfit binary) is used as is.
-  const int error = ::posix_spawnp(&pid, argv[0], files.get(), nullptr, argv.data(), environ);
-  if (error != 0) {
+  int error = 0;
+  const pid_t pid = start_child(argv.data(), out_path, err_path, error);
+  if (pid < 0) {
     throw RuntimeError("cannot start '" + args[0] + "': " + std::strerror(error));
   }
   return wait_child(pid, stop_signal);
@@ -166,6 +203,27 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
   outcome.status = RunStatus::kFailed;
   outcome.reason = outcome.exit_code == 0 ? "exit 0 but no summary.json was written"
                                           : exit_reason(end, log_path);
+}
+
+// Every run's config, resolved before the first run starts: a typo in one run's set: (or a base
+// config that is not one) stops the plan with exit 2 naming the run, instead of failing each run
+// after the runs before it took their time.
+std::vector<Config> resolve_run_configs(const ExperimentPlan& plan,
+                                        const std::vector<Override>& extra) {
+  std::vector<Config> configs;
+  for (const PlanRun& run : plan.runs) {
+    try {
+      configs.push_back(load_config(plan.base, run_overrides(plan, run, extra)));
+    } catch (const ConfigError& e) {
+      throw ConfigError("plan " + plan.source + ":" + std::to_string(run.line) + ": run '" +
+                            run.id + "' has no valid config (base " + plan.base +
+                            ", then set:, --set and the run's set:): " + e.what(),
+                        e.hint().empty() ? "fix the run's set: (or the base config); no run was "
+                                           "started"
+                                         : e.hint() + " (no run was started)");
+    }
+  }
+  return configs;
 }
 
 }  // namespace
@@ -277,6 +335,7 @@ std::string experiment_out_dir(const std::optional<std::string>& explicit_out,
 
 std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
                                        const ExperimentOptions& options) {
+  std::vector<Config> configs = resolve_run_configs(plan, options.overrides);
   const fs::path runs_dir = fs::path(options.out_dir) / "runs";
   std::error_code error;
   fs::create_directories(runs_dir, error);
@@ -294,11 +353,7 @@ std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
     if (run.gpus.given) outcome.machine_gpus = machine_gpu_count(options);
     outcome.run_dir = (runs_dir / run.id).string();
     const auto overrides = run_overrides(plan, run, options.overrides);
-    try {
-      outcome.config = load_config(plan.base, overrides);
-    } catch (const ConfigError&) {
-      // left to the child, whose own message and exit code are what gets recorded
-    }
+    outcome.config = std::move(configs[i]);
     if (options.on_start) options.on_start(i, plan.runs.size(), run);
     std::string na = gpus_not_applicable_reason(
         run.gpus, outcome.machine_gpus, outcome.config ? outcome.config->data.batch_size : 0);

@@ -1,6 +1,8 @@
 // `ltfit experiment` end to end: a tiny plan on a synthetic set with one run that trains, one
-// that cannot apply on a CPU (fp16) and one whose invalid override makes its child exit 2; the
-// plan still finishes and reports all three as a rehearsal.
+// that cannot apply on a CPU (fp16) and one whose data root does not exist, so its child exits 3;
+// the plan still finishes, reports all three as a rehearsal and exits 5 naming the failed run.
+// A run whose config does not resolve stops the plan before any run (exit 2); a killed
+// experiment takes its running child with it.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -10,6 +12,7 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ltfit::testing::read_file;
+using ltfit::testing::run_bash;
 using ltfit::testing::run_ltfit;
 using ltfit::testing::write_file;
 
@@ -35,23 +38,26 @@ TEST_CASE("experiment runs a plan, survives a failing run and writes the report"
              "name: tiny\nbase: base.yaml\nstudy: study.yaml\nset: {train.frozen: true}\nruns:\n"
              "  - {id: fp32, label: fp32 run, study_run: base, set: {train.precision: fp32}}\n"
              "  - {id: fp16, label: fp16 run, set: {train.precision: fp16}}\n"
-             "  - {id: bad, label: bad run, set: {data.batch_size: -4}}\n");
+             "  - {id: bad, label: bad run, set: {data.root: " +
+                 dir.str() + "/nowhere}}\n");
   const fs::path out = dir.path() / "report";
   const auto r = run_ltfit("experiment --plan " + dir.str() +
                            "/plan/plan.yaml --subset 0.5 --out " + out.string());
   INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.exit_code == 5);  // a run failed: the report is written, the exit code says so
   CHECK_THAT(r.output, Contains("[1/3] fp32") && Contains("[3/3] bad"));
+  CHECK_THAT(r.output, Contains("1 run(s) of the plan failed: bad"));
+  CHECK_THAT(r.stdout_text, Contains("report.md"));
 
   const std::string csv = read_file(out / "results.csv");
   INFO(csv);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);  // header + 3 runs
   CHECK_THAT(csv, Contains("\nfp32,fp32 run,ok,,1,8,fp32,"));
   CHECK_THAT(csv, Contains("\nfp16,fp16 run,n/a,") && Contains("fp16 needs a CUDA device"));
-  CHECK_THAT(csv, Contains("\nbad,bad run,failed,\"exit 2: ") && Contains("data.batch_size"));
+  CHECK_THAT(csv, Contains("\nbad,bad run,failed,\"exit 3: ") && Contains("nowhere"));
   CHECK(fs::exists(out / "runs" / "fp32" / "summary.json"));
   CHECK_FALSE(fs::exists(out / "runs" / "fp16"));  // not applicable: never started
-  CHECK_THAT(read_file(out / "runs" / "bad.log"), Contains("data.batch_size"));
+  CHECK_THAT(read_file(out / "runs" / "bad.log"), Contains("nowhere"));
 
   const std::string md = read_file(out / "report.md");
   CHECK_THAT(md, Contains("REHEARSAL") && Contains("estimate") && Contains("data.subset=0.5"));
@@ -99,4 +105,63 @@ TEST_CASE("experiment: a row needing more GPUs than the machine has is n/a, the 
   CHECK_THAT(read_file(out / "results.csv"), Contains("\nmany,many GPUs,n/a,"));
   CHECK_THAT(read_file(out / "report.md"), Contains("| many GPUs | 1024 | **n/a**: needs 1024"));
   CHECK_FALSE(fs::exists(out / "runs" / "many"));
+}
+
+TEST_CASE("experiment: a run whose config does not resolve exits 2 before any run starts",
+          "[cli][experiment]") {
+  ltfit::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "train: {device: cpu}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: p\nbase: base.yaml\nruns:\n  - {id: good, set: {train.epochs: 1}}\n"
+             "  - {id: typo, set: {train.epocs: 2}}\n");
+  const fs::path out = dir.path() / "report";
+  const auto r = run_ltfit("experiment --plan " + dir.str() + "/plan.yaml --out " + out.string());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("plan.yaml:5") && Contains("'typo'") && Contains("train.epocs"));
+  CHECK_FALSE(fs::exists(out));  // nothing started, not even the good run
+
+  write_file(dir.path() / "zero.yaml", "name: p\nbase: /dev/zero\nruns:\n  - {id: a}\n");
+  const auto zero = run_ltfit("experiment --plan " + dir.str() + "/zero.yaml --out " +
+                              (dir.path() / "zero").string());
+  INFO(zero.output);
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.output, Contains("'a'") && Contains("/dev/zero"));
+  CHECK_FALSE(fs::exists(dir.path() / "zero"));
+}
+
+TEST_CASE("experiment: kill -9 of experiment ends its running train child", "[cli][experiment]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 64 --valid 8 --seed 0").exit_code ==
+          0);
+  write_file(dir.path() / "base.yaml",
+             "run: {seed: 5}\ndata: {root: " + dir.str() +
+                 "/data, image_size: 32, batch_size: 4, workers: 1}\n"
+                 "model: {arch: resnet18, pretrained: none}\n"
+                 "train: {recipe: one_cycle, epochs: 1000, device: cpu}\n");
+  write_file(dir.path() / "plan.yaml", "name: p\nbase: base.yaml\nruns:\n  - {id: long}\n");
+  // Waits for the child's first epoch line, kills the experiment, then reports how long the
+  // child outlived it (in tenths of a second; a zombie counts as gone).
+  const std::string script =
+      "export OMP_NUM_THREADS=1\n" + std::string(LTFIT_BINARY) + " experiment --plan " + dir.str() +
+      "/plan.yaml --out " + dir.str() +
+      "/out >/dev/null 2>&1 &\n"
+      "exp=$!\n"
+      "for i in $(seq 600); do child=$(pgrep -P $exp | head -1)\n"
+      "  [ -n \"$child\" ] && grep -q 'epoch' " +
+      dir.str() +
+      "/out/runs/long.log 2>/dev/null && break; sleep 0.1; done\n"
+      "[ -n \"$child\" ] || { echo 'no child'; kill -9 $exp; exit 0; }\n"
+      "kill -9 $exp\n"
+      "for i in $(seq 150); do s=$(awk '{print $3}' /proc/$child/stat 2>/dev/null)\n"
+      "  if [ -z \"$s\" ] || [ \"$s\" = Z ]; then echo \"gone after $i\"; exit 0; fi\n"
+      "  sleep 0.1; done\n"
+      "echo alive; kill -9 $child\n";
+  const std::string out = run_bash(dir.path(), script);
+  INFO(out);
+  REQUIRE_THAT(out, Contains("gone after "));
+  const int tenths = std::stoi(out.substr(out.find("gone after ") + 11));
+  // The child finishes its step, checkpoints and exits: about a second on an idle machine; 10 s
+  // leaves room for a loaded one.
+  CHECK(tenths <= 100);
 }

@@ -33,8 +33,9 @@ struct EvaluateJobResult {
   std::optional<EvalResult> tuned;  // the evaluated set's figures at the tuned thresholds
 };
 
-// Runs the evaluation. The output is checked before the checkpoint and the data are read
-// (RuntimeError, exit 5, naming it); an out-of-memory error names the checkpoint's
+// Runs the evaluation. The outputs are checked before the checkpoint and the data are read:
+// ConfigError (exit 2) for one that is the checkpoint (check_output_not_input), RuntimeError
+// (exit 5, naming it) for one that cannot be written; an out-of-memory error names the checkpoint's
 // data.batch_size (OutOfMemoryError, exit 5).
 EvaluateJobResult run_evaluate_job(const EvaluateJobRequest& request);
 

@@ -9,9 +9,9 @@
 namespace ltfit {
 
 // Writes the weights of `checkpoint` to `out`, its description to export_meta_path(out), and logs
-// what it wrote. CheckpointError (exit 4)
-// for a checkpoint that cannot be read, RuntimeError (exit 5) for an output that cannot be
-// written.
+// what it wrote. ConfigError (exit 2), before anything is read, when either output is the
+// checkpoint (check_output_not_input); CheckpointError (exit 4) for a checkpoint that cannot be
+// read, RuntimeError (exit 5) for an output that cannot be written.
 // `weights` ("auto" | "ema" | "model", --weights): the checkpoint's moving average of the
 // weights (train.ema) or its trained weights; auto: the average when it has one.
 void run_export_job(const std::string& checkpoint, const std::string& out,

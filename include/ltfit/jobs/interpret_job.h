@@ -69,7 +69,8 @@ struct InterpretResult {
 };
 
 // Runs it. The output folder is checked writable before the checkpoint and the data are read
-// (WriteError, exit 5, naming it); --top below 1 or --min-count below 1 is a ConfigError (exit 2).
+// (WriteError, exit 5, naming it), and none of its files may be the checkpoint (ConfigError,
+// exit 2: check_output_not_input); --top below 1 or --min-count below 1 is a ConfigError (exit 2).
 InterpretResult run_interpret_job(const InterpretRequest& request);
 
 // The report printed without --json: evaluate's table, the top losses and the most confused

@@ -27,7 +27,8 @@ struct BenchLoaderResult {
 BenchLoaderResult run_bench_loader_job(Config config, int batches, int workers);
 
 // Writes the first training batch of `epoch`, augmented, as a PNG grid captioned with the class
-// names to `out`. DataError when no training image is readable.
+// names to `out`. ConfigError (exit 2), before any work, when `out` is the config file or the
+// labels file (check_output_not_input); DataError when no training image is readable.
 void run_show_batch_job(const Config& config, int epoch, const std::string& out);
 
 }  // namespace ltfit

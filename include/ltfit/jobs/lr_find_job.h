@@ -24,8 +24,9 @@ struct LrFindJobResult {
 };
 
 // Runs the sweep as the model starts the recipe (frozen for fine_tune). The output folder is
-// created (or the run directory created and locked) before the data is read; an out-of-memory
-// error in the sweep names data.batch_size (OutOfMemoryError, exit 5).
+// created (or the run directory created and locked) before the data is read, after checking
+// that neither it nor its files are the config or labels file (ConfigError, exit 2); an
+// out-of-memory error in the sweep names data.batch_size (OutOfMemoryError, exit 5).
 LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& options);
 
 // lr_find.png's chart of a sweep: the smoothed loss over the LR (log x, fastai's Recorder.plot

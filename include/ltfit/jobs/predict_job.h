@@ -80,11 +80,12 @@ using PredictionSink = std::function<void(const ImagePrediction&)>;
 // with their error) and writing request.out. ConfigError (exit 2) for a request without a model,
 // --checkpoint with --weights, --arch without --weights, --weights without --arch and without an
 // export description (or with one naming another arch), --tta without a checkpoint, --cam with
-// --tta, a negative batch size; CheckpointError (exit 4) for weights whose keys fit neither head;
-// RuntimeError (exit 5) for an --out or --cam folder that cannot be written, before any work;
-// CheckpointError (exit 4) for a checkpoint or weights file that cannot be read; DataError (exit 3)
-// for a path, folder or pattern without images (image_inputs.h) or when no image is readable;
-// OutOfMemoryError naming the batch size.
+// --tta, a negative batch size, an --out or a --cam picture that is the model's file or one of
+// the images (check_output_not_input, before any work); CheckpointError (exit 4) for weights whose
+// keys fit neither head; RuntimeError (exit 5) for an --out or --cam folder that cannot be written,
+// before any work; CheckpointError (exit 4) for a checkpoint or weights file that cannot be read;
+// DataError (exit 3) for a path, folder or pattern without images (image_inputs.h) or when no image
+// is readable; OutOfMemoryError naming the batch size.
 PredictSummary run_predict_job(const PredictRequest& request, const PredictionSink& sink);
 
 // The same, collecting the predictions.

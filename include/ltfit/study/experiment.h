@@ -8,11 +8,17 @@
 // writing the run directory and the summary. A run that needs more GPUs than the machine has is
 // recorded as not applicable, like an fp16 run on a CPU.
 //
-// Before spawning, each run's config is resolved here (base config, then the options'
-// overrides, then the plan's `set:`, then the run's own): a run this machine cannot do (fp16
-// without a CUDA device, bf16 on an older GPU) is recorded as not applicable instead of run.
-// A config the resolver rejects is still spawned, so the run's own error is what gets recorded.
-// Not thread-safe (spawns processes and waits for them one at a time).
+// Before the first run starts, every run's config is resolved here (base config, then the plan's
+// `set:`, then the options' overrides, then the run's own): one the resolver rejects (an unknown
+// key, a bad value, a base config that is not a config) stops the plan with a ConfigError naming
+// the run, before any run directory is made. A run this machine cannot do (fp16 without a CUDA
+// device, bf16 on an older GPU) is recorded as not applicable instead of run.
+//
+// A child dies with the experiment: it gets SIGTERM (prctl PR_SET_PDEATHSIG) when the
+// experiment process ends, even by SIGKILL, so it checkpoints and exits as at a stop request
+// (a torchrun child passes it on to its ranks) instead of training on, orphaned.
+// Not thread-safe (spawns processes and waits for them one at a time); call it from the thread
+// that lives as long as the process (the death signal follows the thread that spawned).
 #pragma once
 
 #include <functional>
@@ -95,8 +101,9 @@ std::string experiment_out_dir(const std::optional<std::string>& explicit_out,
                                const std::string& plan_name);
 
 // Runs every run of `plan` in order and returns their outcomes (runs skipped after a stop
-// request are recorded as failed, "not run: stopped"). Throws RuntimeError when the report
-// directory cannot be created.
+// request are recorded as failed, "not run: stopped"). Throws ConfigError (nothing started)
+// when a run's config does not resolve, RuntimeError when the report directory cannot be
+// created.
 std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
                                        const ExperimentOptions& options);
 

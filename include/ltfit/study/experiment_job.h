@@ -19,11 +19,15 @@ struct ExperimentRequest {
 };
 
 struct ExperimentJobResult {
-  std::string report_dir;    // where report.md was written
-  bool interrupted = false;  // a stop was requested: runs after it were skipped
+  std::string report_dir;                // where report.md was written
+  bool interrupted = false;              // a stop was requested: runs after it were skipped
+  std::vector<std::string> failed_runs;  // ids of the runs that failed (not the n/a ones)
 };
 
-// Runs the plan and writes the report. ConfigError (exit 2) for a bad plan, --subset or --set.
+// Runs the plan and writes the report, also when runs fail (failed_runs names them; the CLI then
+// exits 5). ConfigError (exit 2), before any run starts, for a bad plan, --subset or --set, a
+// run whose config does not resolve (experiment.h), or a report folder that is one of the plan's
+// files (check_output_not_input).
 ExperimentJobResult run_experiment_job(const ExperimentRequest& request);
 
 }  // namespace ltfit
