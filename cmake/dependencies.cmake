@@ -99,6 +99,18 @@ find_package(CLI11 REQUIRED)
 find_package(CURL REQUIRED)
 find_package(ZLIB REQUIRED)  # inflate and CRC-32 for the zip reader of torch.save archives
 find_package(OpenSSL REQUIRED)
+# RE2 (Debian: libre2-dev) matches data.label_pattern in linear time (util/name_pattern.h).
+# Debian ships no CMake config for it; found by path, so CMAKE_PREFIX_PATH reaches a carried copy
+# (scripts/device_deps.sh) as it does the other libraries.
+find_path(LTFIT_RE2_INCLUDE_DIR re2/re2.h)
+find_library(LTFIT_RE2_LIBRARY re2)
+if(NOT LTFIT_RE2_INCLUDE_DIR OR NOT LTFIT_RE2_LIBRARY)
+  message(FATAL_ERROR "RE2 not found (re2/re2.h, libre2): install libre2-dev")
+endif()
+add_library(ltfit_re2 INTERFACE)
+target_include_directories(ltfit_re2 SYSTEM INTERFACE ${LTFIT_RE2_INCLUDE_DIR})
+target_link_libraries(ltfit_re2 INTERFACE ${LTFIT_RE2_LIBRARY})
+add_library(ltfit::re2 ALIAS ltfit_re2)
 
 # TensorBoard events (src/run/event_file.cpp): protobuf's lite runtime and protoc generate and
 # serialize our proto/ltfit_tensorboard.proto (Debian: libprotobuf-dev, protobuf-compiler); the

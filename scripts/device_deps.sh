@@ -28,8 +28,8 @@ log() { printf '\033[1m[device_deps]\033[0m %s\n' "$*" >&2; }
 # time; on the device, scripts/device_build.sh activates only those the machine lacks.
 DEV_PACKAGES=(libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
               libcurl4-openssl-dev libssl-dev libgloo-dev libprotobuf-dev protobuf-compiler
-              zlib1g-dev libjpeg62-turbo-dev libpng-dev)
-RUNTIME_PACKAGES=(libyaml-cpp0.7 libspdlog1.10 libfmt9 libcurl4 libprotobuf32 libprotobuf-lite32
+              zlib1g-dev libjpeg62-turbo-dev libpng-dev libre2-dev)
+RUNTIME_PACKAGES=(libyaml-cpp0.7 libre2-9 libspdlog1.10 libfmt9 libcurl4 libprotobuf32 libprotobuf-lite32
                   libprotoc32 zlib1g libjpeg62-turbo libpng16-16 libssl3 libnghttp2-14 libpsl5
                   librtmp1 libssh2-1 libldap-2.5-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3
                   libkrb5support0 libkeyutils1 libsasl2-2 libbrotli1 libzstd1 libidn2-0

@@ -21,7 +21,7 @@ TORCH_VERSION="2.15.0"
 PYTHON="${PYTHON:-python3}"
 TARGETS="${TARGETS:-}"  # empty: everything (the binary, the tests, the fuzz-free extras)
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libjpeg62-turbo-dev
-              libyaml-cpp-dev
+              libyaml-cpp-dev libre2-dev
               libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
               libcurl4-openssl-dev libssl-dev libgloo-dev libprotobuf-dev protobuf-compiler
               libboost-dev)

@@ -82,7 +82,9 @@ void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
              "the column of labels: a header name, or a 0-based index"),
        field("valid_column", read_optional_text, csv.valid_column, "null, or a column",
              "a column whose truthy values (1, true, yes, t, y, case-insensitive) mark the "
-             "validation rows (fastai's `valid_col`); null: split by `data.valid_pct`"),
+             "validation rows (fastai's `valid_col`); the default, `is_valid` (fastai's "
+             "`ColSplitter` column, which `ltfit synth` writes), is used when the CSV has it; "
+             "null, or the default missing: split by `data.valid_pct`"),
        field("label_delim", read_optional_text, csv.label_delim, "null, or a string",
              "separator of several labels in one cell (fastai's `label_delim`, e.g. ' '); set, "
              "the task is multi-label unless `model.task` says otherwise"),
@@ -112,9 +114,10 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
                "csv layout: a table of image paths and labels (fastai's `from_csv`), read as RFC "
                "4180 (quotes, embedded commas and newlines, CRLF, a UTF-8 BOM)"),
        field("label_pattern", data.label_pattern,
-             "pattern layout: an ECMAScript regular expression; the first group of a full match "
-             "of each file name (under `data.root`, recursively) is its label (fastai's "
-             "`from_name_re`); files that do not match are counted and named"),
+             "pattern layout: a regular expression in RE2 syntax (Python's `re` without "
+             "backreferences or lookaround; matched in time linear in the name); the first group "
+             "of a full match of each file name (under `data.root`, recursively) is its label "
+             "(fastai's `from_name_re`); files that do not match are counted and named"),
        field("valid_pct", data.valid_pct,
              "where no split is given (class folders without `valid_folder`, csv without "
              "`valid_column`, pattern): the fraction of images held out for validation, drawn by "

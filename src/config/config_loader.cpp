@@ -156,6 +156,16 @@ void set_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t
   set_path(node[keys[i]], keys, i + 1, value, context);
 }
 
+// Whether the raw text of a `--set` value means null: empty, or YAML's null spellings. Other
+// text that YAML reads as null, such as ' ' (the shell has removed the quotes of
+// --set data.csv.label_delim=' ') or '#', is that text: a lone space is a common separator.
+bool spells_null(const std::string& raw) {
+  const std::size_t first = raw.find_first_not_of(" \t");
+  if (first == std::string::npos) return raw.empty();
+  const std::string text = raw.substr(first, raw.find_last_not_of(" \t") - first + 1);
+  return text == "~" || text == "null" || text == "Null" || text == "NULL";
+}
+
 void apply_override(YAML::Node& root, const Override& entry, const Context& context) {
   const std::vector<std::string> keys = split(entry.key, '.');
   if (std::any_of(keys.begin(), keys.end(), [](const auto& k) { return k.empty(); })) {
@@ -168,6 +178,7 @@ void apply_override(YAML::Node& root, const Override& entry, const Context& cont
     throw ConfigError("--set " + entry.key + "=" + entry.value + ": invalid YAML value: " + e.msg,
                       "quote strings and close brackets: --set train.lr=[1e-5,1e-3]");
   }
+  if (value.IsNull() && !spells_null(entry.value)) value = YAML::Node(entry.value);
   check_unique_keys(context, Located{value, entry.key});
   set_path(root, keys, 0, value, context);
 }

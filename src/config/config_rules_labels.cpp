@@ -2,12 +2,13 @@
 // csv, label_pattern, valid_pct and split folders), the task (model.task) and what only one task
 // has (train.class_weights is single-label's, train.pos_weight, eval.threshold(s) and the F1 and
 // mAP monitors multi-label's). No yaml-cpp here. Thread-safe: no shared state.
+#include <algorithm>
 #include <cmath>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "config/config_rules_support.h"
+#include "ltfit/util/name_pattern.h"
 
 namespace ltfit {
 
@@ -46,14 +47,8 @@ bool single_component(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-// The number of capture groups, or -1 when `pattern` is not an ECMAScript regular expression.
-int capture_groups(const std::string& pattern) {
-  try {
-    return static_cast<int>(std::regex(pattern, std::regex::ECMAScript).mark_count());
-  } catch (const std::regex_error&) {
-    return -1;
-  }
-}
+// The number of capture groups, or -1 when `pattern` is not an RE2 regular expression.
+int capture_groups(const std::string& pattern) { return NamePattern(pattern).groups(); }
 
 void validate_csv(const CsvConfig& csv, const Rules& fail) {
   require(fail, !csv.file.empty() && csv.file.find('\0') == std::string::npos, "data.csv.file",
@@ -80,8 +75,8 @@ void validate_layout_keys(const DataConfig& data, const Rules& fail) {
   const int groups =
       data.label_pattern.size() <= kMaxPatternBytes ? capture_groups(data.label_pattern) : -1;
   require(fail, groups >= 1, "data.label_pattern",
-          "an ECMAScript regular expression (at most 1000 bytes) with a group, whose first group "
-          "of a full match of the file name is the label, e.g. '^(.+)_\\d+\\.jpg$'",
+          "a regular expression (RE2 syntax, at most 1000 bytes) with a group, whose first "
+          "group of a full match of the file name is the label, e.g. '^(.+)_\\d+\\.jpg$'",
           data.label_pattern);
   require(fail, data.valid_pct > 0 && data.valid_pct < 1, "data.valid_pct",
           "a fraction in (0, 1) (the validation split is never empty)", data.valid_pct);

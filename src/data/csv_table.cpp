@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 
 #include "ltfit/util/error.h"
+#include "ltfit/util/signals.h"
 
 namespace ltfit {
 namespace {
@@ -87,11 +90,10 @@ class CsvParser {
   }
 
   // Parses the record at the cursor (not at the end) and its line break. Stores its first
-  // `keep` fields in `fields`; the others are parsed and counted only. Returns its field count.
+  // `keep` fields in `fields` (reusing the strings already there; the vector ends with
+  // min(count, keep) of them); the others are parsed and counted only. Returns its field count.
   std::size_t parse_record(std::vector<std::string>& fields, std::size_t keep) {
-    fields.clear();
     const std::int64_t start = line_;
-    std::string discarded;
     std::size_t count = 0;
     for (bool last = false; !last; ++count) {
       if (count == limits_.max_columns) {
@@ -100,8 +102,10 @@ class CsvParser {
                  " fields (the limit max_columns)",
              kLimitHint);
       }
-      last = parse_field(count < keep ? fields.emplace_back() : discarded);
+      if (count < keep && count == fields.size()) fields.emplace_back();
+      last = parse_field(count < keep ? fields[count] : discarded_);
     }
+    if (fields.size() > std::min(count, keep)) fields.resize(std::min(count, keep));
     return count;
   }
 
@@ -181,6 +185,7 @@ class CsvParser {
   }
 
   std::string_view text_;
+  std::string discarded_;  // the field being skipped
   const std::string& source_;
   const CsvLimits& limits_;
   std::size_t pos_ = 0;
@@ -206,12 +211,21 @@ void read_header(CsvParser& parser, CsvTable& table) {
   }
 }
 
-void read_rows(CsvParser& parser, CsvTable& table, const CsvLimits& limits) {
-  const std::size_t columns = table.header.size();
+constexpr std::size_t kCsvStopEvery = 8192;  // rows between two looks at the stop flag
+
+// Parses every row after the header: checks the row and cell limits and each row's field count,
+// and passes the row's first `keep` fields and its line to `store`, which adds to the table and
+// returns the bytes the table takes, checked against max_memory.
+template <typename Store>
+void read_rows(CsvParser& parser, const CsvTable& head, std::size_t keep, const CsvLimits& limits,
+               Store&& store) {
+  const std::size_t columns = head.header.size();
   std::uint64_t cells = 0;
+  std::uint64_t rows = 0;
+  std::vector<std::string> fields;
   for (parser.skip_blank_lines(); !parser.at_end(); parser.skip_blank_lines()) {
     const std::int64_t line = parser.line();
-    if (table.rows.size() >= limits.max_rows) {
+    if (rows >= limits.max_rows) {
       parser.fail(line,
                   "more than " + std::to_string(limits.max_rows) +
                       " rows after the header (the limit max_rows)",
@@ -223,20 +237,28 @@ void read_rows(CsvParser& parser, CsvTable& table, const CsvLimits& limits) {
                       " fields in all rows together (the limit max_cells)",
                   kLimitHint);
     }
-    std::vector<std::string> fields;
-    fields.reserve(columns);
-    const std::size_t count = parser.parse_record(fields, columns);
+    if (++rows % kCsvStopEvery == 0) throw_if_stop_requested("reading '" + head.source + "'");
+    const std::size_t count = parser.parse_record(fields, keep);
     if (count != columns) {
       parser.fail(line,
                   "a row of " + std::to_string(count) + " field" + (count == 1 ? "" : "s") +
                       ", but the header has " + std::to_string(columns) + " (" +
-                      shown_names(table.header) + ")",
+                      shown_names(head.header) + ")",
                   std::string("every row needs one field per header column; ") + kQuoteHint);
     }
     cells += columns;
-    table.rows.push_back(std::move(fields));
-    table.lines.push_back(line);
+    if (store(fields, line) > limits.max_memory) {
+      parser.fail(line,
+                  "the table would take more than " + std::to_string(limits.max_memory) +
+                      " bytes of memory (the limit max_memory)",
+                  kLimitHint);
+    }
   }
+}
+
+// The heap bytes of a stored string: none while it fits the small-string buffer.
+std::uint64_t heap_bytes(const std::string& text) {
+  return text.capacity() > std::string().capacity() ? text.capacity() + 1 : 0;
 }
 
 // Closes the descriptor on scope exit.
@@ -301,24 +323,90 @@ std::string read_bounded(const std::string& path, std::uint64_t max_bytes) {
 
 }  // namespace
 
-CsvTable parse_csv(std::string_view text, const std::string& source, const CsvLimits& limits) {
-  if (text.size() > limits.max_bytes) {
+namespace {
+
+// `text` once its size is checked, without its BOM.
+std::string_view checked_text(std::string_view text, const std::string& source,
+                              const CsvLimits& limits) {
+  if (text.size() > limits.max_bytes || text.size() > UINT32_MAX) {
     throw DataError(source + ": " + std::to_string(text.size()) +
                         " bytes, over the limit max_bytes (" + std::to_string(limits.max_bytes) +
                         ")",
                     kLimitHint);
   }
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
+  return text;
+}
+
+}  // namespace
+
+CsvTable parse_csv(std::string_view text, const std::string& source, const CsvLimits& limits) {
+  text = checked_text(text, source, limits);
   CsvTable table;
   table.source = source;
   CsvParser parser(text, source, limits);
   read_header(parser, table);
-  read_rows(parser, table, limits);
+  const std::size_t columns = table.header.size();
+  std::uint64_t bytes = 0;
+  read_rows(parser, table, columns, limits,
+            [&](std::vector<std::string>& fields, std::int64_t line) {
+              // A row: its vector (in `rows`), its line, and each string with its heap.
+              bytes += sizeof fields + sizeof line + columns * sizeof(std::string);
+              for (const std::string& field : fields) bytes += heap_bytes(field);
+              table.rows.push_back(std::move(fields));
+              table.lines.push_back(line);
+              fields = {};
+              fields.reserve(columns);
+              return bytes;
+            });
   return table;
+}
+
+CsvColumns parse_csv_columns(std::string_view text, const std::string& source, const CsvPick& pick,
+                             const CsvLimits& limits) {
+  text = checked_text(text, source, limits);
+  CsvTable head;
+  head.source = source;
+  CsvParser parser(text, source, limits);
+  read_header(parser, head);
+  CsvColumns table;
+  table.columns = pick(head);
+  std::size_t keep = 0;
+  for (const std::size_t column : table.columns) keep = std::max(keep, column + 1);
+  keep = std::min(keep, head.header.size());
+  // Reserved for the most rows the text can hold, so that the buffers never grow by copying:
+  // the pages are taken only as rows are stored, and only the stored bytes are counted.
+  const std::size_t breaks = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') +
+                                                      std::count(text.begin(), text.end(), '\r'));
+  const std::size_t most_rows = std::min<std::uint64_t>(breaks + 1, limits.max_rows);
+  table.lines.reserve(most_rows);
+  table.ends.reserve(most_rows * table.columns.size());
+  table.text.reserve(text.size());
+  read_rows(parser, head, keep, limits, [&](std::vector<std::string>& fields, std::int64_t line) {
+    for (const std::size_t column : table.columns) {
+      table.text += fields.at(column);  // a pick beyond the header is a bug: out_of_range
+      table.ends.push_back(static_cast<std::uint32_t>(table.text.size()));
+    }
+    table.lines.push_back(static_cast<std::uint32_t>(line));
+    return table.text.size() + (table.ends.size() + table.lines.size()) * 4;
+  });
+  table.source = std::move(head.source);
+  table.header = std::move(head.header);
+  return table;
+}
+
+std::string_view CsvColumns::cell(std::size_t row, std::size_t kept) const {
+  const std::size_t at = row * columns.size() + kept;
+  const std::size_t begin = at == 0 ? 0 : ends[at - 1];
+  return std::string_view(text).substr(begin, ends[at] - begin);
 }
 
 CsvTable read_csv_file(const std::string& path, const CsvLimits& limits) {
   return parse_csv(read_bounded(path, limits.max_bytes), path, limits);
+}
+
+CsvColumns read_csv_columns(const std::string& path, const CsvPick& pick, const CsvLimits& limits) {
+  return parse_csv_columns(read_bounded(path, limits.max_bytes), path, pick, limits);
 }
 
 std::size_t csv_column(const CsvTable& table, const std::string& spec, const std::string& key) {

@@ -3,11 +3,15 @@
 // label the label cell, or, for a multi-label task with data.csv.label_delim, the cell split on
 // the delimiter (str.split; empty tokens dropped, an empty cell an empty set). Validation rows
 // are those whose data.csv.valid_column is true (1, true, yes, t, y; any case; fastai's
-// ColSplitter), else the rows are split by data.valid_pct (RandomSplitter on the sorted paths).
+// ColSplitter), else the rows are split by data.valid_pct (RandomSplitter on the sorted paths);
+// the default column, is_valid, is used only when the file has it. Only these three columns are
+// stored (csv_table.h's read_csv_columns). Labels holding a space read as one class each (no
+// data.csv.label_delim) are noted: they are usually label sets written for a multi-label task.
 //
 // A path that leaves the root (.., absolute, or a link to outside it) is refused with the file
 // and line; a row whose image is missing, that repeats an earlier row's image, or has an empty
-// label (single-label) is skipped and noted. Pure functions, thread-safe.
+// label (single-label) is skipped and noted. A stop request (SIGINT) is honoured every few
+// hundred rows (InterruptedError, exit 130). Pure functions, thread-safe.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -18,6 +22,7 @@
 #include "ltfit/data/csv_table.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/signals.h"
 
 namespace ltfit {
 namespace {
@@ -26,11 +31,11 @@ namespace fs = std::filesystem;
 using layouts::LabelledFile;
 using layouts::NoteTally;
 
-struct CsvColumns {
-  std::size_t path = 0;
-  std::size_t label = 0;
-  std::optional<std::size_t> valid;  // data.csv.valid_column, when set
-};
+constexpr const char* kDefaultValidColumn = "is_valid";  // CsvConfig's default
+constexpr std::size_t kCsvRowStopEvery = 256;  // rows (each a few file-system calls) between looks
+
+// The kept columns of the table, in this order: path, label, and valid when used.
+enum CsvKept : std::size_t { kPathCell = 0, kLabelCell = 1, kValidCell = 2 };
 
 struct CsvEntry {
   LabelledFile file;
@@ -39,32 +44,39 @@ struct CsvEntry {
 
 // The skipped and the suspicious rows of one CSV file.
 struct CsvTallies {
-  NoteTally missing, duplicate, empty_label, odd_flag;
+  NoteTally missing, duplicate, empty_label, odd_flag, spaced;
   explicit CsvTallies(const std::string& csv)
       : missing("row(s) of '" + csv + "' whose image file does not exist, skipped"),
         duplicate("row(s) of '" + csv + "' naming an image an earlier row named, skipped"),
         empty_label("row(s) of '" + csv + "' with an empty label, skipped"),
         odd_flag("row(s) of '" + csv +
-                 "' whose data.csv.valid_column is neither true nor false, read as training") {}
+                 "' whose data.csv.valid_column is neither true nor false, read as training"),
+        spaced("row(s) of '" + csv +
+               "' whose label holds a space, each read as ONE class because data.csv.label_delim "
+               "is not set; if these are sets of labels, set data.csv.label_delim: ' ' (or "
+               "--set data.csv.label_delim=' ') to train multi-label") {}
   void append_to(std::vector<std::string>& notes) const {
-    for (const NoteTally* t : {&missing, &duplicate, &empty_label, &odd_flag}) t->append_to(notes);
+    for (const NoteTally* t : {&spaced, &missing, &duplicate, &empty_label, &odd_flag}) {
+      t->append_to(notes);
+    }
   }
 };
 
-std::string csv_where(const CsvTable& table, std::size_t row) {
-  return table.source + ":" + std::to_string(table.lines[row]);
+std::string csv_where(const CsvColumns& table, std::size_t row) {
+  return table.source + ":" + std::to_string(table.line(row));
 }
 
-std::string csv_cell_example(const std::string& cell, const CsvTable& table, std::size_t row) {
-  return "'" + cell + "' (line " + std::to_string(table.lines[row]) + ")";
+std::string csv_cell_example(std::string_view cell, const CsvColumns& table, std::size_t row) {
+  return "'" + std::string(cell) + "' (line " + std::to_string(table.line(row)) + ")";
 }
 
 // 1 for the truthy spellings, 0 for the falsy ones (and an empty cell), -1 otherwise.
-int csv_flag(const std::string& cell) {
+int csv_flag(std::string_view cell) {
   const std::size_t first = cell.find_first_not_of(" \t");
-  std::string text = first == std::string::npos
-                         ? std::string()
-                         : cell.substr(first, cell.find_last_not_of(" \t") - first + 1);
+  std::string text =
+      first == std::string::npos
+          ? std::string()
+          : std::string(cell.substr(first, cell.find_last_not_of(" \t") - first + 1));
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const char* yes : {"1", "true", "yes", "t", "y"})
     if (text == yes) return 1;
@@ -73,16 +85,16 @@ int csv_flag(const std::string& cell) {
   return -1;
 }
 
-bool csv_is_blank(const std::string& text) {
+bool csv_is_blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
 // The class names of a label cell: the cell itself, or (multi-label with a delimiter) its
 // non-empty tokens. A blank cell gives no names.
-std::vector<std::string> csv_label_names(const std::string& cell, const CsvConfig& csv,
+std::vector<std::string> csv_label_names(std::string_view cell, const CsvConfig& csv,
                                          bool multi_label) {
   if (csv_is_blank(cell)) return {};
-  if (!multi_label || !csv.label_delim) return {cell};
+  if (!multi_label || !csv.label_delim) return {std::string(cell)};
   const std::string& delim = *csv.label_delim;
   if (delim.empty()) {
     throw ConfigError("data.csv.label_delim: expected a non-empty separator, got ''",
@@ -92,7 +104,7 @@ std::vector<std::string> csv_label_names(const std::string& cell, const CsvConfi
   std::size_t start = 0;
   while (start <= cell.size()) {
     const std::size_t end = std::min(cell.find(delim, start), cell.size());
-    if (end > start) names.push_back(cell.substr(start, end - start));
+    if (end > start) names.emplace_back(cell.substr(start, end - start));
     start = end + delim.size();
   }
   return names;
@@ -100,7 +112,7 @@ std::vector<std::string> csv_label_names(const std::string& cell, const CsvConfi
 
 // The image a row names; DataError with the file and line when it is absolute or leaves the
 // root. `resolved` receives its canonical form.
-fs::path csv_image_path(const CsvTable& table, std::size_t row, const std::string& cell,
+fs::path csv_image_path(const CsvColumns& table, std::size_t row, const std::string& cell,
                         const DataConfig& data, const layouts::RootGuard& guard,
                         fs::path& resolved) {
   const std::string name = cell + data.csv.suffix;
@@ -126,28 +138,42 @@ bool csv_image_exists(const fs::path& path) {
   return fs::exists(path, ec) && !fs::is_directory(path, ec);
 }
 
-CsvColumns csv_columns_of(const CsvTable& table, const CsvConfig& csv) {
-  CsvColumns columns;
-  columns.path = csv_column(table, csv.path_column, "data.csv.path_column");
-  columns.label = csv_column(table, csv.label_column, "data.csv.label_column");
-  if (csv.valid_column)
-    columns.valid = csv_column(table, *csv.valid_column, "data.csv.valid_column");
+// The columns to keep (kPathCell, kLabelCell, then kValidCell when used): the default
+// is_valid only when the header has it.
+std::vector<std::size_t> csv_pick(const CsvTable& head, const CsvConfig& csv) {
+  std::vector<std::size_t> columns{csv_column(head, csv.path_column, "data.csv.path_column"),
+                                   csv_column(head, csv.label_column, "data.csv.label_column")};
+  const auto& names = head.header;
+  const bool missing_default =
+      csv.valid_column == kDefaultValidColumn &&
+      std::find(names.begin(), names.end(), kDefaultValidColumn) == names.end();
+  if (csv.valid_column && !missing_default) {
+    columns.push_back(csv_column(head, *csv.valid_column, "data.csv.valid_column"));
+  }
   return columns;
 }
 
+// Notes a single-label cell holding a space, unless data.csv.label_delim says what it is.
+void csv_note_spaced(std::string_view cell, const std::string& example, const CsvConfig& csv,
+                     CsvTallies& tallies) {
+  if (!csv.label_delim && cell.find(' ') != std::string_view::npos) tallies.spaced.add(example);
+}
+
 // The usable rows, sorted by path; the others tallied.
-std::vector<CsvEntry> csv_entries(const CsvTable& table, const DataConfig& data, bool multi_label,
+std::vector<CsvEntry> csv_entries(const CsvColumns& table, const DataConfig& data, bool multi_label,
                                   CsvTallies& tallies) {
-  const CsvColumns columns = csv_columns_of(table, data.csv);
+  const bool has_valid = table.columns.size() > kValidCell;
   const layouts::RootGuard guard{fs::path(data.root)};
   std::set<std::string> seen;
   std::vector<CsvEntry> entries;
-  for (std::size_t r = 0; r < table.rows.size(); ++r) {
-    const auto& row = table.rows[r];
-    const std::string example = csv_cell_example(row[columns.path], table, r);
+  for (std::size_t r = 0; r < table.rows(); ++r) {
+    if ((r + 1) % kCsvRowStopEvery == 0) throw_if_stop_requested("indexing '" + table.source + "'");
+    const std::string path_cell(table.cell(r, kPathCell));
+    const std::string_view label_cell = table.cell(r, kLabelCell);
+    const std::string example = csv_cell_example(path_cell, table, r);
     fs::path resolved;
-    const fs::path path = csv_image_path(table, r, row[columns.path], data, guard, resolved);
-    auto names = csv_label_names(row[columns.label], data.csv, multi_label);
+    const fs::path path = csv_image_path(table, r, path_cell, data, guard, resolved);
+    auto names = csv_label_names(label_cell, data.csv, multi_label);
     if (!multi_label && names.empty()) {
       tallies.empty_label.add(example);
     } else if (!csv_image_exists(path)) {
@@ -155,7 +181,8 @@ std::vector<CsvEntry> csv_entries(const CsvTable& table, const DataConfig& data,
     } else if (!seen.insert(resolved.string()).second) {
       tallies.duplicate.add(example);
     } else {
-      const int flag = columns.valid ? csv_flag(row[*columns.valid]) : 0;
+      if (!multi_label) csv_note_spaced(label_cell, example, data.csv, tallies);
+      const int flag = has_valid ? csv_flag(table.cell(r, kValidCell)) : 0;
       if (flag < 0) tallies.odd_flag.add(example);
       entries.push_back({{path.string(), std::move(names)}, flag == 1});
     }
@@ -213,7 +240,8 @@ fs::path csv_file_path(const DataConfig& data) {
 
 DatasetIndex index_csv_layout(const DataConfig& data, std::uint64_t seed, bool multi_label) {
   const std::string csv = csv_file_path(data).string();
-  const CsvTable table = read_csv_file(csv);
+  const CsvColumns table =
+      read_csv_columns(csv, [&](const CsvTable& head) { return csv_pick(head, data.csv); });
   DatasetIndex index;
   index.layout = data_layout_name(DataLayout::kCsv);
   index.multi_label = multi_label;
@@ -223,12 +251,12 @@ DatasetIndex index_csv_layout(const DataConfig& data, std::uint64_t seed, bool m
   if (entries.empty()) {
     std::string why;
     for (const auto& note : index.notes) why += "; " + note;
-    throw DataError("no usable row in '" + csv + "' (" + std::to_string(table.rows.size()) +
-                        " rows" + why + ")",
-                    "check data.csv.path_column, data.csv.folder and data.csv.suffix: each row's "
-                    "image is data.root/folder/<path><suffix>");
+    throw DataError(
+        "no usable row in '" + csv + "' (" + std::to_string(table.rows()) + " rows" + why + ")",
+        "check data.csv.path_column, data.csv.folder and data.csv.suffix: each row's "
+        "image is data.root/folder/<path><suffix>");
   }
-  if (data.csv.valid_column) {
+  if (table.columns.size() > kValidCell) {
     csv_split_by_column(index, entries, csv);
     return index;
   }

@@ -3,33 +3,36 @@
 // (fastai's ImageDataLoaders.from_name_re, RegexLabeller on the name), split by data.valid_pct
 // (fastai's RandomSplitter on the sorted paths).
 //
-// The match is std::regex_match, ECMAScript grammar: the whole name must match. fastai's
-// re.search finds the pattern anywhere, the same for an anchored pattern such as the default
-// ^(.+)_\d+\.jpg$. Files whose name does not match are left out and noted (fastai stops at the
-// first); none matching is a DataError. Pure functions, thread-safe.
+// The match is RE2's full match (util/name_pattern.h: linear in the name, so a pattern that
+// would backtrack cannot stall indexing): the whole name must match. fastai's re.search finds the
+// pattern anywhere, the same for an anchored pattern such as the default ^(.+)_\d+\.jpg$. Files
+// whose name does not match are left out and noted (fastai stops at the first); none matching is
+// a DataError. A stop request (SIGINT) is honoured while listing and matching. Pure functions,
+// thread-safe.
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 #include "data/layouts.h"
 #include "ltfit/data/dataset_index.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/name_pattern.h"
+#include "ltfit/util/signals.h"
 
 namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::regex compiled_label_pattern(const std::string& pattern) {
-  std::regex regex;
-  try {
-    regex = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw ConfigError("data.label_pattern: expected a regular expression (ECMAScript), got '" +
-                          pattern + "': " + e.what(),
+constexpr std::size_t kPatternStopEvery = 1024;  // files between two looks at the stop flag
+
+NamePattern compiled_label_pattern(const std::string& pattern) {
+  NamePattern regex(pattern);
+  if (!regex.ok()) {
+    throw ConfigError("data.label_pattern: expected a regular expression (RE2 syntax), got '" +
+                          pattern + "': " + regex.error(),
                       "e.g. ^(.+)_\\d+\\.jpg$ labels 'great_pyrenees_17.jpg' as great_pyrenees");
   }
-  if (regex.mark_count() < 1) {
+  if (regex.groups() < 1) {
     throw ConfigError(
         "data.label_pattern: expected a group, (...), around the label, got '" + pattern + "'",
         "e.g. ^(.+)_\\d+\\.jpg$ labels 'great_pyrenees_17.jpg' as great_pyrenees");
@@ -43,7 +46,9 @@ std::vector<std::string> pattern_image_files(const fs::path& root) {
   std::vector<std::string> files;
   std::error_code ec;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (std::size_t n = 0; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (++n % kPatternStopEvery == 0)
+      throw_if_stop_requested("listing the images (layout pattern)");
     if (layouts::is_hidden_entry(it->path())) {
       it.disable_recursion_pending();
     } else if (has_image_extension(it->path().string())) {
@@ -63,7 +68,7 @@ std::vector<std::string> pattern_image_files(const fs::path& root) {
 namespace layouts {
 
 DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed) {
-  const std::regex regex = compiled_label_pattern(data.label_pattern);
+  const NamePattern regex = compiled_label_pattern(data.label_pattern);
   const auto files = pattern_image_files(fs::path(data.root));
   if (files.empty()) {
     throw DataError("no image files under '" + data.root + "' (layout pattern)", kDataHint);
@@ -73,11 +78,13 @@ DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed) {
   NoteTally unmatched("image file(s) whose name does not match data.label_pattern '" +
                       data.label_pattern + "' (or gives an empty label), left out");
   std::vector<LabelledFile> labelled;
-  for (const auto& file : files) {
+  std::string label;
+  for (std::size_t n = 0; n < files.size(); ++n) {
+    if ((n + 1) % kPatternStopEvery == 0) throw_if_stop_requested("labelling the images");
+    const std::string& file = files[n];
     const std::string name = fs::path(file).filename().string();
-    std::smatch match;
-    if (std::regex_match(name, match, regex) && match[1].matched && match[1].length() > 0) {
-      labelled.push_back({file, {match[1].str()}});
+    if (regex.full_match(name, label) && !label.empty()) {
+      labelled.push_back({file, {label}});
     } else {
       unmatched.add(name);
     }

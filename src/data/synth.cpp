@@ -21,6 +21,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/synth_draw.h"
+#include "ltfit/data/csv_sidecar.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/random.h"
@@ -222,8 +223,12 @@ SynthResult write_synthetic_dataset(const SynthOptions& options) {
   create_directories(jobs, options.out_dir);
   write_all(jobs, options);
   if (options.layout == "csv") {
-    write_text_atomic((fs::path(options.out_dir) / kSynthLabelsFile).string(),
-                      labels_csv_text(jobs));
+    const std::string csv = (fs::path(options.out_dir) / kSynthLabelsFile).string();
+    write_text_atomic(csv, labels_csv_text(jobs));
+    // The shapes' label sets are joined by spaces: the sidecar says so (csv_sidecar.h).
+    if (is_shapes_task(options)) {
+      write_text_atomic(csv_sidecar_path(csv), csv_sidecar_text(options.task, " "));
+    }
   }
   SynthResult result;
   // kaggle and pattern hold one pool of images; the validation split is drawn at training time.

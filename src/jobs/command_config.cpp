@@ -7,6 +7,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "ltfit/data/csv_sidecar.h"
 #include "ltfit/jobs/shipped_configs.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
@@ -181,6 +182,11 @@ Config load_cli_config(const std::string& name, const std::vector<std::string>& 
   const fs::path absolute = fs::absolute(path, error);
   spdlog::info("config {}: {}", name, (error ? path : absolute.lexically_normal()).string());
   Config config = load_config(path.string(), parse_cli_overrides(sets));
+  const std::string sidecar = apply_csv_sidecar(config);
+  if (!sidecar.empty()) {
+    spdlog::info("{}", sidecar);
+    validate(config);  // the task is now multi-label: its rules again
+  }
   for (const std::string& warning : config_warnings(config)) spdlog::warn("{}", warning);
   return config;
 }

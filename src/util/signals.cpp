@@ -8,6 +8,7 @@
 #include <iterator>
 #include <mutex>
 
+#include "ltfit/util/error.h"
 #include "ltfit/util/temp_files.h"
 
 namespace ltfit {
@@ -87,5 +88,16 @@ StopSignals::~StopSignals() {
 bool StopSignals::requested() { return g_signal != 0; }
 
 void StopSignals::reset() { g_signal = 0; }
+
+void throw_if_stop_requested(const std::string& during) {
+  if (g_signal == 0) return;
+  {
+    // A flag left from an earlier StopSignals (a test's) is not a request to this work.
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_depth == 0) return;
+  }
+  throw InterruptedError("stopped by a signal while " + during,
+                         "nothing had started that a run could resume: run the command again");
+}
 
 }  // namespace ltfit

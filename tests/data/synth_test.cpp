@@ -263,7 +263,8 @@ TEST_CASE("synth: csv layout and shapes task: same seed, same bytes, another see
     ltfit::write_synthetic_dataset(o);
   }
   const auto files = synth_files_under(a.path());
-  REQUIRE(files.size() == 9);
+  REQUIRE(files.size() == 10);  // 8 images, labels.csv and its sidecar (the label delimiter)
+  CHECK_THAT(read_file(a.path() / "labels.csv.json"), Catch::Contains("\"label_delim\": \" \""));
   CHECK(files == synth_files_under(b.path()));
   for (const auto& file : files) CHECK(read_file(a.path() / file) == read_file(b.path() / file));
   CHECK(read_file(a.path() / "images" / "00000.jpg") !=

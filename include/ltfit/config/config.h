@@ -105,10 +105,12 @@ struct CsvConfig {
   std::string file = "labels.csv";  // relative to data.root (or absolute)
   std::string path_column = "fname";
   std::string label_column = "labels";
-  std::optional<std::string> valid_column;  // truthy values mark validation rows; null: none
-  std::optional<std::string> label_delim;   // several labels per cell (multi-label); null: one
-  std::string folder;                       // images under data.root/folder
-  std::string suffix;                       // appended to each path (e.g. ".jpg")
+  // Truthy values mark validation rows; null: none. The default, is_valid (fastai's ColSplitter
+  // column), is used when the CSV has it and else falls back to data.valid_pct.
+  std::optional<std::string> valid_column = "is_valid";
+  std::optional<std::string> label_delim;  // several labels per cell (multi-label); null: one
+  std::string folder;                      // images under data.root/folder
+  std::string suffix;                      // appended to each path (e.g. ".jpg")
 
   bool operator==(const CsvConfig&) const = default;
 };

@@ -5,13 +5,17 @@
 // files (tests/data/csv_oracle.sh checks it): the first record is the header; every value is a
 // string, quotes removed, whitespace kept. Anything pandas would guess about (a ragged row, a
 // quote left open, a duplicate column name) is refused instead, with the file and the line.
-// Memory stays within a small multiple of the file's size, itself at most CsvLimits::max_bytes;
-// every other limit is checked while parsing, before the thing it bounds is stored. Pure
-// functions, thread-safe.
+// Memory is bounded: the file's text by CsvLimits::max_bytes, the table built from it by
+// CsvLimits::max_memory (its bytes counted as rows are stored); every other limit is checked
+// while parsing, before the thing it bounds is stored. A dataset reads only the columns it uses
+// (read_csv_columns: a few bytes a field beyond its text), so a wide or long file costs little.
+// A stop request (util/signals.h) is honoured while a file is read and parsed: InterruptedError
+// (exit 130) within a fraction of a second. Pure functions otherwise, thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +32,10 @@ struct CsvLimits {
   // Fields of all rows together: each costs about 40 bytes beyond its text, so this bounds the
   // memory a file of many tiny fields (",,,,") takes.
   std::uint64_t max_cells = 100'000'000;
+  // Bytes the parsed table takes (its strings and vectors, counted as they are stored; the
+  // file's text, under max_bytes, aside): a file whose table would take more is refused with the
+  // line reached.
+  std::uint64_t max_memory = 512ull << 20;
 };
 
 struct CsvTable {
@@ -46,6 +54,38 @@ struct CsvTable {
 // after a closing quote, a row whose field count differs from the header's, an empty file (no
 // header), duplicate header names, and any limit exceeded (which limit, and its value).
 CsvTable parse_csv(std::string_view text, const std::string& source, const CsvLimits& limits = {});
+
+// Some columns of a CSV file, stored compactly: the kept fields' bytes back to back in one
+// buffer with a 4-byte end offset each, and a 4-byte line number per row. A row costs its kept
+// text plus 4 bytes a kept field and 4 bytes, whatever else the file holds (4,096 empty columns,
+// say); the other columns are parsed and checked, not stored.
+struct CsvColumns {
+  std::string source;                // file name used in messages
+  std::vector<std::string> header;   // the whole first record
+  std::vector<std::size_t> columns;  // header positions kept, in the order the pick gave them
+
+  std::size_t rows() const { return lines.size(); }
+  // Row `row`'s field in the `kept`-th kept column (columns[kept]).
+  std::string_view cell(std::size_t row, std::size_t kept) const;
+  // 1-based physical line where row `row` starts.
+  std::int64_t line(std::size_t row) const { return lines[row]; }
+
+  std::string text;                  // the kept fields, row by row
+  std::vector<std::uint32_t> ends;   // where each kept field ends in `text`
+  std::vector<std::uint32_t> lines;  // per row
+};
+
+// Chooses the header positions to keep, given a table that holds only the header (for
+// csv_column); it may throw, e.g. a ConfigError for a column the file does not have.
+using CsvPick = std::function<std::vector<std::size_t>(const CsvTable& header_only)>;
+
+// parse_csv, keeping only the columns `pick` chooses, with the same checks and errors.
+CsvColumns parse_csv_columns(std::string_view text, const std::string& source, const CsvPick& pick,
+                             const CsvLimits& limits = {});
+
+// read_csv_file, keeping only the columns `pick` chooses.
+CsvColumns read_csv_columns(const std::string& path, const CsvPick& pick,
+                            const CsvLimits& limits = {});
 
 // `field` as one RFC 4180 field: as it is unless it holds a comma, a quote or a line break, else
 // in double quotes with each quote doubled. parse_csv reads it back byte for byte.

@@ -19,8 +19,10 @@
 //   csv:     images/NNNNN.jpg (training images first, then validation ones) and labels.csv with
 //            the header `fname,labels,is_valid`: the path relative to out_dir, the class name or
 //            the shapes' names joined by spaces (possibly none), True for validation rows else
-//            False (fastai's Planet/PASCAL CSVs; read it with data.csv.valid_column: is_valid and,
-//            for shapes, data.csv.label_delim: " "). Written after the images.
+//            False (fastai's Planet/PASCAL CSVs: data.csv.valid_column's default, is_valid,
+//            reads the split); for shapes also labels.csv.json (csv_sidecar.h), which gives
+//            data.csv.label_delim " ", so a plain config trains them multi-label. Written after
+//            the images.
 //   pattern: images/<class>_<N>.jpg, both splits in one pool, matching the default
 //            data.label_pattern `^(.+)_\d+\.jpg$` (the split is then data.valid_pct's).
 // The shapes task needs the csv layout: no other holds a set of labels per image.

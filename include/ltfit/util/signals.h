@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ltfit {
 
@@ -41,6 +42,11 @@ class StopSignals {
   // Clears the flag (tests).
   static void reset();
 };
+
+// Throws InterruptedError (exit 130) naming `during` (e.g. "reading the CSV file 'x.csv'") when
+// a stop was requested while a StopSignals lives. Work with nothing to save, such as indexing a
+// dataset, calls it every few thousand items, so that a stop is honoured within a second.
+void throw_if_stop_requested(const std::string& during);
 
 // Whether a stop signal `since_first_ms` after the first one repeats that request (true) or is a
 // deliberate second request to stop at once (false).
