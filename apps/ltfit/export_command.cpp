@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "ltfit/jobs/export_job.h"
+#include "ltfit/util/signals.h"
 
 namespace ltfit::cli {
 
@@ -21,6 +22,7 @@ void add_export_command(CLI::App& app, int* exit_code) {
                   "ema: the moving average of the weights (train.ema); model: the trained "
                   "weights; auto (default): the average when the checkpoint has one");
   cmd->callback([checkpoint, out, weights, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_export_job(*checkpoint, *out, *weights);
     *exit_code = 0;
   });

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ltfit/jobs/find_batch_job.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/signals.h"
 #include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
@@ -99,6 +100,7 @@ void add_find_batch_command(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "print one JSON document on stdout");
   cmd->callback([args, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_find_batch(*args);
     *exit_code = 0;
   });

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ltfit/jobs/loader_jobs.h"
 #include "ltfit/util/json.h"
+#include "ltfit/util/signals.h"
 #include "ltfit/util/standard_output.h"
 
 namespace ltfit::cli {
@@ -74,6 +75,7 @@ void add_loader_commands(CLI::App& app, int* exit_code) {
   cmd->add_option("--workers", bench->workers, "loader threads (default: data.workers)");
   cmd->add_flag("--json", bench->json, "print one JSON document on stdout");
   cmd->callback([bench, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_bench_loader(*bench);
     *exit_code = 0;
   });
@@ -86,6 +88,7 @@ void add_loader_commands(CLI::App& app, int* exit_code) {
   show_cmd->add_option("--epoch", show->epoch, "epoch whose first batch to show")
       ->capture_default_str();
   show_cmd->callback([show, exit_code] {
+    StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
     run_show_batch_job(load_cli_config(show->config, show->sets), show->epoch, show->out);
     *exit_code = 0;
   });

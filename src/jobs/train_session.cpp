@@ -21,6 +21,7 @@
 #include "ltfit/run/metrics_writer.h"
 #include "ltfit/run/progress.h"
 #include "ltfit/run/timing.h"
+#include "ltfit/train/best_checkpoint.h"
 #include "ltfit/train/checkpoint_writer.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
@@ -149,6 +150,11 @@ class TrainSession {
     const auto& classes = setup_.index.classes;
     if (options_.resume) {
       resumed_ = resume_from(*options_.resume, setup_.model, *setup_.optimizer, classes);
+      if (owner_) {  // before anything records the best again (the checkpoints, summary.json)
+        resumed_ =
+            check_best_checkpoint((run_dir_ / "checkpoints").string(), *options_.resume,
+                                  std::move(resumed_), setup_.model, config_.train.best_monitor);
+      }
       start_state_ = {resumed_.position, resumed_.global_step,     resumed_.epochs_done,
                       resumed_.scaler,   resumed_.decode_failures, resumed_.hook_states};
       check_decode_failures(resumed_.decode_failures, setup_.train_loader->size(),

@@ -99,6 +99,7 @@ HookState CheckpointWriter::save_state() const {
                    {"has_best", has_best ? 1.0 : 0.0},
                    {"value", has_best ? best_value_ : 0.0},
                    {"accuracy", best_accuracy_}};
+  if (has_best && best_epoch_ >= 0) state.scalars["epoch"] = best_epoch_;
   return state;
 }
 
@@ -124,6 +125,10 @@ void CheckpointWriter::load_state(const HookState& state) {
   }
   if (state.scalars.at("has_best") != 0.0) best_value_ = state.scalars.at("value");
   best_accuracy_ = state.scalars.at("accuracy");
+  const auto epoch = state.scalars.find("epoch");  // absent in files of older ltfit
+  best_epoch_ = epoch != state.scalars.end() && std::isfinite(epoch->second)
+                    ? static_cast<int>(epoch->second)
+                    : -1;
 }
 
 bool CheckpointWriter::stop_requested() {
@@ -169,6 +174,7 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   if (new_best) {
     best_value_ = value;
     best_accuracy_ = epoch->accuracy;
+    best_epoch_ = state.global_epoch;
   }
   for (HookState& own : hook_states) {  // collected before this save's comparison
     if (own.name == state_name()) own = save_state();
@@ -189,13 +195,17 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
     last_save_ = Clock::now();
     return;
   }
+  // best.ckpt first, and durably (fsync'ed, renamed, folder fsync'ed: AtomicFile): the numbered
+  // checkpoint records this epoch as the best, so it must not exist before the weights do. A
+  // failure here leaves the previous checkpoints as they were; a crash between the two leaves a
+  // best.ckpt ahead of last.ckpt, which a resume repairs (check_best_checkpoint).
+  // Its own file, weights only (a third of a ResNet's full checkpoint): evaluation, predict,
+  // export and --init-from read it; resuming needs last.ckpt's optimizer state.
+  if (new_best) save_checkpoint((fs::path(dir_) / "best.ckpt").string(), model_, nullptr, meta);
   const fs::path numbered =
       fs::path(dir_) / fmt::format("{}{:09d}.ckpt", kNumberedPrefix, state.global_step);
   save_checkpoint(numbered.string(), model_, &optimizer_, meta);
   point_at(numbered, fs::path(dir_) / "last.ckpt");
-  // Its own file, weights only (a third of a ResNet's full checkpoint): evaluation, predict,
-  // export and --init-from read it; resuming needs last.ckpt's optimizer state.
-  if (new_best) save_checkpoint((fs::path(dir_) / "best.ckpt").string(), model_, nullptr, meta);
   prune(state.global_step);
   const double took = seconds_between(start, Clock::now());
   slowest_save_ = std::max(slowest_save_, took);

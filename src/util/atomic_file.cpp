@@ -8,9 +8,13 @@
 #include <sys/stat.h>
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <random>
+#include <thread>
 
 #include "ltfit/util/temp_files.h"
 
@@ -32,25 +36,29 @@ void fsync_directory(const std::string& dir) {
   ::close(fd);
 }
 
-// The process's umask, read without changing it (umask() would, for every thread at once).
-mode_t process_umask() {
-  static const mode_t mask = [] {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("Umask:", 0) == 0) {
-        return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
-      }
-    }
-    return static_cast<mode_t>(022);
-  }();
-  return mask;
+// `<dir>/.<name>.XXXXXX.tmp`, XXXXXX six random letters and digits: hidden (no reader indexes a
+// half-written image) and, created exclusively, unique.
+std::string temp_name(const std::string& path) {
+  static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device random;  // getrandom(2)
+  std::uint64_t bits = (std::uint64_t{random()} << 32) | random();
+  std::string letters(6, '0');
+  for (char& c : letters) {
+    c = kChars[bits % (sizeof kChars - 1)];
+    bits /= sizeof kChars - 1;
+  }
+  const fs::path p(path);
+  return (p.parent_path() / ("." + p.filename().string() + "." + letters + ".tmp")).string();
 }
 
-// `<dir>/.<name>.XXXXXX.tmp`: hidden (no reader indexes a half-written image) and unique.
-std::string temp_template(const std::string& path) {
-  const fs::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + ".XXXXXX.tmp")).string();
+// Tests only (LTFIT_TEST_HOLD_TEMP_FILE_MS): how long commit() waits before flushing, so that a
+// test can signal or kill the process while a temporary file exists.
+int test_hold_ms() {
+  static const int ms = [] {
+    const char* text = std::getenv("LTFIT_TEST_HOLD_TEMP_FILE_MS");
+    return text == nullptr ? 0 : std::max(0, std::atoi(text));
+  }();
+  return ms;
 }
 
 }  // namespace
@@ -65,18 +73,23 @@ std::int64_t free_bytes_near(const std::string& path) {
   return std::int64_t(st.f_bavail) * std::int64_t(st.f_frsize);
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(temp_template(path_)) {
-  fd_ = ::mkostemps(tmp_.data(), /*suffixlen=*/4, O_CLOEXEC);
-  if (fd_ < 0) {
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    tmp_ = temp_name(path_);
+    // Registered before it exists: a stop signal that ends the process at any moment after the
+    // file is created removes it (signals.h).
+    live_slot_ = register_live_temp_file(tmp_);
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ >= 0) break;
     const int e = errno;
-    tmp_ = path_ + ".tmp";  // for the message: no file was created
-    fd_ = -1;
+    unregister_live_temp_file(live_slot_);
+    live_slot_ = -1;
+    if (e == EEXIST && attempt < 100) continue;  // another writer's name: draw again
+    tmp_ = path_ + ".tmp";                       // for the message: no file was created
     throw WriteError("cannot create a file next to '" + path_ + "': " + std::strerror(e), e,
                      "check that the folder exists and is writable");
   }
-  ::fchmod(fd_, 0644 & ~process_umask());  // as open(..., 0644) would: mkostemps makes 0600
   ::flock(fd_, LOCK_EX | LOCK_NB);  // held until closed: the file is not stale (temp_files.h)
-  live_slot_ = register_live_temp_file(tmp_);
 }
 
 AtomicFile::~AtomicFile() {
@@ -108,6 +121,7 @@ void AtomicFile::write(std::string_view bytes) {
 
 void AtomicFile::commit() {
   if (fd_ < 0) throw WriteError("commit of '" + tmp_ + "' after a failure", EBADF);
+  if (test_hold_ms() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_hold_ms()));
   if (::fsync(fd_) != 0) fail("cannot flush", errno);
   const int fd = fd_;
   fd_ = -1;

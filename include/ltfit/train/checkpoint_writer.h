@@ -1,8 +1,10 @@
 // Where a training run's checkpoints go and when it stops early: the Trainer's checkpoint hook.
 //
 // Every save writes `checkpoints/step-<global step>.ckpt` (atomically, checkpoint.h) and points
-// `last.ckpt` at it; at an epoch end with a new best validation accuracy it also writes
-// `best.ckpt`, weights only (no optimizer state: about a third of the size). Only the `keep`
+// `last.ckpt` at it; at an epoch end with a new best validation accuracy it first writes
+// `best.ckpt`, weights only (no optimizer state: about a third of the size), and has it on disk
+// before the numbered checkpoint that records it as the best exists (a resume checks the two
+// agree: best_checkpoint.h). Only the `keep`
 // newest numbered files up to the current step stay (one with a later step, from another
 // session, is left alone). last.ckpt is a hard link where the file system allows (no extra
 // disk), a copy otherwise; each file is put in place by rename, so a kill at any moment leaves
@@ -55,8 +57,9 @@ class CheckpointWriter : public Hook {
                    CheckpointMeta base, CheckpointWriterOptions options);
 
   int order() const override { return hook_order::kCheckpoint; }
-  // The best epoch's monitored value and accuracy, kept as the hook state "best_checkpoint" so a
-  // resumed run compares with the same best (checkpoints without it: the saved best_accuracy).
+  // The best epoch's monitored value, accuracy and global epoch, kept as the hook state
+  // "best_checkpoint" so a resumed run compares with the same best (checkpoints without it: the
+  // saved best_accuracy) and can check that best.ckpt holds that epoch.
   std::string state_name() const override { return "best_checkpoint"; }
   HookState save_state() const override;
   void load_state(const HookState& state) override;
@@ -96,6 +99,7 @@ class CheckpointWriter : public Hook {
   Clock::time_point validation_start_;
   double best_accuracy_ = -1.0;
   double best_value_ = -1.0;  // best_monitor's value at best.ckpt's epoch (±inf: none yet)
+  int best_epoch_ = -1;       // global epochs done at best.ckpt's epoch (-1: none, or not recorded)
   double last_accuracy_ = 0.0;
   double last_valid_loss_ = 0.0;
   bool time_limit_hit_ = false;

@@ -7,9 +7,10 @@
 // registered as live while it exists, util/temp_files.h), checking every write (EINTR retried);
 // commit() fsyncs it, renames it over `path` and fsyncs the directory. If commit() is never reached
 // (an exception, a full disk), the destructor closes and removes the temporary file and never
-// throws. A failure throws WriteError, which keeps errno so that callers can tell a full disk
-// (ENOSPC, EDQUOT, EFBIG) from the rest. Not thread-safe (one AtomicFile per writer); distinct
-// AtomicFiles may run in parallel, even for the same path.
+// throws. For tests, LTFIT_TEST_HOLD_TEMP_FILE_MS=N makes commit() wait N ms first, so that a
+// test can stop the process while a temporary file exists. A failure throws WriteError, which keeps
+// errno so that callers can tell a full disk (ENOSPC, EDQUOT, EFBIG) from the rest. Not thread-safe
+// (one AtomicFile per writer); distinct AtomicFiles may run in parallel, even for the same path.
 #pragma once
 
 #include <cstdint>
