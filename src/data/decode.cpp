@@ -12,11 +12,13 @@
 #include <filesystem>
 #include <optional>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/image_header_parsers.h"
+#include "data/system_io.h"
 
 namespace ltfit {
 namespace {
@@ -34,6 +36,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -55,7 +58,8 @@ std::string not_a_file_reason(const std::string& path, const struct stat& st) {
 // Opens `path` for reading if, and only if, it is a regular file; sets `error` otherwise.
 int open_regular_file(const std::string& path, std::uint64_t* size, std::string* error) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if (call_with_retries("stat", path,
+                        [&] { return static_cast<long>(::stat(path.c_str(), &st)); }) != 0) {
     const int stat_errno = errno;
     struct stat link {};
     std::error_code ec;
@@ -74,26 +78,33 @@ int open_regular_file(const std::string& path, std::uint64_t* size, std::string*
     return -1;
   }
   // O_NONBLOCK: should the path have become a FIFO since stat, open must not wait for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  const int fd = static_cast<int>(call_with_retries("open", path, [&] {
+    return static_cast<long>(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  }));
   if (fd < 0) {
     *error = "cannot open: " + errno_text(errno);
     return -1;
   }
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  Fd owned(fd);  // closed on every way out but success, a SystemIoError's included
+  if (call_with_retries("stat", path, [&] { return static_cast<long>(::fstat(fd, &st)); }) != 0 ||
+      !S_ISREG(st.st_mode)) {
     *error = "is not a regular file; not read";
     return -1;
   }
   *size = static_cast<std::uint64_t>(st.st_size);
-  return fd;
+  return owned.release();
 }
 
-// pread until `size` bytes are read or the file ends; returns the bytes read.
-std::size_t read_at(int fd, std::uint64_t offset, std::size_t size, std::uint8_t* out) {
+// pread of `path`'s `fd` until `size` bytes are read or the file ends; returns the bytes read.
+// SystemIoError when the system keeps failing the read (EIO, ENOMEM: system_io.h).
+std::size_t read_at(int fd, const std::string& path, std::uint64_t offset, std::size_t size,
+                    std::uint8_t* out) {
   std::size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
+    const long n = call_with_retries("read", path, [&] {
+      return static_cast<long>(
+          ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done)));
+    });
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
@@ -165,8 +176,8 @@ std::string probe_image_file(const std::string& path, const ImageLimits& limits)
   if (fd.get() < 0) return error;
   if (size == 0) return "empty file (0 bytes)";
   if (size > kMaxFileBytes) return "file too large (" + std::to_string(size) + " bytes)";
-  const ByteReader reader = [&fd](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
-    return read_at(fd.get(), offset, n, out);
+  const ByteReader reader = [&fd, &path](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+    return read_at(fd.get(), path, offset, n, out);
   };
   const std::optional<ImageHeader> header = read_image_header(reader, size, &error);
   if (!header) return error.empty() ? "unknown error" : error;
@@ -174,11 +185,21 @@ std::string probe_image_file(const std::string& path, const ImageLimits& limits)
   if (header->format != ImageFormat::kJpeg) return "";
   const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(size, kProbeTailBytes));
   std::vector<uchar> bytes(tail);
-  if (read_at(fd.get(), size - tail, tail, bytes.data()) != tail) return "short read";
+  if (read_at(fd.get(), path, size - tail, tail, bytes.data()) != tail) return "short read";
   const std::optional<bool> complete = jpeg_end_seen(bytes);
   // Neither marker in the tail: only a whole-file scan (the decode's) can tell.
   if (complete.value_or(tail < size)) return "";
   return "truncated JPEG (no end-of-image marker)";
+}
+
+std::optional<ImageHeader> read_file_header(const std::string& path, std::string* error) {
+  std::uint64_t size = 0;
+  const Fd fd(open_regular_file(path, &size, error));
+  if (fd.get() < 0) return std::nullopt;
+  const ByteReader reader = [&](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+    return read_at(fd.get(), path, offset, n, out);
+  };
+  return read_image_header(reader, size, error);
 }
 
 DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
@@ -194,8 +215,8 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   if (fd.get() < 0) return result;
   if (size == 0) return fail("empty file (0 bytes)");
   if (size > kMaxFileBytes) return fail("file too large (" + std::to_string(size) + " bytes)");
-  const ByteReader reader = [&fd](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
-    return read_at(fd.get(), offset, n, out);
+  const ByteReader reader = [&fd, &path](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+    return read_at(fd.get(), path, offset, n, out);
   };
   const std::optional<ImageHeader> header = read_image_header(reader, size, error);
   if (!header) return result;
@@ -210,7 +231,8 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   DecodeBudget& budget = limits.budget ? *limits.budget : default_decode_budget();
   result.lease = budget.acquire(decode_memory_estimate(*header, size, eighths));
   std::vector<uchar> bytes(static_cast<std::size_t>(size));
-  if (read_at(fd.get(), 0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
+  if (read_at(fd.get(), path, 0, bytes.size(), bytes.data()) != bytes.size())
+    return fail("short read");
   if (jpeg && !jpeg_complete(bytes)) return fail("truncated JPEG (no end-of-image marker)");
   result.scale = {eighths, jpeg, header->width, header->height};
   std::string jpeg_error;

@@ -8,15 +8,19 @@
 // truncated JPEGs are rejected (libjpeg would silently pad them with grey); large JPEGs are
 // decoded scaled down in the DCT domain (jpeg_decode.h: by M/8, or 1/2, 1/4, 1/8 as OpenCV does),
 // and, when the caller says which part it reads, only that part. EXIF orientation is applied.
-// Grey, 16-bit and RGBA files come out as 8-bit BGR. Never throws for a bad file; thread-safe.
+// Grey, 16-bit and RGBA files come out as 8-bit BGR. Never throws for a bad file; an open, stat
+// or read the system keeps failing (EMFILE, EIO, ...) is retried, then throws SystemIoError
+// (system_io.h): it is no fault of the file's. Thread-safe.
 #pragma once
 
+#include <new>
 #include <string>
 
 #include <opencv2/core.hpp>
 
 #include "data/decode_cache.h"
 #include "data/jpeg_decode.h"
+#include "data/system_io.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
 
@@ -51,8 +55,8 @@ struct DecodedImage {
 // Decodes `path` to CV_8UC3 BGR as `request` asks. On failure the image is empty and `error` says
 // why ("file not found", "empty file (0 bytes)", "is a FIFO ...", "image is W×H = N pixels, over
 // data.max_pixels (M); ...", "format hdr not in data.formats (...)", "truncated JPEG ...", "not a
-// decodable image ..."). May still throw std::bad_alloc or cv::Exception on resource exhaustion;
-// callers that promise never to throw catch those.
+// decodable image ..."). May still throw std::bad_alloc or cv::Exception on resource exhaustion,
+// and SystemIoError; callers that promise never to throw catch the first two.
 DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
                         const DecodeLimits& limits, std::string* error);
 
@@ -74,14 +78,21 @@ DecodedImage decode_bgr(const std::string& path, double min_short_side, const De
 // tail only; the answer depends on the file's bytes alone. Never throws for a bad file.
 std::string probe_image_file(const std::string& path, const ImageLimits& limits);
 
+// The header of `path`, or nullopt with `error` saying why not (decode_bgr's reasons). Like
+// decode_bgr and probe_image_file, throws SystemIoError (system_io.h) when the system keeps
+// failing to open or read the file.
+std::optional<ImageHeader> read_file_header(const std::string& path, std::string* error);
+
 // The peak bytes decoding `header` from a file of `file_bytes` is estimated to take, when the
 // output is scaled by `eighths`/8 on each side.
 std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t file_bytes,
                                      int eighths);
 
 // Runs `body(reason)`, which returns an image or leaves `reason` saying why not, and turns any
-// exception into a failure "<what> failed: ...", so the public loaders never throw. Sets *error
-// (when given) on failure.
+// exception into a failure "<what> failed: ...", so the public loaders never throw for a bad
+// image. Sets *error (when given) on failure. The system's failures are no image's and pass
+// through: SystemIoError (the file could not be opened or read) and std::bad_alloc (memory ran
+// out); skipping the image would compute the results on fewer images than the data holds.
 template <typename Body>
 auto run_never_throwing(const char* what, std::string* error, Body&& body)
     -> decltype(body(*error)) {
@@ -89,7 +100,11 @@ auto run_never_throwing(const char* what, std::string* error, Body&& body)
   decltype(body(reason)) result;
   try {
     result = body(reason);
-  } catch (const std::exception& e) {  // cv::Exception, std::bad_alloc, c10::Error
+  } catch (const SystemIoError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {  // cv::Exception, c10::Error
     reason = std::string(what) + " failed: " + e.what();
     result.reset();
   } catch (...) {

@@ -216,6 +216,8 @@ ImageFingerprint fingerprint_image(const std::string& path, const ImageLimits& l
     print.phash = phash_of_bgr(decoded.image);
     print.decoded = true;
     print.error.clear();
+  } catch (const SystemIoError&) {
+    throw;
   } catch (const std::exception& e) {  // resource exhaustion (std::bad_alloc, cv::Exception)
     print.error = std::string("decode failed: ") + e.what();
   }

@@ -2,8 +2,8 @@
 //
 // Decoding (truncation checks, reduced-scale JPEG decode when the crop still has at least `size`
 // pixels, EXIF orientation) lives in decode.h, shared with the training augmentation. Grey,
-// 16-bit and RGBA files come out as 8-bit RGB. Never throws: every failure becomes nullopt plus a
-// reason. Thread-safe.
+// 16-bit and RGBA files come out as 8-bit RGB. Never throws for a bad file: its failure becomes
+// nullopt plus a reason (the system's failures throw: image_io.h). Thread-safe.
 #include "ltfit/data/image_io.h"
 
 #include <algorithm>

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -13,24 +12,6 @@
 namespace ltfit {
 
 namespace {
-
-// The header of a file probe_image_file has passed (a regular, non-empty file), read again.
-std::optional<ImageHeader> header_of_file(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  if (!in || end <= 0) {
-    *error = "cannot read the file";
-    return std::nullopt;
-  }
-  const ByteReader reader = [&in](std::uint64_t offset, std::size_t size, std::uint8_t* out) {
-    in.clear();
-    in.seekg(static_cast<std::streamoff>(offset));
-    in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(size));
-    return static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0));
-  };
-  return read_image_header(reader, static_cast<std::uint64_t>(end), error);
-}
 
 int clamped_side(std::uint64_t side) {
   return static_cast<int>(std::min<std::uint64_t>(side, std::numeric_limits<int>::max()));
@@ -42,6 +23,8 @@ std::string decode_failure(const std::string& path, const ImageLimits& limits) {
   try {
     const DecodedImage decoded = decode_bgr(path, /*min_short_side=*/1, {limits, nullptr}, &error);
     return decoded.image.empty() ? (error.empty() ? "not a decodable image" : error) : "";
+  } catch (const SystemIoError&) {
+    throw;
   } catch (const std::exception& e) {  // resource exhaustion (std::bad_alloc, cv::Exception)
     return std::string("decode failed: ") + e.what();
   }
@@ -96,7 +79,7 @@ ImageCheck check_image_file(const std::string& path, const ImageProblemLimits& l
       return unreadable(std::move(reason));
     }
     std::string error;
-    const std::optional<ImageHeader> header = header_of_file(path, &error);
+    const std::optional<ImageHeader> header = read_file_header(path, &error);
     if (!header) return unreadable(error);
     check.width = clamped_side(header->width);
     check.height = clamped_side(header->height);
@@ -105,6 +88,8 @@ ImageCheck check_image_file(const std::string& path, const ImageProblemLimits& l
       check.detail = std::move(refused);
       return check;
     }
+  } catch (const SystemIoError&) {
+    throw;
   } catch (const std::exception& e) {
     return unreadable(std::string("header check failed: ") + e.what());
   }

@@ -16,10 +16,12 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <system_error>
 #include <thread>
 
+#include "data/system_io.h"
 #include "ltfit/data/augment.h"
 #include "ltfit/data/auto_augment.h"
 #include "ltfit/data/image_io.h"
@@ -282,6 +284,10 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
                                    policy_seed(augment_seed));
     }
     return image;
+  } catch (const SystemIoError&) {  // already names the path; exit 5, not a data error
+    throw;
+  } catch (const std::bad_alloc&) {  // out of memory (exit 5), never a skipped image
+    throw;
   } catch (const std::exception& e) {  // not a bad image: a real failure, named by its path
     throw DataError("loading image '" + sample.path + "' failed: " + e.what());
   }

@@ -35,6 +35,42 @@ nlohmann::ordered_json head_json(const ExportMeta& m) {
             fmt::format("Linear({}, {})", hidden, m.classes.size())}}};
 }
 
+// The eval transform's sides take data.image_size's range (config_rules.cpp): an export predicts
+// at a size its training could have used, and a hand-edited file cannot ask for gigabytes a batch.
+constexpr int kMinTransformSide = 16;
+constexpr int kMaxTransformSide = 4096;
+
+int transform_side(const nlohmann::json& transform, const std::string& key) {
+  const nlohmann::json& value = transform.at(key);
+  const double side = value.is_number_integer() ? value.get<double>() : 0.0;
+  if (side < kMinTransformSide || side > kMaxTransformSide) {
+    throw std::invalid_argument("eval_transform." + key + ": expected an integer from " +
+                                std::to_string(kMinTransformSide) + " to " +
+                                std::to_string(kMaxTransformSide) +
+                                " (the range of data.image_size), got " + value.dump());
+  }
+  return static_cast<int>(side);
+}
+
+// eval_transform's crop (ExportMeta::image_size), resize and interpolation, range-checked.
+void parse_eval_transform(const nlohmann::json& transform, ExportMeta& m) {
+  m.image_size = transform_side(transform, "crop");
+  m.eval_resize = transform.contains("resize") ? transform_side(transform, "resize") : m.image_size;
+  if (m.image_size > m.eval_resize) {
+    throw std::invalid_argument("eval_transform.crop (" + std::to_string(m.image_size) +
+                                ") is larger than eval_transform.resize (" +
+                                std::to_string(m.eval_resize) +
+                                "): the centre crop must lie within the resized image");
+  }
+  if (!transform.contains("interpolation")) return;
+  const nlohmann::json& interpolation = transform.at("interpolation");
+  if (interpolation != "bilinear" && interpolation != "bicubic") {
+    throw std::invalid_argument("eval_transform.interpolation: expected bilinear or bicubic, got " +
+                                interpolation.dump());
+  }
+  m.interpolation = interpolation.get<std::string>();
+}
+
 [[noreturn]] void malformed(const std::string& path, const std::string& why) {
   throw CheckpointError("'" + path + "' is not the description of an ltfit export: " + why,
                         "remove it, or export the checkpoint again (ltfit export)");
@@ -51,7 +87,7 @@ ExportMeta parse_meta(const nlohmann::json& j) {
   m.dropout = j.value("dropout", 0.0);
   m.normalization.mean = j.at("normalization").at("mean").get<std::array<float, 3>>();
   m.normalization.std = j.at("normalization").at("std").get<std::array<float, 3>>();
-  m.image_size = j.at("eval_transform").at("crop").get<int>();
+  parse_eval_transform(j.at("eval_transform"), m);
   m.task = j.value("task", m.task);
   if (m.task != "single_label" && m.task != "multi_label") {
     throw std::invalid_argument("task must be single_label or multi_label");
@@ -87,7 +123,9 @@ std::string export_meta_json(const ExportMeta& m) {
       // crop x crop (OpenCV's area filter when shrinking, bilinear when enlarging);
       // torchvision's Resize(resize) + CenterCrop(crop) is its nearest equivalent.
       {"eval_transform",
-       {{"resize", m.image_size}, {"crop", m.image_size}, {"interpolation", "bilinear"}}},
+       {{"resize", m.eval_resize > m.image_size ? m.eval_resize : m.image_size},
+        {"crop", m.image_size},
+        {"interpolation", m.interpolation}}},
       {"task", m.task},
       {"thresholds", m.thresholds},
   };

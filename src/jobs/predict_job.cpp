@@ -143,6 +143,10 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   }
   if (meta) {
     p.loader.image_size = meta->image_size;
+    if (meta->eval_resize > meta->image_size) {  // a torchvision Resize + CenterCrop
+      p.loader.eval_transform = EvalTransform{meta->eval_resize, meta->image_size,
+                                              resample_filter_named(meta->interpolation)};
+    }
   } else {
     p.loader.image_size = arch.eval_crop;
     p.loader.eval_transform =

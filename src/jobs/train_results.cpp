@@ -35,9 +35,15 @@ void record_skipped(RunSummary& summary, const Loader& train, const Loader& vali
   const SkippedImages skipped_train = train.skipped();
   const SkippedImages skipped_valid = valid.skipped();
   summary.skipped_images = skipped_train.count + skipped_valid.count;
+  summary.valid_skipped_images = skipped_valid.count;
   summary.skipped_examples = skipped_train.examples;
   for (const auto& e : skipped_valid.examples) summary.skipped_examples.push_back(e);
   if (dist.active()) {
+    // Each rank validates its own part of the validation set: their counts add up.
+    std::vector<torch::Tensor> valid_count{
+        torch::tensor({skipped_valid.count}, torch::kInt64).to(dist.group->device())};
+    dist.group->all_reduce_sum(valid_count);
+    summary.valid_skipped_images = valid_count[0].cpu().item<std::int64_t>();
     std::set<std::string> all(skipped_train.paths.begin(), skipped_train.paths.end());
     all.insert(skipped_valid.paths.begin(), skipped_valid.paths.end());
     std::string mine;  // NUL-separated: no path holds a NUL

@@ -252,9 +252,12 @@ class TrainSession {
     summary.device = describe_device(device_);
     summary.classes = index.classes;
     summary.epochs = trainer_->state().global_epoch;
-    summary.train_images = setup_.train_loader->planned();  // readable: each epoch's plan
+    // Failed the header check, or failed to decode in any epoch (the last one's too).
+    const auto train_files = static_cast<std::int64_t>(index.train.size());
     summary.train_skipped_images =
-        static_cast<std::int64_t>(index.train.size()) - summary.train_images;
+        train_files - setup_.train_loader->header_readable() +
+        static_cast<std::int64_t>(trainer_->state().decode_failures.found.size());
+    summary.train_images = train_files - summary.train_skipped_images;
     summary.valid_images = static_cast<std::int64_t>(index.valid.size());
     if (setup_.train_options.cache) {
       summary.data_cache = decoded_image_cache_stats(*setup_.train_options.cache);

@@ -19,6 +19,7 @@ std::string summary_json(const RunSummary& s) {
       {"train_images", s.train_images},
       {"train_skipped_images", s.train_skipped_images},
       {"valid_images", s.valid_images},
+      {"valid_skipped_images", s.valid_skipped_images},
       {"accuracy", s.accuracy},
       {"error_rate", s.error_rate},
       {"valid_loss", s.valid_loss},

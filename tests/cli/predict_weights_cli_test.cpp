@@ -129,3 +129,48 @@ TEST_CASE("predict --weights refuses weights that fit neither head, and --checkp
   CHECK_THAT(r.output, Contains("--checkpoint or --weights, not both"));
   CHECK(predict_weights_cmd("--checkpoint " + ckpt + " --arch resnet18 " + photos).exit_code == 2);
 }
+
+// FILE.json's eval_transform was trusted: crop 4000 under resize 16 made 4000-px images (3.7 GB,
+// 25 s, a wrong answer, exit 0), crop 12000 asked for 9.2 GB, 0, -5 and 1e20 ended in "internal
+// error" (exit 5). Each field is range-checked now: exit 4, naming the field and the file.
+TEST_CASE("predict --weights range-checks FILE.json's eval_transform: exit 4 naming the field",
+          "[cli][predict]") {
+  TempDir dir;
+  export_fastai_checkpoint(dir);
+  const std::string pth = dir.str() + "/model.pth", photos = dir.str() + "/photos/valid";
+  const fs::path sidecar = dir.path() / "model.json";
+  const nlohmann::json original = nlohmann::json::parse(ltfit::testing::read_file(sidecar));
+  const auto with_transform = [&](const nlohmann::json& transform) {
+    nlohmann::json meta = original;
+    meta["eval_transform"] = transform;
+    ltfit::testing::write_file(sidecar, meta.dump());
+  };
+  const nlohmann::json bilinear = "bilinear";
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"resize", 16}, {"crop", 4000}, {"interpolation", bilinear}}, "eval_transform.crop (4000)"},
+      {{{"resize", 12000}, {"crop", 12000}, {"interpolation", bilinear}}, "eval_transform.crop"},
+      {{{"resize", 32}, {"crop", 0}, {"interpolation", bilinear}}, "eval_transform.crop"},
+      {{{"resize", 32}, {"crop", -5}, {"interpolation", bilinear}}, "eval_transform.crop"},
+      {{{"resize", 32}, {"crop", 1e20}, {"interpolation", bilinear}}, "eval_transform.crop"},
+      {{{"resize", 32}, {"crop", "32"}, {"interpolation", bilinear}}, "eval_transform.crop"},
+      {{{"resize", 5000}, {"crop", 32}, {"interpolation", bilinear}}, "eval_transform.resize"},
+      {{{"resize", -1}, {"crop", 32}, {"interpolation", bilinear}}, "eval_transform.resize"},
+      {{{"resize", 32}, {"crop", 32}, {"interpolation", "nearest"}},
+       "eval_transform.interpolation"},
+  };
+  for (const auto& [transform, field] : bad) {
+    with_transform(transform);
+    const auto r = predict_weights_cmd("--weights " + pth + " " + photos);
+    INFO(transform.dump() << "\n" << r.output);
+    CHECK(r.exit_code == 4);
+    CHECK_THAT(r.output, Contains(field) && Contains(sidecar.string()) && !Contains("internal"));
+  }
+  // A valid one still predicts: ltfit's own (resize = crop), and torchvision's Resize + CenterCrop.
+  for (const int resize : {32, 40}) {
+    with_transform({{"resize", resize}, {"crop", 32}, {"interpolation", "bicubic"}});
+    const auto r = predict_weights_cmd("--json --weights " + pth + " " + photos);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(json_lines_of(r.stdout_text).size() == 4);
+  }
+}

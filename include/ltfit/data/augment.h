@@ -58,7 +58,8 @@ std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width
 std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
 
 // Decodes `path` (reduced-scale JPEG decode when possible) and applies `params` in one pass.
-// Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws. The file must
+// Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws for a bad file (the
+// system's failures throw, as image_io.h says). The file must
 // pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds its
 // estimated memory from `budget` (nullptr: the process-wide default_decode_budget()); with `cache`
 // (data.cache: ram), the decoded image is looked up there first and kept there (decode_cache.h).

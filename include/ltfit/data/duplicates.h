@@ -35,7 +35,8 @@ struct ImageFingerprint {
   std::string error;  // why not decoded (or not hashed); "" when decoded
 };
 
-// The fingerprint of one file; never throws for a bad file (decoded = false, error says why).
+// The fingerprint of one file; never throws for a bad file (decoded = false, error says why);
+// throws a RuntimeError (exit 5) when the system keeps failing to open or read it (image_io.h).
 // `limits` are what the file must pass before it is decoded (data.max_pixels, data.formats).
 ImageFingerprint fingerprint_image(const std::string& path, const ImageLimits& limits = {});
 

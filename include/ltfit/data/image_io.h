@@ -1,7 +1,10 @@
 // Decoding image files into RGB tensors ready for batching. Only src/data uses OpenCV.
 //
 // decode_* never throw for a bad image: they return std::nullopt and fill `error` with the
-// reason, so the loader can skip, count and name it. Thread-safe.
+// reason, so the loader can skip, count and name it. A failure of the system's is no bad image:
+// an open or read failing with EMFILE, ENFILE, ENOMEM, EIO (...) is retried and then throws a
+// RuntimeError (exit 5) naming the file and the cause, and std::bad_alloc passes through.
+// Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +59,7 @@ struct EvalTransform {
 // Decodes `path` at full size (no reduced JPEG decode) and applies `transform`: uint8
 // [crop,crop,3] RGB, byte for byte what torchvision's transform gives on the same decoded pixels
 // (only the crop window is computed). Unlike torchvision's ImageFolder, EXIF orientation is
-// applied first. nullopt with `error` set for a bad file or transform; never throws.
+// applied first. nullopt with `error` set for a bad file or transform; never throws for one.
 std::optional<torch::Tensor> load_eval_image(const std::string& path,
                                              const EvalTransform& transform, std::string* error,
                                              const ImageLimits& limits = {},

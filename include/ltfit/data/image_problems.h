@@ -30,7 +30,8 @@ struct ImageCheck {
 };
 
 // Checks one file: the first problem of unreadable, over_pixel_budget, too_small,
-// extreme_aspect, in that order. Never throws for a bad file.
+// extreme_aspect, in that order. Never throws for a bad file; throws a RuntimeError (exit 5) when
+// the system keeps failing to open or read it (EMFILE, EIO, ...: image_io.h).
 ImageCheck check_image_file(const std::string& path, const ImageProblemLimits& limits = {});
 
 // "none" | "unreadable" | "over_pixel_budget" | "too_small" | "extreme_aspect"

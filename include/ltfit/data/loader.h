@@ -153,6 +153,8 @@ class Loader : public BatchSource {
   // Images the next epoch is planned over: training, those whose header check passed (size()
   // less those found unreadable when the loader started) less those left out; otherwise size().
   std::int64_t planned() const { return static_cast<std::int64_t>(plan_.size()); }
+  // Images whose header check passed (training; otherwise size()): planned() before leave_out.
+  std::int64_t header_readable() const { return static_cast<std::int64_t>(readable_.size()); }
   const std::vector<Sample>& samples() const { return samples_; }
   SkippedImages skipped() const;
   int workers() const;

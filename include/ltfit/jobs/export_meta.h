@@ -24,6 +24,11 @@ struct ExportMeta {
   double dropout = 0.0;               // fastai head: the last dropout p (the first is half)
   ImageNormalization normalization;   // input mean/std, 0-1 scale
   int image_size = 0;                 // eval transform: the centre square resized to this side
+  // eval_transform.resize: image_size in ltfit's own exports; when larger (a file written for
+  // torchvision), predict --weights applies torchvision's Resize(eval_resize) and
+  // CenterCrop(image_size) with `interpolation` (bilinear | bicubic) instead.
+  int eval_resize = 0;
+  std::string interpolation = "bilinear";
   // multi_label: a sigmoid per class, a class predicted when above its threshold (absent in
   // files written before ltfit had the task: single_label)
   std::string task = "single_label";
@@ -43,7 +48,9 @@ void write_export_meta(const std::string& weights, const ExportMeta& meta);
 // The sidecar of `weights` when there is one; nullopt when export_meta_path(weights) does not
 // exist, or holds something else (no "format": "ltfit-export": someone else's file of that name,
 // ignored with a warning). CheckpointError (exit 4) naming it when it cannot be read, or says it
-// is an ltfit export's description but is not a whole one of this version.
+// is an ltfit export's description but is not a whole one of this version, or when a field is out
+// of range (eval_transform: crop and resize integers from 16 to 4096, crop <= resize,
+// interpolation bilinear or bicubic), naming the field.
 std::optional<ExportMeta> read_export_meta(const std::string& weights);
 
 }  // namespace ltfit

@@ -11,14 +11,18 @@
 namespace ltfit {
 
 struct RunSummary {
-  std::string run_dir;                        // where the run lives
-  std::string arch;                           // model.arch
-  std::string device;                         // e.g. "cpu (2 threads)"
-  std::vector<std::string> classes;           // label order
-  int epochs = 0;                             // epochs trained over all stages
-  std::int64_t train_images = 0;              // readable training images (each epoch's plan)
-  std::int64_t train_skipped_images = 0;      // training files left out as unreadable
-  std::int64_t valid_images = 0;              // validation set size
+  std::string run_dir;               // where the run lives
+  std::string arch;                  // model.arch
+  std::string device;                // e.g. "cpu (2 threads)"
+  std::vector<std::string> classes;  // label order
+  int epochs = 0;                    // epochs trained over all stages
+  std::int64_t train_images = 0;     // readable training images (each epoch's plan)
+  // training files found unreadable: by the header check, or when decoding failed (in the last
+  // epoch too); train_images + train_skipped_images is the training set's size
+  std::int64_t train_skipped_images = 0;
+  std::int64_t valid_images = 0;  // validation set size
+  // validation files skipped as unreadable: the final figures cover valid_images less these
+  std::int64_t valid_skipped_images = 0;
   double accuracy = 0.0;                      // final plain validation accuracy
   double error_rate = 0.0;                    // 1 - accuracy
   double valid_loss = 0.0;                    // final validation loss
