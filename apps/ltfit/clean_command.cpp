@@ -20,8 +20,11 @@ struct CleanArgs {
 
 void run_clean(CleanArgs& args) {
   if (!args.undo.empty()) {
-    const std::vector<Move> back = undo_clean(args.undo);
-    write_stdout("moved " + std::to_string(back.size()) + " files back\n");
+    // A stop finishes the file being moved and exits 130; a rerun goes on from there.
+    StopSignals signals(StopMode::kFinishWork);
+    const UndoResult back = undo_clean(args.undo, [] { return StopSignals::requested(); });
+    write_stdout("moved " + std::to_string(back.moved_back) + " files back; " +
+                 std::to_string(back.already_back) + " were already in place\n");
     return;
   }
   if (args.job.checkpoint.empty()) {
@@ -62,6 +65,11 @@ void add_clean_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kinds", r.kinds,
                   "problem kinds --apply moves: mislabeled duplicate leak unusable")
       ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--filter-by", r.filter_by,
+                  "which images are label issues: prune_by_noise_rate (cleanlab's default), "
+                  "confident_learning (confident in another class), predicted_neq_given, "
+                  "prune_by_class, both (docs/clean.md)")
       ->capture_default_str();
   cmd->add_flag("--apply", r.apply, "move the flagged files of --kinds into <out>/quarantine/");
   cmd->add_flag("--relabel", r.relabel,

@@ -243,10 +243,49 @@ double issue_score(const LabelTable& t, std::int64_t i, bool normalized_margin) 
   return (self - other + 1) / 2;
 }
 
-// The rows confident learning reports: pruned (steps 1-4) and not agreeing (step 5).
-std::vector<bool> issue_mask(const LabelTable& t) {
-  const std::vector<std::int64_t> joint = calibrated_joint(t);
-  std::vector<bool> flagged = pruned_rows(t, prune_counts_of(joint, static_cast<std::size_t>(t.k)));
+// prune_by_class: the rows of each given class (with at least 2) with the lowest p(given), as
+// many as the class's rows minus its prune-count diagonal.
+std::vector<bool> pruned_by_class(const LabelTable& t, const std::vector<std::int64_t>& prune) {
+  std::vector<std::vector<std::int64_t>> rows_of(static_cast<std::size_t>(t.k));
+  for (std::int64_t i = 0; i < t.n; ++i) rows_of[t.y[i]].push_back(i);
+  std::vector<bool> flagged(static_cast<std::size_t>(t.n), false);
+  for (std::int64_t given = 0; given < t.k; ++given) {
+    std::vector<std::int64_t> rows = rows_of[given];
+    const auto count = static_cast<std::int64_t>(rows.size()) - prune[given * t.k + given];
+    if (rows.size() <= 1 || count < 1) continue;
+    std::stable_sort(rows.begin(), rows.end(), [&](std::int64_t a, std::int64_t b) {
+      return t.at(a, given) < t.at(b, given);
+    });
+    const auto take = std::min<std::size_t>(static_cast<std::size_t>(count), rows.size());
+    for (std::size_t r = 0; r < take; ++r) flagged[rows[r]] = true;
+  }
+  return flagged;
+}
+
+// The rows `filter_by` flags (steps 1-4, or the other filters of label_issues.h), less those
+// whose prediction agrees (step 5).
+std::vector<bool> issue_mask(const LabelTable& t, const std::string& filter_by) {
+  std::vector<bool> flagged(static_cast<std::size_t>(t.n), false);
+  if (filter_by == "confident_learning" || filter_by == "predicted_neq_given") {
+    const std::vector<double> thresholds = thresholds_of(t);
+    for (std::int64_t i = 0; i < t.n; ++i) {
+      const double* row = &t.p[i * t.k];
+      const std::int64_t guess = filter_by == "predicted_neq_given"
+                                     ? argmax_of(row, t.k)
+                                     : confident_class(row, thresholds);
+      flagged[i] = guess >= 0 && guess != t.y[i];
+    }
+  } else {
+    const std::vector<std::int64_t> prune =
+        prune_counts_of(calibrated_joint(t), static_cast<std::size_t>(t.k));
+    if (filter_by != "prune_by_class") flagged = pruned_rows(t, prune);
+    if (filter_by != "prune_by_noise_rate") {
+      const std::vector<bool> by_class = pruned_by_class(t, prune);
+      for (std::int64_t i = 0; i < t.n; ++i) {
+        flagged[i] = by_class[i] && (filter_by == "prune_by_class" || flagged[i]);
+      }
+    }
+  }
   for (std::int64_t i = 0; i < t.n; ++i) {
     if (flagged[i] && prediction_agrees(t, i)) flagged[i] = false;
   }
@@ -282,7 +321,7 @@ double ema_of(std::vector<double> scores) {
 }
 
 std::vector<LabelIssue> multi_label_issues(const torch::Tensor& probs, const torch::Tensor& labels,
-                                           bool normalized_margin) {
+                                           bool normalized_margin, const std::string& filter_by) {
   if (probs.dim() != 2 || probs.sizes() != labels.sizes()) {
     throw DataError("label issues: expected multi-label probabilities and labels of one shape " +
                     std::string("[N,K], got ") + std::to_string(probs.dim()) + "-D " +
@@ -295,7 +334,7 @@ std::vector<LabelIssue> multi_label_issues(const torch::Tensor& probs, const tor
   std::vector<std::vector<double>> scores(static_cast<std::size_t>(n)), selves(scores);
   for (std::int64_t c = 0; c < k; ++c) {
     const LabelTable t = one_vs_rest_table(p, has, c);
-    const std::vector<bool> mask = issue_mask(t);
+    const std::vector<bool> mask = issue_mask(t, filter_by);
     for (std::int64_t i = 0; i < n; ++i) {
       if (mask[i]) flagged_classes[i].push_back(c);
       scores[i].push_back(issue_score(t, i, normalized_margin));
@@ -311,6 +350,12 @@ std::vector<LabelIssue> multi_label_issues(const torch::Tensor& probs, const tor
 }
 
 }  // namespace
+
+const std::vector<std::string>& label_issue_filters() {
+  static const std::vector<std::string> names{"prune_by_noise_rate", "prune_by_class", "both",
+                                              "confident_learning", "predicted_neq_given"};
+  return names;
+}
 
 std::vector<double> per_class_thresholds(const torch::Tensor& probs, const torch::Tensor& labels,
                                          std::int64_t classes) {
@@ -334,14 +379,21 @@ std::vector<LabelIssue> find_label_issues(const torch::Tensor& probs, const torc
     throw ConfigError("label issues: unknown ranking '" + options.rank_by +
                       "' (expected self_confidence or normalized_margin)");
   }
+  const std::vector<std::string>& filters = label_issue_filters();
+  if (std::find(filters.begin(), filters.end(), options.filter_by) == filters.end()) {
+    throw ConfigError("label issues: unknown filter '" + options.filter_by + "'",
+                      "choose prune_by_noise_rate, prune_by_class, both, confident_learning or "
+                      "predicted_neq_given");
+  }
   const bool normalized_margin = options.rank_by == "normalized_margin";
   std::vector<LabelIssue> issues;
   if (labels.dim() == 2) {
-    issues = multi_label_issues(probs, labels, normalized_margin);
+    issues = multi_label_issues(probs, labels, normalized_margin, options.filter_by);
   } else {
     const LabelTable t = label_table_of(probs, labels);
     const std::vector<double> thresholds = thresholds_of(t);
-    const std::vector<bool> mask = t.k > 0 ? issue_mask(t) : std::vector<bool>(t.n, false);
+    const std::vector<bool> mask =
+        t.k > 0 ? issue_mask(t, options.filter_by) : std::vector<bool>(t.n, false);
     for (std::int64_t i = 0; i < t.n; ++i) {
       if (!mask[i]) continue;
       const double* row = &t.p[i * t.k];

@@ -53,6 +53,11 @@ void check_clean_request(const CleanRequest& r) {
                           ": a perceptual hash has 64 bits; near copies differ in a few",
                       "pass 0 (identical hashes) to 32; default 6");
   }
+  const std::vector<std::string>& filters = label_issue_filters();
+  if (std::find(filters.begin(), filters.end(), r.filter_by) == filters.end()) {
+    throw ConfigError("--filter-by: unknown filter '" + r.filter_by + "'",
+                      "choose among " + join(filters, ", ") + " (docs/clean.md compares them)");
+  }
   if (r.relabel && !r.apply) {
     throw ConfigError("--relabel moves files, which only --apply does",
                       "add --apply, or leave --relabel out to only list the suggestions");
@@ -67,6 +72,21 @@ void check_clean_outputs(const CleanRequest& request, const fs::path& out,
       {"suggestions.csv", "probabilities.csv", "mislabeled.png", "duplicates.png", "unusable.png",
        "folds", "quarantine", "quarantine/manifest.csv"},
       request.out.empty() ? "the clean output folder" : "the clean output folder (--out)", inputs);
+}
+
+// The output folder must not lie inside the dataset: the next training would index the
+// quarantine and the pictures (a class folder "clean" of the folders layout).
+void check_out_outside_root(const fs::path& out, const std::string& root, bool given) {
+  std::error_code error, root_error;
+  const fs::path o = fs::weakly_canonical(fs::absolute(out), error);
+  const fs::path r = fs::weakly_canonical(fs::absolute(root), root_error);
+  const fs::path rel = o.lexically_relative(r);
+  if (error || root_error || rel.empty() || rel.begin()->string() == "..") return;
+  throw ConfigError(std::string(given ? "--out '" : "the default output folder '") + out.string() +
+                        "' is inside the dataset root '" + root + "'",
+                    std::string(given ? "pass an --out outside it"
+                                      : "run clean from another folder, or pass --out") +
+                        ": the next training would take the quarantine and the pictures for data");
 }
 
 fs::path clean_out_dir(const CleanRequest& request) {
@@ -267,8 +287,11 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
   for (const std::int64_t r : rows) judged.push_back(all[at[static_cast<std::size_t>(r)]].sample);
   const bool multi_label = is_multi_label(config);
   result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs, multi_label);
-  const std::vector<LabelIssue> issues = find_label_issues(
-      probs.index_select(0, scored), clean_label_tensor(judged, classes.size(), multi_label));
+  LabelIssueOptions issue_options;
+  issue_options.filter_by = request.filter_by;
+  const std::vector<LabelIssue> issues =
+      find_label_issues(probs.index_select(0, scored),
+                        clean_label_tensor(judged, classes.size(), multi_label), issue_options);
   for (const LabelIssue& issue : issues) {
     const CleanSample& s = all[at[static_cast<std::size_t>(rows[issue.index])]];
     result.suggestions.push_back(
@@ -325,6 +348,7 @@ CleanResult run_clean_job(const CleanRequest& request) {
   const CheckpointMeta meta = read_checkpoint_meta(request.checkpoint);
   const Config config = clean_config(request, meta);
   check_clean_outputs(request, out, config_inputs(config));
+  check_out_outside_root(out, config.data.root, !request.out.empty());
   const DatasetIndex index = index_dataset(config.data, config.run.seed, is_multi_label(config));
   if (meta.classes != index.classes) {
     throw ConfigError("clean: the classes of '" + config.data.root + "' (" +

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,20 @@ torch::Tensor cross_fitted_probabilities(const Config& config, const std::string
                                          const std::string& work, const CleanRequest& request);
 
 // --apply: plans every move of `suggestions` whose problem is in request.kinds (a path once),
-// checks them all, then moves, appending each to <out>/quarantine/manifest.csv.
+// checks them all, then for each appends (and syncs) its line to <out>/quarantine/manifest.csv
+// and moves it. Stops between two moves when request.stop_signal turns true (exit 130).
 void apply_clean(const CleanRequest& request, const std::string& root, const std::string& layout,
                  CleanResult& result);
+
+// Whether anything (a file, a folder, a link, dangling or not) is at `path`.
+bool path_present(const std::string& path);
+// Why the folders of `move` cannot be written (each probed once, remembered in `checked_dirs`),
+// or "" when they can.
+std::string folders_problem(const Move& move, std::set<std::string>& checked_dirs);
+// Renames move.original to move.moved_to, creating the destination's folder; a link moves as the
+// link. Across file systems: copied into place under a temporary name, then the original
+// removed. WriteError names both paths, with `hint`.
+void make_move(const Move& move, const std::string& hint);
 
 // suggestions.csv's text.
 std::string suggestions_csv(const std::vector<Suggestion>& suggestions);

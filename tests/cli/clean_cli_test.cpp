@@ -132,6 +132,27 @@ std::set<std::string> files_under(const fs::path& root) {
   return out;
 }
 
+// A pretend --apply of `n` files: <base>/quarantine/data/f<i>.txt, listed in
+// <base>/quarantine/manifest.csv against <base>/data/f<i>.txt (absolute paths, or relative to
+// `base` when `relative`). Returns the manifest.
+fs::path fake_quarantine(const fs::path& base, int n, bool relative = false) {
+  std::string manifest = "original,moved_to,problem\n";
+  const std::string prefix = relative ? "" : base.string() + "/";
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "f" + std::to_string(i) + ".txt";
+    ltfit::testing::write_file(base / "quarantine/data" / name, "file " + std::to_string(i));
+    manifest += prefix + "data/" + name + "," + prefix + "quarantine/data/" + name + ",unusable\n";
+  }
+  fs::create_directories(base / "data");
+  ltfit::testing::write_file(base / "quarantine/manifest.csv", manifest);
+  return base / "quarantine/manifest.csv";
+}
+
+std::size_t files_in(const fs::path& dir) {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
 }  // namespace
 
 TEST_CASE("clean finds planted flipped labels and duplicates and a leak and unusable files",
@@ -191,6 +212,8 @@ TEST_CASE(
   ltfit::testing::TempDir dir;
   const std::string root = dir.str() + "/colours";
   write_planted_set(root);
+  // A flagged symbolic link (to the truncated JPEG): moved as the link, and back.
+  fs::create_symlink("truncated.jpg", fs::path(root) / "train/blue/zz_link.jpg");
   const fs::path ckpt = train_planted(dir, root);
   const std::set<std::string> before = files_under(root);
   // Read-only: root ignores permissions unless it gives up CAP_DAC_OVERRIDE.
@@ -213,17 +236,27 @@ TEST_CASE(
   INFO(applied.output);
   REQUIRE(applied.exit_code == 0);
   const auto j = nlohmann::json::parse(applied.stdout_text);
-  REQUIRE(j["moves"].size() == 3);
+  REQUIRE(j["moves"].size() == 4);
   for (const auto& m : j["moves"]) {
-    CHECK(!fs::exists(m["original"].get<std::string>()));
-    CHECK(fs::exists(m["moved_to"].get<std::string>()));
+    CHECK(!fs::exists(fs::symlink_status(m["original"].get<std::string>())));
+    CHECK(fs::exists(fs::symlink_status(m["moved_to"].get<std::string>())));
     CHECK_THAT(m["moved_to"].get<std::string>(), Contains(dir.str() + "/c2/quarantine/train/"));
   }
-  CHECK(files_under(root).size() == before.size() - 3);
-  const auto undone = run_ltfit("clean --undo " + j["manifest"].get<std::string>());
+  const fs::path quarantined_link = dir.path() / "c2/quarantine/train/blue/zz_link.jpg";
+  CHECK(fs::is_symlink(quarantined_link));
+  CHECK(fs::read_symlink(quarantined_link) == "truncated.jpg");
+  CHECK(files_under(root).size() == before.size() - 4);
+  // The manifest's paths are absolute: --undo works from any folder.
+  const std::string manifest = ltfit::testing::read_file(j["manifest"].get<std::string>());
+  CHECK_THAT(manifest, Contains("\n" + root + "/train/blue/zz_link.jpg," + dir.str() + "/c2/"));
+  fs::create_directories(dir.path() / "elsewhere");
+  const auto undone = run_ltfit("clean --undo " + j["manifest"].get<std::string>(),
+                                "cd " + dir.str() + "/elsewhere &&");
   INFO(undone.output);
   CHECK(undone.exit_code == 0);
+  CHECK_THAT(undone.stdout_text, Contains("moved 4 files back"));
   CHECK(files_under(root) == before);
+  CHECK(fs::read_symlink(fs::path(root) / "train/blue/zz_link.jpg") == "truncated.jpg");
   // --relabel: the mislabeled files go into their suggested class folder; --undo again.
   const auto relabelled = run_ltfit(
       "clean --json --apply --relabel --kinds mislabeled "
@@ -242,7 +275,22 @@ TEST_CASE(
   }
   REQUIRE(run_ltfit("clean --undo " + k["manifest"].get<std::string>()).exit_code == 0);
   CHECK(files_under(root) == before);
+  // An output folder inside the dataset would be indexed by the next training: refused before
+  // anything is written, whether given or the default ./clean of a run from the root.
+  const auto inside =
+      run_ltfit("clean --checkpoint " + ckpt.string() + " --out " + root + "/clean");
+  INFO(inside.output);
+  CHECK(inside.exit_code == 2);
+  CHECK_THAT(inside.output, Contains("inside the dataset root"));
+  fs::copy_file(ckpt, dir.path() / "model.ckpt");
+  const auto from_root =
+      run_ltfit("clean --checkpoint " + dir.str() + "/model.ckpt", "cd " + root + " &&");
+  INFO(from_root.output);
+  CHECK(from_root.exit_code == 2);
+  CHECK(!fs::exists(fs::path(root) / "clean"));
+  CHECK(files_under(root) == before);
   CHECK(run_ltfit("clean --relabel --checkpoint " + ckpt.string()).exit_code == 2);
+  CHECK(run_ltfit("clean --filter-by typo --checkpoint " + ckpt.string()).exit_code == 2);
   CHECK(run_ltfit("clean --folds 1 --checkpoint " + ckpt.string()).exit_code == 2);
   CHECK(run_ltfit("clean --kinds typo --checkpoint " + ckpt.string()).exit_code == 2);
 }
@@ -308,4 +356,79 @@ TEST_CASE("clean of a multi-label checkpoint suggests label sets with flagged cl
     CHECK(s["given"] != s["suggested"]);
   }
   WARN("clean, multi-label shapes (1 epoch, 2 folds): " << mislabeled << " of 56 images flagged");
+}
+
+TEST_CASE("clean --undo skips a move that never happened and names a deleted quarantined file",
+          "[cli][clean]") {
+  ltfit::testing::TempDir dir;
+  const fs::path manifest = fake_quarantine(dir.path(), 3);
+  // kill -9 during --apply: a line written whose move never happened, and a line cut short.
+  const std::string intent = dir.str() + "/data/never_moved.txt";
+  ltfit::testing::write_file(intent, "still here");
+  std::string text = ltfit::testing::read_file(manifest);
+  text += intent + "," + dir.str() + "/quarantine/data/never_moved.txt,unusable\n";
+  text += dir.str() + "/data/cut";
+  ltfit::testing::write_file(manifest, text);
+  // A quarantined file the user deleted.
+  fs::remove(dir.path() / "quarantine/data/f1.txt");
+  const auto first = run_ltfit("clean --undo " + manifest.string());
+  INFO(first.output);
+  CHECK(first.exit_code == 3);
+  CHECK_THAT(first.output, Contains(dir.str() + "/data/f1.txt"));
+  CHECK_THAT(first.output, Contains("moved back 2, already in place 1"));
+  CHECK(ltfit::testing::read_file(dir.path() / "data/f0.txt") == "file 0");
+  CHECK(ltfit::testing::read_file(dir.path() / "data/f2.txt") == "file 2");
+  CHECK(ltfit::testing::read_file(intent) == "still here");
+  CHECK(fs::exists(manifest));  // kept: the missing file is reported again
+  const auto again = run_ltfit("clean --undo " + manifest.string());
+  INFO(again.output);
+  CHECK(again.exit_code == 3);
+  CHECK_THAT(again.output, Contains("moved back 0, already in place 3"));
+  // The file found again: the rest is done and the manifest retired.
+  ltfit::testing::write_file(dir.path() / "quarantine/data/f1.txt", "file 1");
+  const auto last = run_ltfit("clean --undo " + manifest.string());
+  INFO(last.output);
+  CHECK(last.exit_code == 0);
+  CHECK_THAT(last.stdout_text, Contains("moved 1 files back; 3 were already in place"));
+  CHECK(fs::exists(manifest.string() + ".undone"));
+  CHECK(files_in(dir.path() / "data") == 4);
+  CHECK(files_in(dir.path() / "quarantine/data") == 0);
+}
+
+TEST_CASE("clean --undo reads an old manifest of relative paths from the folder apply ran in",
+          "[cli][clean]") {
+  ltfit::testing::TempDir dir;
+  const fs::path manifest = fake_quarantine(dir.path(), 2, /*relative=*/true);
+  const auto r = run_ltfit("clean --undo " + manifest.string(), "cd " + dir.str() + " &&");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(files_in(dir.path() / "data") == 2);
+}
+
+TEST_CASE("clean --undo stopped by SIGINT, SIGTERM or kill -9 strands nothing: a rerun finishes",
+          "[cli][clean]") {
+  for (const std::string signal : {"INT", "TERM", "KILL"}) {
+    ltfit::testing::TempDir dir;
+    constexpr int kFiles = 3000;
+    const fs::path manifest = fake_quarantine(dir.path(), kFiles);
+    // The last line is undone first: once its file is back, the undo is under way.
+    const std::string first_back = dir.str() + "/data/f" + std::to_string(kFiles - 1) + ".txt";
+    const std::string code = ltfit::testing::run_bash(
+        dir.path(), "set -m\n" + std::string(LTFIT_BINARY) + " clean --undo " + manifest.string() +
+                        " >/dev/null 2>&1 &\npid=$!\nwhile [ ! -e " + first_back +
+                        " ] && kill -0 $pid 2>/dev/null; do :; done\nkill -" + signal +
+                        " $pid\nwait $pid\necho $?\n");
+    const std::size_t back = files_in(dir.path() / "data");
+    WARN("clean --undo, SIG" << signal << ": exit " << code << " with " << back << " of " << kFiles
+                             << " files back");
+    const int status = std::stoi(code);
+    CHECK((status == (signal == "KILL" ? 137 : 130) || status == 0));
+    if (status != 0) {  // else it had finished before the signal came
+      const auto rerun = run_ltfit("clean --undo " + manifest.string());
+      INFO(rerun.output);
+      CHECK(rerun.exit_code == 0);
+    }
+    CHECK(files_in(dir.path() / "data") == kFiles);
+    CHECK(files_in(dir.path() / "quarantine/data") == 0);
+  }
 }

@@ -20,6 +20,9 @@ Compared for each case, all exactly (no tolerance):
   joint          cleanlab.count.compute_confident_joint(labels, pred_probs) (calibrated)
   issues         cleanlab.filter.find_label_issues(labels, pred_probs): the set of flagged rows
   ranking        return_indices_ranked_by="self_confidence" and "normalized_margin"
+  filters        find_label_issues(labels, pred_probs, filter_by=F) for each of cleanlab's
+                 filters F: prune_by_noise_rate, prune_by_class, both, confident_learning,
+                 predicted_neq_given (the set; the multi-label cases too)
 
 and for the multi-label cases (multi-hot labels with flipped entries, sigmoid probabilities; 1 to
 12 classes, a class no image has; never a class every image has, which cleanlab refuses as a
@@ -57,6 +60,8 @@ except ImportError as e:  # the environment decides
 
 SEED = 20261210
 RANKINGS = ["self_confidence", "normalized_margin"]
+FILTERS = ["prune_by_noise_rate", "prune_by_class", "both", "confident_learning",
+           "predicted_neq_given"]
 
 
 def simulate(rng, n, weights, flip, strength):
@@ -158,6 +163,8 @@ def cleanlab_results(p, y):
            "issues": set(np.flatnonzero(find_label_issues(y, p, n_jobs=1)).tolist())}
     for rank_by in RANKINGS:
         out[rank_by] = find_label_issues(y, p, return_indices_ranked_by=rank_by, n_jobs=1)
+    out["filters"] = {f: sorted(np.flatnonzero(find_label_issues(y, p, filter_by=f, n_jobs=1))
+                                .tolist()) for f in FILTERS}
     return out
 
 
@@ -170,6 +177,8 @@ def multi_label_results(p, y):
     for rank_by in RANKINGS:
         out[rank_by] = multilabel_filter.find_label_issues(
             labels, p, return_indices_ranked_by=rank_by, n_jobs=1)
+    out["filters"] = {f: sorted(np.flatnonzero(multilabel_filter.find_label_issues(
+        labels, p, filter_by=f, n_jobs=1)).tolist()) for f in FILTERS}
     return out
 
 
@@ -191,6 +200,11 @@ def differences(where, got, want):
     for rank_by in RANKINGS:
         if got["issues"][rank_by] != want[rank_by].tolist():
             found.append(f"{where}: {rank_by} ranking differs")
+    for f in FILTERS:
+        if got["filters"][f] != want["filters"][f]:
+            ours, theirs = set(got["filters"][f]), set(want["filters"][f])
+            found.append(f"{where}: filter_by={f}: only ltfit {sorted(ours - theirs)}, "
+                         f"only cleanlab {sorted(theirs - ours)}")
     return found
 
 
@@ -227,7 +241,7 @@ def compare(out):
         print("FAIL:", f)
     verdict = "FAIL" if failures else "OK"
     print(f"{verdict}: {len(cases)} cases, {total} issues; thresholds, confident joints, issue "
-          f"sets and both rankings {'differ' if failures else 'identical to cleanlab'} with a "
+          f"sets, both rankings and the {len(FILTERS)} filters' issue sets {'differ' if failures else 'identical to cleanlab'} with a "
           f"stable argsort; as installed, {len(cases) - len(tie_cases)} of {len(cases)} cases "
           f"identical, {len(tie_cases)} differ only by NumPy's order of ties")
     return 1 if failures else 0

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -214,6 +215,33 @@ TEST_CASE("label issues: planted label noise is recovered from a noisy model", "
                          << " issues; recall@2x " << recall << "; precision " << precision);
 }
 
+TEST_CASE("label issues: each of cleanlab's filters flags its own rows", "[label_issues]") {
+  // Three classes, four rows each; the sets are cleanlab 2.9.0's find_label_issues(labels,
+  // pred_probs, filter_by=...) on these values (float64).
+  const std::vector<double> flat = {0.24, 0.67, 0.09, 0.21, 0.58, 0.21, 0.49, 0.02, 0.49,
+                                    0.26, 0.71, 0.03, 0.23, 0.68, 0.09, 0.05, 0.91, 0.04,
+                                    0.06, 0.9,  0.04, 0.58, 0.21, 0.21, 0.57, 0.22, 0.21,
+                                    0.42, 0.16, 0.42, 0.91, 0.05, 0.04, 0.33, 0.33, 0.34};
+  const torch::Tensor p = torch::tensor(flat, torch::kDouble).reshape({12, 3});
+  const torch::Tensor y = issue_labels({0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+  const std::vector<std::pair<std::string, std::set<std::int64_t>>> want = {
+      {"prune_by_noise_rate", {0, 3, 7, 8, 10}},
+      {"prune_by_class", {0, 1, 7, 8, 10}},
+      {"both", {0, 7, 8, 10}},
+      {"confident_learning", {3, 7, 8, 10}},
+      {"predicted_neq_given", {0, 1, 3, 7, 8, 10}}};
+  for (const auto& [filter, rows] : want) {
+    std::set<std::int64_t> got;
+    for (const auto& issue : ltfit::find_label_issues(p, y, {"self_confidence", filter})) {
+      got.insert(issue.index);
+    }
+    INFO(filter);
+    CHECK(got == rows);
+  }
+  CHECK(ltfit::label_issue_filters().size() == want.size());
+  CHECK_THROWS_AS(ltfit::find_label_issues(p, y, {"self_confidence", "typo"}), ltfit::ConfigError);
+}
+
 TEST_CASE("label issues: multi-label data is checked one class against the rest",
           "[label_issues]") {
   // 3 classes, 30 images. Class 0: images 0-9 have it (p 0.9), the rest not (p 0.1), except image
@@ -320,6 +348,14 @@ TEST_CASE("label issues oracle: ltfit's results for cleanlab to check", "[.label
         out["classes"][std::to_string(issue.index)] = issue.classes;
       }
       out["issues"][rank_by] = ranked;
+    }
+    for (const std::string& filter : ltfit::label_issue_filters()) {
+      std::vector<std::int64_t> flagged;
+      for (const auto& issue : ltfit::find_label_issues(p, y, {"self_confidence", filter})) {
+        flagged.push_back(issue.index);
+      }
+      std::sort(flagged.begin(), flagged.end());
+      out["filters"][filter] = flagged;
     }
     results.push_back(out);
   }

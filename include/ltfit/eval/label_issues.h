@@ -18,6 +18,15 @@
 //  5. An issue is dropped when its given label is still the argmax after adding 1e-6 to it.
 //  6. Issues ranked by their score, lowest (most suspicious) first.
 //
+// Steps 3-4 are cleanlab's default filter, "prune_by_noise_rate"; LabelIssueOptions::filter_by
+// chooses any of cleanlab's others (its `filter_by`), each followed by steps 5-6:
+//   prune_by_class       per given class k (with at least 2 examples), the (rows labelled k
+//                        minus the prune-count diagonal (k,k)) rows with the lowest p(k)
+//   both                 flagged by prune_by_noise_rate and by prune_by_class
+//   confident_learning   every off-diagonal row of the confident joint (step 2, uncalibrated):
+//                        confident in a class other than its given label
+//   predicted_neq_given  the argmax of p is not the given label
+//
 // Multi-label data (labels [N,K], multi-hot) is cleanlab's one-vs-rest reduction
 // (`cleanlab.multilabel_classification.filter.find_label_issues`): each class is a binary problem
 // with probabilities [1 - p, p], run through steps 1-5; an image is an issue when any class
@@ -58,12 +67,18 @@ struct LabelIssue {
 struct LabelIssueOptions {
   // "self_confidence": p(given). "normalized_margin": (p(given) - max other p + 1) / 2.
   std::string rank_by = "self_confidence";
+  // Which rows are issues: one of label_issue_filters() (cleanlab's default here).
+  std::string filter_by = "prune_by_noise_rate";
 };
+
+// The filters LabelIssueOptions::filter_by takes: prune_by_noise_rate, prune_by_class, both,
+// confident_learning, predicted_neq_given.
+const std::vector<std::string>& label_issue_filters();
 
 // probs: float [N,K] (softmax rows; any floating dtype, any device) with labels int64 [N] in
 // [0,K), or sigmoid probabilities [N,K] with multi-hot labels [N,K] (nonzero = has the class).
-// Issues ranked most suspicious first. Throws ConfigError for an unknown rank_by, DataError for
-// mismatched shapes or a label outside [0,K).
+// Issues ranked most suspicious first. Throws ConfigError for an unknown rank_by or filter_by,
+// DataError for mismatched shapes or a label outside [0,K).
 std::vector<LabelIssue> find_label_issues(const torch::Tensor& probs, const torch::Tensor& labels,
                                           const LabelIssueOptions& options = {});
 

@@ -20,10 +20,12 @@
 //
 // --apply moves the rows' files of the chosen kinds into <out>/quarantine/<path relative to the
 // dataset root> (--relabel: a mislabeled file into its suggested class folder instead, for the
-// folders layout) and appends each move to <out>/quarantine/manifest.csv
-// (original,moved_to,problem), which `ltfit clean --undo` reverses. Nothing is ever deleted, and
-// every move is checked possible (source and destination folders writable, destination free)
-// before the first one is made. Not thread-safe.
+// folders layout); a symbolic link moves as the link. Each move is first appended to
+// <out>/quarantine/manifest.csv (original,moved_to,problem; absolute paths) and the line synced
+// to disk, then made, so a crash leaves a manifest that `ltfit clean --undo` reverses. Nothing is
+// ever deleted, and every move is checked possible (source and destination folders writable,
+// destination free) before the first one is made. `out` must lie outside the dataset root (the
+// next training would index the quarantine and the pictures). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +46,10 @@ struct CleanRequest {
   bool relabel = false;  // --relabel: mislabeled files into their suggested class folder
   std::string device = "auto";
   std::string precision;
-  std::function<bool()> stop_signal;  // cross-fitting's training stops (exit 130) when true
+  // Which rows confident learning flags (LabelIssueOptions::filter_by, eval/label_issues.h).
+  std::string filter_by = "prune_by_noise_rate";
+  // Cross-fitting's training, and --apply between two moves, stop (exit 130) when true.
+  std::function<bool()> stop_signal;
 };
 
 struct Suggestion {
@@ -80,10 +85,22 @@ struct CleanResult {
 // be written or a move that cannot be made (named; nothing moved then).
 CleanResult run_clean_job(const CleanRequest& request);
 
-// `ltfit clean --undo MANIFEST`: moves every file of the manifest back, last move first; the
-// manifest is renamed <name>.undone. Refuses (exit 5, nothing moved) when an original path is
-// taken again or a moved file is missing.
-std::vector<Move> undo_clean(const std::string& manifest);
+// What `ltfit clean --undo` did.
+struct UndoResult {
+  std::int64_t moved_back = 0;       // moved from quarantine to their place
+  std::int64_t already_back = 0;     // in their place already (moved back before, or never moved)
+  std::vector<std::string> missing;  // in neither place (a quarantined file deleted): not restored
+};
+
+// `ltfit clean --undo MANIFEST`: moves the files of the manifest back, last move first, and
+// renames it <name>.undone. Resumable and idempotent: each line's state is read from the file
+// system (back already or never moved: skipped; quarantined: moved back; in neither place:
+// missing). A relative path (manifests of older versions) is resolved against the current folder.
+// Refuses (exit 5, nothing moved) when a place is taken by another file or a folder is not
+// writable. When `stop_signal` turns true it stops between two files (InterruptedError, exit
+// 130); a rerun goes on. Missing files: the rest are moved back, then DataError (exit 3) names
+// them and the manifest stays.
+UndoResult undo_clean(const std::string& manifest, const std::function<bool()>& stop_signal = {});
 
 std::string clean_table(const CleanResult& result);
 std::string clean_json(const CleanResult& result);
