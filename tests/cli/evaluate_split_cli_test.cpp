@@ -19,7 +19,7 @@ using ltfit::testing::TempDir;
 
 namespace {
 
-nlohmann::json evaluate_json(const std::string& args) {
+nlohmann::json split_evaluate_json(const std::string& args) {
   const CommandResult r = run_ltfit("evaluate --json " + args);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -27,7 +27,7 @@ nlohmann::json evaluate_json(const std::string& args) {
 }
 
 // A checkpoint of random weights whose config reads `data_yaml` (the inside of `data: {...}`).
-std::string checkpoint_with(const TempDir& dir, const std::string& data_yaml) {
+std::string split_checkpoint_with(const TempDir& dir, const std::string& data_yaml) {
   const std::string config = "run: {name: t, out_dir: \"" + dir.str() + "/runs\", seed: 5}\n" +
                              "data: {" + data_yaml + ", image_size: 32, batch_size: 4, " +
                              "workers: 1}\nmodel: {arch: resnet18, pretrained: none, " +
@@ -45,17 +45,17 @@ TEST_CASE("evaluate --split train|valid on a drawn split: the checkpoint's own s
   ltfit::testing::write_small_synth(dir.path() / "data", 12, 4, 40, 60, 3);
   const fs::path classes = dir.path() / "data/train";  // cat/ dog/ alone: a split is drawn
   const std::string base =
-      checkpoint_with(dir, "root: \"" + classes.string() + "\", valid_pct: 0.25");
+      split_checkpoint_with(dir, "root: \"" + classes.string() + "\", valid_pct: 0.25");
   ltfit::DataConfig data;
   data.root = classes.string();
   data.valid_pct = 0.25;
   const ltfit::DatasetIndex index = ltfit::index_dataset(data, 5, false);
-  auto j = evaluate_json(base + "--split train");
+  auto j = split_evaluate_json(base + "--split train");
   CHECK(j["images"] == index.train.size());
   CHECK(j["data"] == classes.string());  // a folder that exists: the root, not root/train
-  j = evaluate_json(base + "--split valid");
+  j = split_evaluate_json(base + "--split valid");
   CHECK(j["images"] == index.valid.size());
-  CHECK(evaluate_json(base)["images"] == index.valid.size());
+  CHECK(split_evaluate_json(base)["images"] == index.valid.size());
 }
 
 TEST_CASE("evaluate --split train on a CSV checkpoint, single- and multi-label",
@@ -75,10 +75,10 @@ TEST_CASE("evaluate --split train on a CSV checkpoint, single- and multi-label",
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   const std::string ckpt = "--checkpoint " + dir.str() + "/runs/m/checkpoints/best.ckpt ";
-  const nlohmann::json train = evaluate_json(ckpt + "--split train --out " + dir.str() + "/o");
+  const nlohmann::json train = split_evaluate_json(ckpt + "--split train --out " + dir.str() + "/o");
   CHECK(train["images"] == 12);
   CHECK(train["split"] == "train");
-  CHECK(evaluate_json(ckpt + "--out " + dir.str() + "/o")["images"] == 8);
+  CHECK(split_evaluate_json(ckpt + "--out " + dir.str() + "/o")["images"] == 8);
   CHECK(run_ltfit("evaluate " + ckpt + "--split test").exit_code == 2);
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("evaluate --data: a test folder lacking a class is evaluated, that cla
           "[cli][evaluate]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 6, 4, 40, 60, 3);
-  const std::string base = checkpoint_with(dir, "root: \"" + dir.str() + "/elsewhere\"");
+  const std::string base = split_checkpoint_with(dir, "root: \"" + dir.str() + "/elsewhere\"");
   const auto cats = std::distance(fs::directory_iterator(dir.path() / "data/valid/cat"),
                                   fs::directory_iterator());
   REQUIRE(cats > 0);
