@@ -75,7 +75,8 @@ TEST_CASE("evaluate --split train on a CSV checkpoint, single- and multi-label",
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   const std::string ckpt = "--checkpoint " + dir.str() + "/runs/m/checkpoints/best.ckpt ";
-  const nlohmann::json train = split_evaluate_json(ckpt + "--split train --out " + dir.str() + "/o");
+  const nlohmann::json train =
+      split_evaluate_json(ckpt + "--split train --out " + dir.str() + "/o");
   CHECK(train["images"] == 12);
   CHECK(train["split"] == "train");
   CHECK(split_evaluate_json(ckpt + "--out " + dir.str() + "/o")["images"] == 8);

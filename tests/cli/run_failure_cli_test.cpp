@@ -98,7 +98,7 @@ TEST_CASE("train shows a short config summary, train.log and config.yaml hold ev
   const auto r = run_ltfit("train --config " + config.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("config: model resnet18 (pretrained none, linear head)") &&
-                           Contains("config: train one_cycle: 1 epoch(s)") &&
+                           Contains("config: train one_cycle (schedule one_cycle): 1 epoch(s)") &&
                            Contains("config: every key in"));
   CHECK_THAT(r.output, !Contains("max_lighting") && !Contains("resolved config"));
   const std::string log = read_file(dir.path() / "runs" / "tiny" / "train.log");

@@ -89,7 +89,7 @@ TEST_CASE(
     ready = temp_exists;
   }
   SECTION("find-batch") {
-    args = "find-batch --config " + config.string() + " --start 1";
+    args = "find-batch --config " + config.string() + " --start 2";
     ready = "grep -q 'find-batch:' " + log.string();
   }
   SECTION("bench-loader") {

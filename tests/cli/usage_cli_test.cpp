@@ -18,7 +18,7 @@ TEST_CASE("predict --top 0 exits 2 naming the flag", "[cli]") {
   CHECK_THAT(r.output, Contains("--top"));
 }
 
-TEST_CASE("train: ~ in a --set path is the home folder; the run is named after its config file",
+TEST_CASE("train: ~ in a --set path is the home folder, the run is named after its config file",
           "[cli]") {
   ltfit::testing::TempDir dir;
   REQUIRE(run_ltfit("synth --out " + dir.str() + "/home/pets --train 16 --valid 8 --seed 1")

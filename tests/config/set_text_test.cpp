@@ -22,7 +22,7 @@ std::optional<std::string> delim_after(const std::string& set) {
 
 }  // namespace
 
-TEST_CASE("--set: a value of spaces or a comment sign is that text, not null", "[config][set]") {
+TEST_CASE("set option: --set: a value of spaces or a comment sign is that text, not null", "[config][set]") {
   CHECK(delim_after(" ") == std::optional<std::string>(" "));
   CHECK(delim_after("  ") == std::optional<std::string>("  "));
   CHECK(delim_after("\t") == std::optional<std::string>("\t"));
@@ -36,14 +36,14 @@ TEST_CASE("--set: a value of spaces or a comment sign is that text, not null", "
   CHECK(ltfit::is_multi_label(config));
 }
 
-TEST_CASE("--set: empty and the YAML null spellings are null", "[config][set]") {
+TEST_CASE("set option: --set: empty and the YAML null spellings are null", "[config][set]") {
   for (const char* null_text : {"", "~", "null", "Null", "NULL", " null "}) {
     CAPTURE(null_text);
     CHECK_FALSE(delim_after(null_text).has_value());
   }
 }
 
-TEST_CASE("--set: spaces for a number are refused, naming the key", "[config][set]") {
+TEST_CASE("set option: --set: spaces for a number are refused, naming the key", "[config][set]") {
   try {
     load_config_from_string("", "t.yaml", {parse_override("data.batch_size= ")});
     FAIL("no ConfigError");

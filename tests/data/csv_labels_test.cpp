@@ -43,7 +43,7 @@ std::string all_notes(const ltfit::DatasetIndex& index) {
 
 }  // namespace
 
-TEST_CASE("csv: the is_valid column splits by default; null or its absence: data.valid_pct",
+TEST_CASE("csv: the is_valid column splits by default, null or its absence: data.valid_pct",
           "[data][index][labels]") {
   TempDir dir;
   auto data = labels_dataset(dir,

@@ -69,10 +69,10 @@ ltfit::LoaderOptions loader_options(bool train) {
 
 }  // namespace
 
-TEST_CASE("a passing EMFILE is retried and the image read; a lasting one stops with exit 5",
+TEST_CASE("a passing EMFILE is retried and the image read, a lasting one stops with exit 5",
           "[data][system_io]") {
   ltfit::testing::TempDir dir;
-  const auto samples = ltfit::testing::write_small_synth(dir.path(), 4, 2, 24, 32, 7);
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 4, 2, 32, 40, 7);
   const std::string path = samples[1].path;
   {
     FaultGuard fault("open", path, EMFILE, 3);  // three failures, then the limit is back
@@ -100,7 +100,7 @@ TEST_CASE("a passing EMFILE is retried and the image read; a lasting one stops w
 TEST_CASE("the file's own errors are not retried: EACCES is skipped as before",
           "[data][system_io]") {
   ltfit::testing::TempDir dir;
-  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 24, 32, 7);
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 32, 40, 7);
   FaultGuard fault("open", samples[0].path, EACCES, -1);
   CHECK(ltfit::probe_image_file(samples[0].path, {}) == "cannot open: Permission denied");
   CHECK(fault.attempts() == 1);
@@ -115,7 +115,7 @@ TEST_CASE("the file's own errors are not retried: EACCES is skipped as before",
 TEST_CASE("EIO on a read stops the run naming the file, never a skipped image",
           "[data][system_io]") {
   ltfit::testing::TempDir dir;
-  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 24, 32, 7);
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 32, 40, 7);
   FaultGuard fault("read", samples[0].path, EIO, -1);
   std::string error;
   CHECK_THROWS_WITH(ltfit::load_square_image(samples[0].path, 16, {}, &error),
@@ -127,7 +127,7 @@ TEST_CASE("EIO on a read stops the run naming the file, never a skipped image",
 TEST_CASE("a loader stops on the system's failure: training, its header check, validation",
           "[data][system_io][loader]") {
   ltfit::testing::TempDir dir;
-  const auto samples = ltfit::testing::write_small_synth(dir.path(), 12, 2, 24, 32, 7);
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 12, 2, 32, 40, 7);
   const std::string victim = samples[5].path;
   SECTION("the header check at the start") {
     FaultGuard fault("open", victim, EMFILE, -1);
@@ -157,7 +157,7 @@ TEST_CASE("a loader stops on the system's failure: training, its header check, v
 // every open fails with EMFILE from the kernel.
 TEST_CASE("under a real open-file limit the error names the limit", "[data][system_io]") {
   ltfit::testing::TempDir dir;
-  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 24, 32, 7);
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 32, 40, 7);
   const std::string message_file = dir.str() + "/message.txt";
   const pid_t child = fork();
   REQUIRE(child >= 0);
