@@ -70,8 +70,9 @@ TEST_CASE("ltfit synth's shapes train multi-label with their own split under a p
   CHECK(valid == 8);  // synth's is_valid rows, not data.valid_pct's draw
 }
 
-TEST_CASE("set option: --set data.csv.label_delim=' ' (quotes removed by the shell) trains multi-label",
-          "[cli][labels]") {
+TEST_CASE(
+    "set option: --set data.csv.label_delim=' ' (quotes removed by the shell) trains multi-label",
+    "[cli][labels]") {
   TempDir dir;
   synth_shapes(dir);
   fs::remove(dir.path() / "data" / "labels.csv.json");  // the key alone must do it

@@ -22,7 +22,8 @@ std::optional<std::string> delim_after(const std::string& set) {
 
 }  // namespace
 
-TEST_CASE("set option: --set: a value of spaces or a comment sign is that text, not null", "[config][set]") {
+TEST_CASE("set option: --set: a value of spaces or a comment sign is that text, not null",
+          "[config][set]") {
   CHECK(delim_after(" ") == std::optional<std::string>(" "));
   CHECK(delim_after("  ") == std::optional<std::string>("  "));
   CHECK(delim_after("\t") == std::optional<std::string>("\t"));
