@@ -109,7 +109,9 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "`data.csv.file` exists, else kaggle when `<class>.<N>.jpg` files do, else plain "
              "class folders"),
        field("valid_count", data.valid_count,
-             "kaggle layout: images held out for validation, chosen by `run.seed`"),
+             "kaggle layout: exactly this many images held out for validation, chosen by "
+             "`run.seed` (the 2019 study's 2,000 of 25,000); 0 (the default): `valid_pct`, as "
+             "every other drawn split"),
        section("csv", convert_csv, data.csv,
                "csv layout: a table of image paths and labels (fastai's `from_csv`), read as RFC "
                "4180 (quotes, embedded commas and newlines, CRLF, a UTF-8 BOM)"),
@@ -120,7 +122,7 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "(fastai's `from_name_re`); files that do not match are counted and named"),
        field("valid_pct", data.valid_pct,
              "where no split is given (class folders without `valid_folder`, csv without "
-             "`valid_column`, pattern): the fraction of images held out for validation, drawn by "
+             "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held out for validation, drawn by "
              "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`"),
        field("train_folder", data.train_folder, "folders layout: the training split's folder"),
        field("valid_folder", data.valid_folder,

@@ -85,8 +85,8 @@ void validate_data(const DataConfig& data, const Rules& fail) {
   require(fail, ascending, "data.size_schedule",
           "[epoch, size] pairs with ascending epochs in [0, 100000]", shown);
   require(fail, sizes, "data.size_schedule", "sizes from 16 to 4096 pixels", shown);
-  require(fail, data.valid_count >= 1, "data.valid_count",
-          "an integer >= 1 (the validation split is never empty)", data.valid_count);
+  require(fail, data.valid_count >= 0, "data.valid_count",
+          "an integer >= 0 (0: the split is drawn by data.valid_pct)", data.valid_count);
   require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
           data.subset);
   require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
@@ -300,6 +300,21 @@ const std::vector<IgnoredKey>& ignored_keys() {
                 c.train.freeze_epochs != TrainConfig{}.freeze_epochs;
        },
        [](const Config& c) { return show(c.train.freeze_epochs); }},
+      {"train.decay_milestones",
+       "train.schedule is not multistep (the milestones are MultiStepLR's)",
+       [](const Config& c) {
+         return c.train.schedule != ScheduleKind::kMultistep &&
+                c.train.decay_milestones != TrainConfig{}.decay_milestones;
+       },
+       [](const Config& c) { return show(c.train.decay_milestones); }},
+      {"data.valid_count",
+       "data.layout is not kaggle (the other layouts draw data.valid_pct; auto keeps it for "
+       "Kaggle-style files)",
+       [](const Config& c) {
+         return c.data.layout != DataLayout::kKaggle && c.data.layout != DataLayout::kAuto &&
+                c.data.valid_count != DataConfig{}.valid_count;
+       },
+       [](const Config& c) { return show(c.data.valid_count); }},
       {"eval.tta_n", "eval.tta_mode is v1 (its 8 views are fixed; tta_n counts v2's passes)",
        [](const Config& c) {
          return c.eval.tta_mode == TtaMode::kV1 && c.eval.tta_n != EvalConfig{}.tta_n;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "data/layouts.h"
 #include "ltfit/util/error.h"
@@ -76,6 +77,17 @@ std::string join_names(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
+}
+
+std::string drawn_split_words(const DataConfig& data, std::uint64_t seed) {
+  std::ostringstream text;
+  if (data.valid_count > 0) {
+    text << "data.valid_count " << data.valid_count;
+  } else {
+    text << "data.valid_pct " << data.valid_pct;
+  }
+  text << ", run.seed " << seed;
+  return text.str();
 }
 
 RandomSplit random_split(std::size_t n, double valid_pct, std::uint64_t seed,
@@ -206,7 +218,7 @@ DatasetIndex index_layout(const DataConfig& data, std::uint64_t seed, bool multi
     case DataLayout::kPattern:
       return layouts::index_pattern_layout(data, seed);
     case DataLayout::kKaggle:
-      return layouts::index_kaggle_layout(fs::path(data.root), data.valid_count, seed);
+      return layouts::index_kaggle_layout(fs::path(data.root), data, seed);
     case DataLayout::kFolders:
     case DataLayout::kAuto:
       break;
@@ -232,17 +244,44 @@ void require_classes(const DatasetIndex& index, const DataConfig& data) {
   }
 }
 
-// Notes the classes that no training sample has: the model never learns them.
-void note_valid_only_classes(DatasetIndex& index) {
-  std::vector<bool> trained(index.classes.size(), false);
-  for (const Sample& s : index.train) {
-    if (!index.multi_label) trained[static_cast<std::size_t>(s.label)] = true;
-    for (const std::int64_t label : s.labels) trained[static_cast<std::size_t>(label)] = true;
-  }
+// Notes the classes that no training sample has (the model never learns them) and those no
+// validation sample has (their accuracy is never measured), whatever the layout.
+void note_one_split_classes(DatasetIndex& index) {
+  const auto seen_in = [&](const std::vector<Sample>& samples) {
+    std::vector<bool> seen(index.classes.size(), false);
+    for (const Sample& s : samples) {
+      if (!index.multi_label) seen[static_cast<std::size_t>(s.label)] = true;
+      for (const std::int64_t label : s.labels) seen[static_cast<std::size_t>(label)] = true;
+    }
+    return seen;
+  };
+  const std::vector<bool> trained = seen_in(index.train);
+  const std::vector<bool> validated = seen_in(index.valid);
   layouts::NoteTally only_valid("class(es) seen only in validation, never trained on (kept)");
-  for (std::size_t k = 0; k < trained.size(); ++k)
+  layouts::NoteTally only_train("class(es) with no validation image: their accuracy is not "
+                                "measured (kept)");
+  for (std::size_t k = 0; k < index.classes.size(); ++k) {
     if (!trained[k]) only_valid.add("'" + index.classes[k] + "'");
+    if (trained[k] && !validated[k]) only_train.add("'" + index.classes[k] + "'");
+  }
   only_valid.append_to(index.notes);
+  only_train.append_to(index.notes);
+}
+
+// Notes data.valid_pct, when set to other than its default, where the data gives the split
+// (data.valid_count under a layout other than kaggle is config_warnings').
+void note_ignored_valid_pct(DatasetIndex& index, const DataConfig& data) {
+  if (index.split != "valid_pct" && index.split != "valid_count" &&
+      data.valid_pct != DataConfig{}.valid_pct) {
+    std::ostringstream note;
+    note << "data.valid_pct " << data.valid_pct << " is ignored: the data gives the split ("
+         << (index.split == "folders" ? "'" + data.train_folder + "' and '" + data.valid_folder +
+                                            "' folders"
+                                      : "the CSV's '" + data.csv.valid_column.value_or("") +
+                                            "' column")
+         << ")";
+    index.notes.push_back(note.str());
+  }
 }
 
 // Keeps ceil(fraction * n) samples of each class (at least one), chosen by `seed`, in path order.
@@ -284,7 +323,8 @@ DatasetIndex index_dataset(const DataConfig& data, std::uint64_t seed, bool mult
   require_classes(index, data);
   layouts::sort_samples_by_path(index.train);
   layouts::sort_samples_by_path(index.valid);
-  note_valid_only_classes(index);
+  note_one_split_classes(index);
+  note_ignored_valid_pct(index, data);
   keep_subset(index.train, data.subset, seed);
   keep_subset(index.valid, data.subset, seed ^ 0x5u);
   return index;
@@ -379,7 +419,8 @@ EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::strin
 }  // namespace
 
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
-                            const std::string& split, int valid_count, std::uint64_t seed) {
+                            const std::string& split, const DataConfig& data,
+                            std::uint64_t seed) {
   const fs::path root(dir);
   const auto subfolders = layouts::is_directory_at(root) ? layouts::visible_subdirectories(root)
                                                          : std::vector<std::string>{};
@@ -391,10 +432,10 @@ EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::strin
   if (!class_level && layouts::is_directory_at(root) && !layouts::kaggle_folder(root).empty()) {
     if (wanted != "train" && wanted != "valid") {
       throw missing_split(root, wanted, {"train", "valid"},
-                          "layout kaggle: the checkpoint's seeded split, data.valid_count " +
-                              std::to_string(valid_count) + ", run.seed " + std::to_string(seed));
+                          "layout kaggle: the checkpoint's seeded split, " +
+                              layouts::drawn_split_words(data, seed));
     }
-    return layouts::kaggle_eval_data(root, classes, wanted, valid_count, seed);
+    return layouts::kaggle_eval_data(root, classes, wanted, data, seed);
   }
   if (!class_level && !splits.empty()) return eval_folders_root(root, classes, wanted);
   if (!split.empty() && class_level) {

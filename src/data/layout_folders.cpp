@@ -3,11 +3,13 @@
 //   <root>/<train_folder>/<class>/* with <root>/<valid_folder>/<class>/*   split "folders"
 //   <root>/<train_folder>/<class>/* alone: split by data.valid_pct          split "valid_pct"
 //   <root>/<class>/* (a plain tree): split by data.valid_pct               split "valid_pct"
-// In the split shapes every class folder must hold an image; in a plain tree, a subfolder with
-// no image (fastai's models/, say) is left out and noted. Also index_class_folders, which
+// The classes are the class folders of either split that hold an image; a folder without one
+// (fastai's models/, say) is left out and noted, and a class only one split has is noted by
+// index_dataset, as in every layout. Also index_class_folders, which
 // evaluation uses. Pure functions, thread-safe.
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "data/layouts.h"
 #include "ltfit/data/dataset_index.h"
@@ -20,34 +22,68 @@ namespace fs = std::filesystem;
 using layouts::join_names;
 using layouts::kDataHint;
 
-// Samples of `dir`/<class>/* for each class; a missing or empty class folder is an error.
-// `classes_from` names where the class list came from.
+// Samples of `dir`/<class>/* for each class; a class folder that is missing from `dir` or holds no
+// image gives none (the caller notes classes with no training or no validation image).
 std::vector<Sample> folders_split_samples(const fs::path& dir,
-                                          const std::vector<std::string>& classes,
-                                          const fs::path& classes_from) {
+                                          const std::vector<std::string>& classes) {
   std::vector<Sample> samples;
   for (std::size_t label = 0; label < classes.size(); ++label) {
-    const fs::path class_dir = dir / classes[label];
-    if (!layouts::is_directory_at(class_dir)) {
-      throw DataError("class folder '" + class_dir.string() + "' is missing (classes from " +
-                          classes_from.string() + ": " + join_names(classes) + ")",
-                      "every split needs the same class folders; " + std::string(kDataHint));
-    }
-    const auto files = layouts::image_files_in(class_dir);
-    if (files.empty()) {
-      throw DataError("class folder '" + class_dir.string() + "' holds no images (looked for " +
-                          "*.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
-                      "add images or remove the folder; " + std::string(kDataHint));
-    }
-    for (const auto& file : files) samples.push_back({file, static_cast<std::int64_t>(label)});
+    for (const auto& file : layouts::image_files_in(dir / classes[label]))
+      samples.push_back({file, static_cast<std::int64_t>(label)});
   }
   return samples;
 }
 
-std::vector<std::string> folders_classes_of(const fs::path& dir) {
+// The class folders of `dirs` (sorted union) that hold an image in any of them; the others are
+// left out and noted. DataError when none does.
+std::vector<std::string> folders_classes_with_images(const std::vector<fs::path>& dirs,
+                                                     DatasetIndex& index) {
+  std::set<std::string> names;
+  for (const fs::path& dir : dirs)
+    for (const auto& name : layouts::visible_subdirectories(dir)) names.insert(name);
+  layouts::NoteTally empty("class folder(s) without images, left out");
+  std::vector<std::string> classes;
+  for (const std::string& name : names) {
+    const bool has_image = std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& dir) {
+      return !layouts::image_files_in(dir / name).empty();
+    });
+    if (has_image) {
+      classes.push_back(name);
+    } else {
+      for (const fs::path& dir : dirs)
+        if (layouts::is_directory_at(dir / name)) empty.add("'" + (dir / name).string() + "'");
+    }
+  }
+  empty.append_to(index.notes);
+  if (classes.empty()) {
+    throw DataError("no class folder under '" + dirs.front().string() +
+                        "' holds images (layout folders: " +
+                        (dirs.front() / "<class>" / "*.jpg").string() +
+                        "; looked for *.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
+                    kDataHint);
+  }
+  return classes;
+}
+
+// The hint of a folders layout that found no class folders under `root`: the layout that fits
+// the files that are there, when one does.
+std::string folders_hint(const fs::path& root) {
+  if (!layouts::kaggle_folder(root).empty()) {
+    return "the files are named like Kaggle's <class>.<N>.jpg: set data.layout: kaggle (or auto)";
+  }
+  if (layouts::is_directory_at(root) && !layouts::image_files_in(root).empty()) {
+    return "images lie flat in '" + root.string() +
+           "': if the label is in the file name, set data.layout: pattern and "
+           "data.label_pattern (docs/labels.md)";
+  }
+  return kDataHint;
+}
+
+std::vector<std::string> folders_classes_of(const fs::path& dir, const fs::path& root) {
   const auto classes = layouts::visible_subdirectories(dir);
   if (classes.empty()) {
-    throw DataError("no class folders in '" + dir.string() + "' (layout folders)", kDataHint);
+    throw DataError("no class folders in '" + dir.string() + "' (layout folders)",
+                    folders_hint(root));
   }
   return classes;
 }
@@ -68,22 +104,25 @@ DatasetIndex folders_with_train_folder(const DataConfig& data, std::uint64_t see
   const fs::path valid = root / data.valid_folder;
   DatasetIndex index;
   index.layout = data_layout_name(DataLayout::kFolders);
-  index.classes = folders_classes_of(train);
-  auto train_samples = folders_split_samples(train, index.classes, train);
+  folders_classes_of(train, root);  // an error when it has no class folder at all
   if (!layouts::is_directory_at(valid)) {
+    index.classes = folders_classes_with_images({train}, index);
+    auto train_samples = folders_split_samples(train, index.classes);
     layouts::sort_samples_by_path(train_samples);
     folders_random_split(index, train_samples, data, seed, train);
     return index;
   }
-  for (const auto& name : layouts::visible_subdirectories(valid)) {
-    if (!std::binary_search(index.classes.begin(), index.classes.end(), name)) {
-      throw DataError("class folder '" + (valid / name).string() + "' has no counterpart in '" +
-                          train.string() + "'",
-                      "train and valid need the same class folders");
-    }
+  // The classes are the folders of either split; a class only one split has is noted by
+  // index_dataset (never trained on, or never validated), as every layout notes it.
+  index.classes = folders_classes_with_images({train, valid}, index);
+  index.train = folders_split_samples(train, index.classes);
+  index.valid = folders_split_samples(valid, index.classes);
+  if (index.train.empty() || index.valid.empty()) {
+    const fs::path& empty = index.train.empty() ? train : valid;
+    throw DataError("'" + empty.string() + "' holds no images in its class folders (layout " +
+                        "folders: " + (empty / "<class>" / "*.jpg").string() + ")",
+                    kDataHint);
   }
-  index.train = std::move(train_samples);
-  index.valid = folders_split_samples(valid, index.classes, train);
   index.split = "folders";
   return index;
 }
@@ -93,21 +132,9 @@ DatasetIndex folders_plain_tree(const DataConfig& data, std::uint64_t seed) {
   const fs::path root(data.root);
   DatasetIndex index;
   index.layout = data_layout_name(DataLayout::kFolders);
-  layouts::NoteTally empty("subfolder(s) of the data root without images, left out");
-  for (const auto& name : folders_classes_of(root)) {
-    if (layouts::image_files_in(root / name).empty()) {
-      empty.add("'" + (root / name).string() + "'");
-    } else {
-      index.classes.push_back(name);
-    }
-  }
-  empty.append_to(index.notes);
-  if (index.classes.empty()) {
-    throw DataError("no subfolder of '" + root.string() + "' holds images (layout folders: " +
-                        (root / "<class>" / "*.jpg").string() + ")",
-                    kDataHint);
-  }
-  auto samples = folders_split_samples(root, index.classes, root);
+  folders_classes_of(root, root);
+  index.classes = folders_classes_with_images({root}, index);
+  auto samples = folders_split_samples(root, index.classes);
   layouts::sort_samples_by_path(samples);
   folders_random_split(index, samples, data, seed, root);
   return index;

@@ -1,8 +1,9 @@
 // Layout kaggle: Kaggle's dogs-vs-cats naming, <class>.<N>.<ext>, flat in <root>/train (or
 // <root>): the pattern layout with a fixed pattern, one folder deep. The validation split is
-// `data.valid_count` images drawn by a Fisher–Yates shuffle driven by our own SplitMix64
-// (ltfit/util/random.h) from the seed, as before data.valid_pct existed, so old runs resume on
-// the split they trained on. Image files of another name (Kaggle's unlabelled 1.jpg) are left out
+// drawn as every layout draws one, by data.valid_pct (fastai's RandomSplitter); or, when
+// `data.valid_count` is set (> 0), exactly that many images drawn by a Fisher–Yates shuffle driven
+// by our own SplitMix64 (ltfit/util/random.h) from the seed, as before data.valid_pct existed, so
+// old runs (whose config.yaml holds valid_count: 2000) resume on the split they trained on. Image files of another name (Kaggle's unlabelled 1.jpg) are left out
 // and noted. Also the Kaggle side of index_eval_data. Pure functions, thread-safe.
 #include <algorithm>
 #include <cctype>
@@ -69,7 +70,8 @@ fs::path kaggle_folder(const fs::path& root) {
   return {};
 }
 
-DatasetIndex index_kaggle_layout(const fs::path& root, int valid_count, std::uint64_t seed) {
+DatasetIndex index_kaggle_layout(const fs::path& root, const DataConfig& data, std::uint64_t seed) {
+  const int valid_count = data.valid_count;
   const fs::path dir = kaggle_folder(root);
   if (dir.empty()) {
     throw DataError("no Kaggle-style images (<class>.<N>.jpg) in '" + root.string() + "' or '" +
@@ -93,6 +95,12 @@ DatasetIndex index_kaggle_layout(const fs::path& root, int valid_count, std::uin
     labels.emplace(name, 0);
   }
   unnamed.append_to(index.notes);
+  if (valid_count == 0) {  // unset: the split every layout draws
+    std::vector<LabelledFile> labelled;
+    for (const auto& file : files) labelled.push_back({file, {kaggle_class(file)}});
+    split_labelled_files(index, labelled, data.valid_pct, seed, false);
+    return index;
+  }
   check_valid_count(valid_count, files.size(), dir);
   for (auto& [name, label] : labels) {
     label = static_cast<std::int64_t>(index.classes.size());
@@ -110,8 +118,9 @@ DatasetIndex index_kaggle_layout(const fs::path& root, int valid_count, std::uin
 }
 
 EvalDataSet kaggle_eval_data(const fs::path& root, const std::vector<std::string>& classes,
-                             const std::string& split, int valid_count, std::uint64_t seed) {
-  const DatasetIndex index = index_kaggle_layout(root, valid_count, seed);
+                             const std::string& split, const DataConfig& data,
+                             std::uint64_t seed) {
+  const DatasetIndex index = index_kaggle_layout(root, data, seed);
   const fs::path folder = kaggle_folder(root);
   std::vector<std::int64_t> model_label(index.classes.size());
   for (std::size_t k = 0; k < index.classes.size(); ++k) {
@@ -129,9 +138,8 @@ EvalDataSet kaggle_eval_data(const fs::path& root, const std::vector<std::string
   for (Sample& s : out.samples) s.label = model_label[static_cast<std::size_t>(s.label)];
   if (out.samples.empty()) {
     throw DataError("split '" + split + "' of '" + root.string() +
-                        "' holds no images (layout kaggle: the checkpoint's seeded split, "
-                        "data.valid_count " +
-                        std::to_string(valid_count) + ", run.seed " + std::to_string(seed) + ")",
+                        "' holds no images (layout kaggle: the checkpoint's seeded split, " +
+                        drawn_split_words(data, seed) + ")",
                     "choose the other split with --split");
   }
   return out;

@@ -31,9 +31,9 @@ inline constexpr const char* kDataHint =
 // tree <root>/<class>/* split by data.valid_pct (split "valid_pct").
 DatasetIndex index_folders_layout(const DataConfig& data, std::uint64_t seed);
 
-// kaggle: <class>.<N>.<ext> in <root>/train or <root>; `valid_count` of them drawn by `seed`
-// (split "valid_count").
-DatasetIndex index_kaggle_layout(const std::filesystem::path& root, int valid_count,
+// kaggle: <class>.<N>.<ext> in <root>/train or <root>; data.valid_count of them drawn by `seed`
+// (split "valid_count") when it is set, else data.valid_pct as every layout (split "valid_pct").
+DatasetIndex index_kaggle_layout(const std::filesystem::path& root, const DataConfig& data,
                                  std::uint64_t seed);
 
 // csv: data.csv's rows; label sets when `multi_label`.
@@ -46,7 +46,10 @@ DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed);
 // the model's `classes`. DataError when a class is not one of them or the split is empty.
 EvalDataSet kaggle_eval_data(const std::filesystem::path& root,
                              const std::vector<std::string>& classes, const std::string& split,
-                             int valid_count, std::uint64_t seed);
+                             const DataConfig& data, std::uint64_t seed);
+
+// "data.valid_pct 0.2, run.seed 42" (or data.valid_count's): how a drawn split was drawn.
+std::string drawn_split_words(const DataConfig& data, std::uint64_t seed);
 
 // ---- what auto-detection asks ---------------------------------------------------------------
 

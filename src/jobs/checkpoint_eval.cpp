@@ -65,8 +65,8 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
                       "evaluate its train or valid split, or give --data with the same layout");
   }
   const std::string& data = request.data.empty() ? config.data.root : request.data;
-  EvalDataSet set = index_eval_data(data, loaded.meta.classes, request.split,
-                                    config.data.valid_count, config.run.seed);
+  EvalDataSet set =
+      index_eval_data(data, loaded.meta.classes, request.split, config.data, config.run.seed);
   out.samples = std::move(set.samples);
   out.data_folder = std::move(set.folder);
   out.split = std::move(set.split);

@@ -649,9 +649,11 @@ TEST_CASE("every unknown key and invalid value of one load is reported, then exi
 }
 
 TEST_CASE("contradictions are refused and ignored keys warned about at load time", "[config]") {
-  // Before, data.valid_count 0 trained a whole epoch and then failed with no checkpoint.
-  CHECK_THAT(error_of_string("data:\n  valid_count: 0\n"),
-             Contains("t.yaml:2: data.valid_count: expected an integer >= 1"));
+  // data.valid_count 0 is its default now (the split drawn by data.valid_pct); a negative count
+  // is refused.
+  CHECK(load_config_from_string("data:\n  valid_count: 0\n", "t.yaml").data.valid_count == 0);
+  CHECK_THAT(error_of_string("data:\n  valid_count: -1\n"),
+             Contains("t.yaml:2: data.valid_count: expected an integer >= 0"));
   // fine_tune unfreezes the body: train.frozen cannot hold there (fine_tune is the default).
   CHECK_THAT(error_of_string("train:\n  recipe: fine_tune\n  frozen: true\n"),
              Contains("t.yaml:3: train.frozen: expected false under train.recipe fine_tune"));
@@ -675,6 +677,21 @@ TEST_CASE("contradictions are refused and ignored keys warned about at load time
   const Config v2 = load_config_from_string("eval: {tta_mode: v2, tta_scale: 1.2}", "t.yaml");
   REQUIRE(config_warnings(v2).size() == 1);
   CHECK_THAT(config_warnings(v2)[0], Contains("eval.tta_scale is 1.2 but is ignored"));
+  // Before, milestones under another schedule were dropped without a word.
+  const Config flat = load_config_from_string(
+      "train: {schedule: flat_cos, decay_milestones: [2, 4]}", "t.yaml");
+  REQUIRE(config_warnings(flat).size() == 1);
+  CHECK_THAT(config_warnings(flat)[0],
+             Contains("train.decay_milestones is [2, 4] but is ignored: train.schedule is not "
+                      "multistep"));
+  CHECK(config_warnings(load_config_from_string(
+                            "train: {schedule: multistep, decay_milestones: [2, 4]}", "t.yaml"))
+            .empty());
+  // A count only the kaggle layout holds out; auto may resolve to kaggle, so it is kept there.
+  REQUIRE(config_warnings(load_config_from_string("data: {layout: folders, valid_count: 100}",
+                                                  "t.yaml"))
+              .size() == 1);
+  CHECK(config_warnings(load_config_from_string("data: {valid_count: 100}", "t.yaml")).empty());
   const auto configs = testing::source_dir() / "configs";
   CHECK(config_warnings(load_config((configs / "cats_dogs.yaml").string())).empty());
 }

@@ -128,20 +128,58 @@ TEST_CASE("index: too large a validation count is a data error", "[data][index]"
                   ltfit::DataError);
 }
 
-TEST_CASE("index: an empty validation split is a data error naming the split", "[data][index]") {
+TEST_CASE("index: kaggle without data.valid_count draws data.valid_pct as every layout",
+          "[data][index]") {
   TempDir dir;
-  make_kaggle(dir.path(), 3);
-  // Before, valid_count 0 indexed an empty validation split and training failed after a whole
-  // epoch ("no readable image to evaluate"), with no checkpoint.
+  make_kaggle(dir.path(), 10);
+  // Before, kaggle alone held out data.valid_count (2000 by default) and a set of 160 images
+  // failed; valid_count 0 (now the default) draws fastai's RandomSplitter at data.valid_pct.
+  ltfit::DataConfig data = index_data_config(dir, "kaggle", 0);
+  data.valid_pct = 0.3;
+  const auto index = ltfit::index_dataset(data, 0, false);
+  CHECK(index.split == "valid_pct");
+  CHECK(index.valid.size() == 6);
+  CHECK(index.train.size() == 14);
+  CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
+  // The same files split by the pattern layout land in the same halves: one rule.
+  ltfit::DataConfig pattern = data;
+  pattern.layout = ltfit::DataLayout::kPattern;
+  pattern.label_pattern = R"(^([a-z]+)\.\d+\.jpg$)";
+  const auto same = ltfit::index_dataset(pattern, 0, false);
+  CHECK(sample_paths(same.valid) == sample_paths(index.valid));
+}
+
+TEST_CASE("index: layout folders over flat files names the layout that fits", "[data][index]") {
+  TempDir dir;
+  make_kaggle(dir.path() / "train", 3);
   try {
-    ltfit::index_dataset(index_data_config(dir, "kaggle", 0), 0, false);
-    FAIL("an empty validation split was indexed");
+    ltfit::index_dataset(index_data_config(dir, "folders"), 0, false);
+    FAIL("kaggle files were indexed as folders");
   } catch (const ltfit::DataError& e) {
-    CHECK(e.exit_code() == ltfit::ExitCode::kData);
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("data.valid_count is 0") &&
-                             Catch::Matchers::Contains("the validation split would be empty"));
-    CHECK_THAT(e.hint(), Catch::Matchers::Contains("between 1 and"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("no class folders"));
+    CHECK_THAT(e.hint(), Catch::Matchers::Contains("data.layout: kaggle"));
   }
+  TempDir flat;
+  for (const char* name : {"Abyssinian_1.jpg", "beagle_7.jpg"})
+    touch_index_file(flat.path() / name);
+  try {
+    ltfit::index_dataset(index_data_config(flat, "folders"), 0, false);
+    FAIL("flat files were indexed as folders");
+  } catch (const ltfit::DataError& e) {
+    CHECK_THAT(e.hint(), Catch::Matchers::Contains("data.layout: pattern"));
+  }
+}
+
+TEST_CASE("index: split keys the data makes irrelevant are noted", "[data][index]") {
+  TempDir dir;
+  make_folders(dir.path());
+  ltfit::DataConfig data = index_data_config(dir, "folders");
+  data.valid_pct = 0.1;
+  const auto index = ltfit::index_dataset(data, 0, false);
+  std::string notes;
+  for (const auto& note : index.notes) notes += note + "\n";
+  CHECK_THAT(notes, Catch::Contains("data.valid_pct 0.1 is ignored: the data gives the split"));
+  CHECK(ltfit::index_dataset(index_data_config(dir, "folders"), 0, false).notes.empty());
 }
 
 TEST_CASE("index: errors name what is missing", "[data][index]") {
@@ -152,16 +190,37 @@ TEST_CASE("index: errors name what is missing", "[data][index]") {
       data_error_message([&] { ltfit::index_dataset(missing, 0, false); });
   CHECK_THAT(root_message, Catch::Contains("nowhere") && Catch::Contains("does not exist"));
 
+  // A class folder that is empty or missing in one split is no longer fatal (as a class the
+  // CSV layout has in one split only): the class is kept and noted.
   make_folders(dir.path());
   fs::remove(dir.path() / "valid" / "dog" / "e.webp");
-  const std::string empty_message = data_error_message(
-      [&] { ltfit::index_dataset(index_data_config(dir, "folders"), 0, false); });
-  CHECK_THAT(empty_message, Catch::Contains("dog") && Catch::Contains("no images"));
-
+  const auto joined = [](const ltfit::DatasetIndex& index) {
+    std::string notes;
+    for (const auto& note : index.notes) notes += note + "\n";
+    return notes;
+  };
+  const auto no_valid_dog = ltfit::index_dataset(index_data_config(dir, "folders"), 0, false);
+  CHECK(no_valid_dog.classes == std::vector<std::string>{"cat", "dog"});
+  CHECK_THAT(joined(no_valid_dog), Catch::Contains("with no validation image") &&
+                                       Catch::Contains("'dog'"));
   fs::remove_all(dir.path() / "valid" / "dog");
+  CHECK_THAT(joined(ltfit::index_dataset(index_data_config(dir, "folders"), 0, false)),
+             Catch::Contains("with no validation image"));
+  // A class only validation has, and an empty class folder, as in the CSV and plain layouts.
+  touch_index_file(dir.path() / "valid" / "bird" / "f.jpg");
+  fs::create_directories(dir.path() / "train" / "fish");
+  const auto extra = ltfit::index_dataset(index_data_config(dir, "folders"), 0, false);
+  CHECK(extra.classes == std::vector<std::string>{"bird", "cat", "dog"});
+  CHECK_THAT(joined(extra), Catch::Contains("seen only in validation") &&
+                                Catch::Contains("'bird'") &&
+                                Catch::Contains("class folder(s) without images, left out") &&
+                                Catch::Contains("fish"));
+  // A split with no image at all is still an error, naming the folder.
+  fs::remove_all(dir.path() / "valid");
+  fs::create_directories(dir.path() / "valid" / "cat");
   CHECK_THAT(data_error_message(
                  [&] { ltfit::index_dataset(index_data_config(dir, "folders"), 0, false); }),
-             Catch::Contains("dog") && Catch::Contains("missing"));
+             Catch::Contains("valid") && Catch::Contains("holds no images"));
 
   TempDir none;
   touch_index_file(none.path() / "train" / "readme.txt");

@@ -16,7 +16,7 @@
 namespace ltfit::testing {
 
 inline DataConfig index_data_config(const TempDir& dir, const std::string& layout = "auto",
-                                    int valid_count = 5) {
+                                    int valid_count = 0) {
   DataConfig data;
   data.root = dir.str();
   data.layout = parse_data_layout(layout);

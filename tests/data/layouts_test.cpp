@@ -122,8 +122,7 @@ TEST_CASE("index: a plain tree of class folders is a folders layout split by val
   CHECK(index.classes == std::vector<std::string>{"cat", "dog"});
   CHECK(index.train.size() + index.valid.size() == 10);
   CHECK(index.valid.size() == 2);
-  CHECK_THAT(layout_notes(index), Catch::Contains("1 subfolder(s) of the data root without "
-                                                  "images") &&
+  CHECK_THAT(layout_notes(index), Catch::Contains("1 class folder(s) without images, left out") &&
                                       Catch::Contains("models"));
   // Identical on every call (resumes, ranks); another seed draws another split.
   CHECK(sample_paths(ltfit::index_dataset(layout_config(dir, "folders"), 3, false).valid) ==
@@ -274,7 +273,10 @@ TEST_CASE("index: csv label sets for a multi-label task (label_delim)", "[data][
   CHECK(index.train[2].labels == std::vector<std::int64_t>{0});
   REQUIRE(index.valid.size() == 2);
   CHECK(index.valid[0].labels == std::vector<std::int64_t>{1, 2});  // sorted, unique
-  CHECK(index.notes.empty());
+  // Nothing about the rows is noted; only that no validation image has 'bird'.
+  REQUIRE(index.notes.size() == 1);
+  CHECK_THAT(index.notes[0], Catch::Contains("with no validation image") &&
+                                 Catch::Contains("'bird'"));
 
   const std::string text = ltfit::split_csv(index, dir.str());
   CHECK(text ==

@@ -38,7 +38,7 @@ TEST_CASE("schedule_key_changes names each schedule key that changed, old and ne
       {"data.batch_size=24", "data.batch_size 16 -> 24"},
       {"data.subset=0.5", "data.subset 1 -> 0.5"},
       {"data.layout=kaggle", "data.layout auto -> kaggle"},
-      {"data.valid_count=100", "data.valid_count 2000 -> 100"},
+      {"data.valid_count=100", "data.valid_count 0 -> 100"},
       {"run.seed=7", "run.seed 42 -> 7"},
   };
   for (const auto& [set, expected] : cases) {

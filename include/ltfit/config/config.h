@@ -118,7 +118,7 @@ struct CsvConfig {
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
   DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle
-  int valid_count = 2000;                  // kaggle layout: validation images, split by seed
+  int valid_count = 0;  // kaggle layout: validation images, drawn by seed; 0: by valid_pct
   CsvConfig csv;                           // csv layout
   std::string label_pattern = R"(^(.+)_\d+\.jpg$)";  // pattern layout: group 1 is the label
   double valid_pct = 0.2;                            // split drawn by run.seed where none is given
