@@ -71,6 +71,10 @@ void add_clean_command(CLI::App& app, int* exit_code) {
                   "confident_learning (confident in another class), predicted_neq_given, "
                   "prune_by_class, both (docs/clean.md)")
       ->capture_default_str();
+  cmd->add_option("--judge", r.judge,
+                  "label issues: per_split (each split's own thresholds), together (all images "
+                  "at once), auto (per_split unless --folds; docs/clean.md)")
+      ->capture_default_str();
   cmd->add_flag("--apply", r.apply, "move the flagged files of --kinds into <out>/quarantine/");
   cmd->add_flag("--relabel", r.relabel,
                 "with --apply: move a mislabeled file into its suggested class folder instead");

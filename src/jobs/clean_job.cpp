@@ -1,4 +1,5 @@
-// `ltfit clean`'s work: see clean_job.h. Cross-fitting, moves and reports are in clean_*.cpp.
+// `ltfit clean`'s work: see clean_job.h. The label check, cross-fitting, moves and reports are in
+// clean_*.cpp.
 #include "ltfit/jobs/clean_job.h"
 
 #include <fmt/format.h>
@@ -58,6 +59,10 @@ void check_clean_request(const CleanRequest& r) {
     throw ConfigError("--filter-by: unknown filter '" + r.filter_by + "'",
                       "choose among " + join(filters, ", ") + " (docs/clean.md compares them)");
   }
+  if (r.judge != "auto" && r.judge != "per_split" && r.judge != "together") {
+    throw ConfigError("--judge: unknown '" + r.judge + "'",
+                      "choose among auto, per_split, together (docs/clean.md compares them)");
+  }
   if (r.relabel && !r.apply) {
     throw ConfigError("--relabel moves files, which only --apply does",
                       "add --apply, or leave --relabel out to only list the suggestions");
@@ -100,21 +105,6 @@ std::vector<CleanSample> clean_samples(const DatasetIndex& index) {
   for (const Sample& s : index.train) all.push_back({s, "train"});
   for (const Sample& s : index.valid) all.push_back({s, "valid"});
   return all;
-}
-
-std::string class_name(const std::vector<std::string>& classes, std::int64_t k) {
-  return k >= 0 && k < static_cast<std::int64_t>(classes.size())
-             ? classes[static_cast<std::size_t>(k)]
-             : "";
-}
-
-// The given label of `s` in words: its class, or (multi-label) its classes joined by spaces.
-std::string given_labels(const std::vector<std::string>& classes, const Sample& s,
-                         bool multi_label) {
-  if (!multi_label) return class_name(classes, s.label);
-  std::vector<std::string> names;
-  for (const std::int64_t k : s.labels) names.push_back(class_name(classes, k));
-  return join(names, " ");
 }
 
 // Unusable files: a row each; the usable ones' positions are returned.
@@ -167,140 +157,6 @@ void find_duplicate_rows(const std::vector<CleanSample>& all,
                      std::string(exact ? "same bytes as " : "near copy of ") + kept.path});
     }
   }
-}
-
-}  // namespace
-
-namespace {
-
-// probabilities.csv: path,split,given,prob_<class>... of every image judged (rows `at` of
-// `all`, in `probs`' order; an image the model could not decode has empty probabilities).
-std::string clean_probabilities_csv(const std::vector<CleanSample>& all,
-                                    const std::vector<std::size_t>& at,
-                                    const std::vector<std::string>& classes,
-                                    const torch::Tensor& probs, bool multi_label) {
-  std::string text = "path,split,given";
-  for (const std::string& c : classes) text += "," + csv_field("prob_" + c);
-  text += "\n";
-  const torch::Tensor p = probs.to(torch::kFloat64).contiguous();
-  const auto pa = p.accessor<double, 2>();
-  for (std::size_t r = 0; r < at.size(); ++r) {
-    const CleanSample& s = all[at[r]];
-    text += csv_field(s.sample.path) + "," + s.split + "," +
-            csv_field(given_labels(classes, s.sample, multi_label));
-    for (std::int64_t c = 0; c < p.size(1); ++c) {
-      const double v = pa[static_cast<std::int64_t>(r)][c];
-      text += std::isnan(v) ? std::string(",") : fmt::format(",{:.9g}", v);
-    }
-    text += "\n";
-  }
-  return text;
-}
-
-// The labels find_label_issues takes: int64 [N] classes, or (multi-label) float [N,K] multi-hot.
-torch::Tensor clean_label_tensor(const std::vector<Sample>& samples, std::size_t classes,
-                                 bool multi_label) {
-  const auto n = static_cast<std::int64_t>(samples.size());
-  if (!multi_label) {
-    std::vector<std::int64_t> labels;
-    for (const Sample& s : samples) labels.push_back(s.label);
-    return torch::tensor(labels, torch::kLong).view({n});
-  }
-  torch::Tensor hot = torch::zeros({n, static_cast<std::int64_t>(classes)});
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (const std::int64_t k : samples[static_cast<std::size_t>(i)].labels) hot[i][k] = 1.0;
-  }
-  return hot;
-}
-
-// A mislabeled row. Multi-label: the suggestion is the given set with each flagged class
-// toggled (a present one dropped, an absent one added), the flagged classes named in detail.
-Suggestion mislabeled_row(const CleanSample& s, const LabelIssue& issue,
-                          const std::vector<std::string>& classes, bool multi_label,
-                          const std::string& source) {
-  if (!multi_label) {
-    return {s.sample.path,
-            "mislabeled",
-            s.split,
-            class_name(classes, issue.given),
-            class_name(classes, issue.suggested),
-            issue.score,
-            source};
-  }
-  std::vector<std::int64_t> set = s.sample.labels;
-  std::vector<std::string> flagged;
-  for (const std::int64_t k : issue.classes) {
-    const auto it = std::find(set.begin(), set.end(), k);
-    if (it == set.end()) {
-      set.push_back(k);
-    } else {
-      set.erase(it);
-    }
-    flagged.push_back(class_name(classes, k));
-  }
-  std::sort(set.begin(), set.end());
-  Sample suggested = s.sample;
-  suggested.labels = set;
-  return {s.sample.path,
-          "mislabeled",
-          s.split,
-          given_labels(classes, s.sample, true),
-          given_labels(classes, suggested, true),
-          issue.score,
-          "classes " + join(flagged, " ") + "; " + source};
-}
-
-// Mislabeled rows: confident learning on the usable images' probabilities (validation: the
-// checkpoint's; training: in-sample or cross-fitted).
-void find_mislabeled_rows(const CleanRequest& request, const Config& config,
-                          const std::vector<CleanSample>& all,
-                          const std::vector<std::size_t>& usable,
-                          const std::vector<std::string>& classes, const fs::path& out,
-                          CleanResult& result) {
-  const torch::Device device = resolve_device(request.device, "--device");
-  LoadedModel loaded = load_model_for_eval(request.checkpoint, device);
-  const EvalOptions options = eval_options_for(loaded, device, request.precision);
-  std::vector<Sample> train, valid;
-  std::vector<std::size_t> train_at, valid_at;
-  for (const std::size_t i : usable) {
-    (all[i].split == "train" ? train : valid).push_back(all[i].sample);
-    (all[i].split == "train" ? train_at : valid_at).push_back(i);
-  }
-  torch::Tensor train_p;
-  if (request.folds > 1 && !train.empty()) {
-    train_p = cross_fitted_probabilities(config, config.data.root, train, classes, request.folds,
-                                         (out / "folds").string(), request);
-    result.train_probabilities = "cross-fitted (" + std::to_string(request.folds) + " folds)";
-  } else {
-    train_p = clean_probabilities(loaded, train, options);
-    result.train_probabilities = "in-sample";
-  }
-  const torch::Tensor valid_p = clean_probabilities(loaded, valid, options);
-  const torch::Tensor probs = torch::cat({train_p, valid_p}).to(torch::kFloat32);
-  std::vector<std::size_t> at = train_at;
-  at.insert(at.end(), valid_at.begin(), valid_at.end());
-  // Rows a model could not score (NaN: decoded for the check, not for the model) are left out.
-  const torch::Tensor scored = probs.isnan().any(1).logical_not().nonzero().view({-1});
-  const std::vector<std::int64_t> rows(scored.data_ptr<std::int64_t>(),
-                                       scored.data_ptr<std::int64_t>() + scored.numel());
-  std::vector<Sample> judged;
-  for (const std::int64_t r : rows) judged.push_back(all[at[static_cast<std::size_t>(r)]].sample);
-  const bool multi_label = is_multi_label(config);
-  result.probabilities_csv = clean_probabilities_csv(all, at, classes, probs, multi_label);
-  LabelIssueOptions issue_options;
-  issue_options.filter_by = request.filter_by;
-  const std::vector<LabelIssue> issues =
-      find_label_issues(probs.index_select(0, scored),
-                        clean_label_tensor(judged, classes.size(), multi_label), issue_options);
-  for (const LabelIssue& issue : issues) {
-    const CleanSample& s = all[at[static_cast<std::size_t>(rows[issue.index])]];
-    result.suggestions.push_back(
-        mislabeled_row(s, issue, classes, multi_label,
-                       s.split == "valid" ? "out-of-sample" : result.train_probabilities));
-  }
-  result.flagged_fraction =
-      scored.numel() > 0 ? static_cast<double>(issues.size()) / static_cast<double>(scored.numel())
-                         : 0.0;
 }
 
 // The checkpoint's config (of its metadata `meta`), its data.root replaced by --data when given.

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,26 @@ struct CleanSample {
   Sample sample;
   std::string split;  // train | valid
 };
+
+// The name of class `k` ("" outside `classes`).
+std::string class_name(const std::vector<std::string>& classes, std::int64_t k);
+// The given label of `s` in words: its class, or (multi-label) its classes joined by spaces.
+std::string given_labels(const std::vector<std::string>& classes, const Sample& s,
+                         bool multi_label);
+
+// Whether request.judge, resolved ("auto": per split unless --folds cross-fits the training
+// probabilities), judges each split on its own.
+bool judge_per_split(const CleanRequest& request);
+
+// Mislabeled rows (clean_labels.cpp): confident learning on the probabilities of the `usable`
+// images of `all` (validation: the checkpoint's; training: in-sample, or cross-fitted into
+// <out>/folds), appended to result.suggestions; also sets result's train_probabilities, judged,
+// flagged_fraction and probabilities_csv.
+void find_mislabeled_rows(const CleanRequest& request, const Config& config,
+                          const std::vector<CleanSample>& all,
+                          const std::vector<std::size_t>& usable,
+                          const std::vector<std::string>& classes,
+                          const std::filesystem::path& out, CleanResult& result);
 
 // Softmax probabilities [samples.size(), classes] float of `loaded` on `samples` (the
 // validation transform); rows of images that could not be decoded are NaN.

@@ -87,8 +87,8 @@ std::string clean_table(const CleanResult& result) {
   std::map<std::string, int> counts;
   for (const Suggestion& s : result.suggestions) ++counts[s.problem];
   std::string out = fmt::format("clean: {} images in {}\n", result.images, result.root);
-  out += fmt::format("training probabilities: {}; validation: out-of-sample\n",
-                     result.train_probabilities);
+  out += fmt::format("training probabilities: {}; validation: out-of-sample; judged {}\n",
+                     result.train_probabilities, result.judged);
   for (const std::string kind : {"mislabeled", "duplicate", "leak", "unusable"}) {
     out += fmt::format("  {:<11} {}\n", kind, counts[kind]);
   }
@@ -125,6 +125,7 @@ std::string clean_json(const CleanResult& result) {
                               {"out_dir", result.out_dir},
                               {"images", result.images},
                               {"train_probabilities", result.train_probabilities},
+                              {"judged", result.judged},
                               {"mislabeled_fraction", result.flagged_fraction},
                               {"suggestions", rows},
                               {"files", result.files},

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """cleanlab as the oracle of `ltfit clean` end to end (Python, tests only).
 
-  clean_cleanlab.py PROBABILITIES.csv FLIPPED.txt SUGGESTIONS.csv
+  clean_cleanlab.py PROBABILITIES.csv FLIPPED.txt SUGGESTIONS.csv [--per-split]
 
 Runs cleanlab.filter.find_label_issues (its defaults, ranked by self_confidence) on the
-probabilities ltfit wrote (rows without probabilities left out, as ltfit leaves them out),
+probabilities ltfit wrote (rows without probabilities left out, as ltfit leaves them out); with
+--per-split once per split (ltfit's `--judge per_split`), the issues of both merged by
+self-confidence (ties: file order),
 prints cleanlab's and ltfit's recall of the flipped labels among the top 2 x (flipped)
 suggestions, and exits 0 when both flag the same files in the same order, 1 otherwise, 77 when
 cleanlab (or numpy) is not installed.
@@ -29,8 +31,18 @@ def main():
     paths = [r[0] for r in rows]
     labels = np.array([classes.index(r[2]) for r in rows])
     probs = np.array([[float(v) for v in r[3:]] for r in rows])
-    ranked = find_label_issues(labels, probs, return_indices_ranked_by="self_confidence")
-    theirs = [paths[i] for i in ranked]
+    splits = np.array([r[1] for r in rows])
+    groups = [splits == s for s in ("train", "valid")] if "--per-split" in sys.argv[4:] else [
+        np.ones(len(rows), dtype=bool)]
+    issues = []
+    for group in groups:
+        at = np.flatnonzero(group)
+        if len(at) == 0:
+            continue
+        ranked = find_label_issues(labels[at], probs[at], return_indices_ranked_by="self_confidence")
+        issues += [int(at[i]) for i in ranked]
+    issues.sort(key=lambda i: (probs[i, labels[i]], i))
+    theirs = [paths[i] for i in issues]
     with open(suggestions_path, newline="", encoding="utf-8") as f:
         ours = [r["path"] for r in csv.DictReader(f) if r["problem"] == "mislabeled"]
     flipped = set(open(flipped_path, encoding="utf-8").read().split())

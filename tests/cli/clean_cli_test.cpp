@@ -190,22 +190,32 @@ TEST_CASE("clean finds planted flipped labels and duplicates and a leak and unus
                         "unusable.png"}) {
     CHECK(fs::exists(dir.path() / "clean" / f));
   }
-  // cleanlab's find_label_issues on the same probabilities finds the same (skipped visibly
-  // without cleanlab).
+  // cleanlab's find_label_issues on the same probabilities finds the same, each split judged on
+  // its own (the default with in-sample training probabilities), and all together with --judge
+  // together (skipped visibly without cleanlab).
+  CHECK(j["judged"] == "per split");
   std::string flipped_list;
   for (const auto& f : planted.flipped) flipped_list += f + "\n";
   ltfit::testing::write_file(dir.path() / "flipped.txt", flipped_list);
-  const auto [status, output] = ltfit::testing::run_command(
-      "python3 " + (ltfit::testing::source_dir() / "tests/cli/clean_cleanlab.py").string() + " " +
-      dir.str() + "/clean/probabilities.csv " + dir.str() + "/flipped.txt " + dir.str() +
-      "/clean/suggestions.csv");
-  INFO(output);
-  if (status == 77) {
-    WARN("cleanlab is not installed: the comparison with find_label_issues is skipped");
-  } else {
-    CHECK(status == 0);
-    WARN(output);
+  const auto together = run_ltfit("clean --json --judge together --kinds mislabeled --checkpoint " +
+                                  ckpt.string() + " --out " + dir.str() + "/together");
+  REQUIRE(together.exit_code == 0);
+  CHECK(nlohmann::json::parse(together.stdout_text)["judged"] == "together");
+  for (const auto& [out, flag] : {std::pair<std::string, std::string>{"clean", " --per-split"},
+                                  {"together", ""}}) {
+    const auto [status, output] = ltfit::testing::run_command(
+        "python3 " + (ltfit::testing::source_dir() / "tests/cli/clean_cleanlab.py").string() +
+        " " + dir.str() + "/" + out + "/probabilities.csv " + dir.str() + "/flipped.txt " +
+        dir.str() + "/" + out + "/suggestions.csv" + flag);
+    INFO(output);
+    if (status == 77) {
+      WARN("cleanlab is not installed: the comparison with find_label_issues is skipped");
+    } else {
+      CHECK(status == 0);
+      WARN(out << ": " << output);
+    }
   }
+  CHECK(run_ltfit("clean --judge sometimes --checkpoint " + ckpt.string()).exit_code == 2);
 }
 
 TEST_CASE(

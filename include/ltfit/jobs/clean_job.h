@@ -48,6 +48,10 @@ struct CleanRequest {
   std::string precision;
   // Which rows confident learning flags (LabelIssueOptions::filter_by, eval/label_issues.h).
   std::string filter_by = "prune_by_noise_rate";
+  // --judge: per_split (each split's own thresholds: training probabilities in-sample are
+  // over-confident beside validation's), together (all images at once, as cleanlab is called
+  // on one array), or auto (per_split, unless --folds makes every probability out-of-sample).
+  std::string judge = "auto";
   // Cross-fitting's training, and --apply between two moves, stop (exit 130) when true.
   std::function<bool()> stop_signal;
 };
@@ -73,6 +77,7 @@ struct CleanResult {
   std::string out_dir;
   std::int64_t images = 0;          // indexed images looked at
   std::string train_probabilities;  // "in-sample" | "cross-fitted (K folds)"
+  std::string judged;               // "per split" | "together"
   double flagged_fraction = 0.0;    // mislabeled rows / images judged
   std::vector<Suggestion> suggestions;
   std::string probabilities_csv;   // path,split,given,prob_<class>... of every image judged
