@@ -31,22 +31,26 @@ std::uint64_t DeviceAugmentHook::batch_seed(std::uint64_t seed, std::int64_t ste
 }
 
 void DeviceAugmentHook::before_batch(TrainContext& ctx) {
-  const std::int64_t n = ctx.images.size(0);
-  if (n == 0) return;
-  const ImageNormalization norm = ctx.model->input_normalization();
-  const torch::Tensor mean = per_channel(norm.mean, ctx.images);
-  const torch::Tensor std = per_channel(norm.std, ctx.images);
+  if (ctx.images.size(0) == 0) return;
+  ctx.images = augment(ctx.images, ctx.model->input_normalization(), ctx.state.global_step,
+                       ctx.batch_in_step);
+}
+
+torch::Tensor DeviceAugmentHook::augment(const torch::Tensor& images,
+                                         const ImageNormalization& norm, std::int64_t step,
+                                         int batch_in_step) const {
+  const torch::Tensor mean = per_channel(norm.mean, images);
+  const torch::Tensor std = per_channel(norm.std, images);
   const bool channels_last =
-      ctx.images.is_contiguous(torch::MemoryFormat::ChannelsLast) && !ctx.images.is_contiguous();
+      images.is_contiguous(torch::MemoryFormat::ChannelsLast) && !images.is_contiguous();
   const BatchAugmentDraw draw = draw_batch_augment(
-      config_, n,
-      batch_seed(seed_, ctx.state.global_step, slice_number(ctx.batch_in_step, rank_, world_)));
+      config_, images.size(0), batch_seed(seed_, step, slice_number(batch_in_step, rank_, world_)));
   torch::NoGradGuard no_grad;
-  const torch::Tensor pixels = ctx.images * std + mean;  // [0, 1]
-  const torch::Tensor augmented = augment_batch(pixels, draw, static_cast<int>(ctx.images.size(2)));
-  torch::Tensor images = (augmented - mean) / std;
-  if (channels_last) images = images.contiguous(torch::MemoryFormat::ChannelsLast);
-  ctx.images = images;
+  const torch::Tensor pixels = images * std + mean;  // [0, 1]
+  const torch::Tensor augmented = augment_batch(pixels, draw, static_cast<int>(images.size(2)));
+  torch::Tensor out = (augmented - mean) / std;
+  if (channels_last) out = out.contiguous(torch::MemoryFormat::ChannelsLast);
+  return out;
 }
 
 }  // namespace ltfit

@@ -227,12 +227,16 @@ MixupHook::MixupHook(MixupConfig config, std::int64_t classes, std::uint64_t see
 
 void MixupHook::before_batch(TrainContext& ctx) {
   if (ctx.images.size(0) == 0) return;  // a data-parallel rank's empty slice
+  ctx.targets = mix(ctx.images, ctx.labels, ctx.state.global_step, ctx.batch_in_step);
+}
+
+torch::Tensor MixupHook::mix(torch::Tensor& images, const torch::Tensor& labels,
+                             std::int64_t step, int batch_in_step) const {
   // One generator per (seed, optimizer step, slice): no state to keep.
-  const std::uint64_t step =
-      mix_seed(seed_ ^ 0x4D49585550ULL, static_cast<std::uint64_t>(ctx.state.global_step));
-  MixupRandom random(mix_seed(step, slice_number(ctx.batch_in_step, rank_, world_)));
-  const MixResult mix = mix_images(config_, ctx.images, random);
-  ctx.targets = mixup_targets(ctx.labels, classes_, mix, /*smoothing=*/0.0);
+  const std::uint64_t stream = mix_seed(seed_ ^ 0x4D49585550ULL, static_cast<std::uint64_t>(step));
+  MixupRandom random(mix_seed(stream, slice_number(batch_in_step, rank_, world_)));
+  const MixResult mixed = mix_images(config_, images, random);
+  return mixup_targets(labels, classes_, mixed, /*smoothing=*/0.0);
 }
 
 }  // namespace ltfit

@@ -60,10 +60,14 @@ std::uint64_t RandomErasingHook::image_seed(std::uint64_t seed, std::int64_t ste
 }
 
 void RandomErasingHook::before_batch(TrainContext& ctx) {
-  for (std::int64_t n = 0; n < ctx.images.size(0); ++n) {
-    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(image_seed(
-        seed_, ctx.state.global_step, slice_number(ctx.batch_in_step, rank_, world_), n));
-    random_erase(ctx.images[n], config_, generator);
+  erase(ctx.images, ctx.state.global_step, ctx.batch_in_step);
+}
+
+void RandomErasingHook::erase(torch::Tensor& images, std::int64_t step, int batch_in_step) const {
+  for (std::int64_t n = 0; n < images.size(0); ++n) {
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(
+        image_seed(seed_, step, slice_number(batch_in_step, rank_, world_), n));
+    random_erase(images[n], config_, generator);
   }
 }
 

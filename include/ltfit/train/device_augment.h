@@ -12,6 +12,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/train/hooks.h"
+#include "ltfit/util/image_normalization.h"
 
 namespace ltfit {
 
@@ -20,6 +21,10 @@ class DeviceAugmentHook : public Hook {
   DeviceAugmentHook(AugmentConfig config, std::uint64_t seed, int rank, int world);
   int order() const override { return hook_order::kMixup - 20; }
   void before_batch(TrainContext& ctx) override;
+  // What before_batch does to `images` (float [N,3,H,W], normalized by `norm`): the batch of
+  // optimizer step `step`, `batch_in_step`-th of its accumulation group. Also show-batch's.
+  torch::Tensor augment(const torch::Tensor& images, const ImageNormalization& norm,
+                        std::int64_t step, int batch_in_step) const;
 
   // The seed of the draws of slice `slice` at optimizer step `step`.
   static std::uint64_t batch_seed(std::uint64_t seed, std::int64_t step, std::uint64_t slice);

@@ -76,6 +76,11 @@ class MixupHook : public Hook {
   MixupHook(MixupConfig config, std::int64_t classes, std::uint64_t seed, int rank, int world);
   int order() const override { return hook_order::kMixup; }
   void before_batch(TrainContext& ctx) override;
+  // What before_batch does: mixes `images` (float [N,C,H,W]) in place and returns the targets
+  // of `labels`, for the batch of optimizer step `step`, `batch_in_step`-th of its accumulation
+  // group. Also show-batch's.
+  torch::Tensor mix(torch::Tensor& images, const torch::Tensor& labels, std::int64_t step,
+                    int batch_in_step) const;
 
  private:
   MixupConfig config_;

@@ -39,6 +39,9 @@ class RandomErasingHook : public Hook {
   RandomErasingHook(RandomErasingConfig config, std::uint64_t seed, int rank, int world);
   int order() const override { return hook_order::kMixup - 10; }
   void before_batch(TrainContext& ctx) override;
+  // What before_batch does to `images` (float [N,C,H,W], normalized; erased in place): the batch
+  // of optimizer step `step`, `batch_in_step`-th of its accumulation group. Also show-batch's.
+  void erase(torch::Tensor& images, std::int64_t step, int batch_in_step) const;
 
   // The generator seed of image `index` of slice `slice` at optimizer step `step`.
   static std::uint64_t image_seed(std::uint64_t seed, std::int64_t step, std::uint64_t slice,
