@@ -1,4 +1,6 @@
-// RFC 4180 CSV tables within limits; see csv_table.h.
+// RFC 4180 CSV tables within limits (csv_table.h): the file read within max_bytes, the header
+// and rows taken through the tokenizer of csv_parser.h and checked against the row, cell and
+// memory limits into a whole table or only the picked columns, and column lookup and quoting.
 #include "ltfit/data/csv_table.h"
 
 #include <fcntl.h>
@@ -13,43 +15,18 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "data/csv_parser.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/signals.h"
 
 namespace ltfit {
+
+using namespace csv_internal;
+
 namespace {
 
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
-constexpr std::size_t kShownBytes = 60;  // of a name quoted in a message
 constexpr std::size_t kShownNames = 20;  // header names listed in a message
-
-constexpr const char* kLimitHint =
-    "check that this is the intended file; the limits keep a hostile file from taking the "
-    "machine's memory";
-constexpr const char* kQuoteHint =
-    "a field that holds a comma, a quote or a line break must be quoted as a whole, with each "
-    "quote inside doubled: \"say \"\"hi\"\", then go\"";
-
-// `text` in single quotes for a message: at most kShownBytes (cut at a UTF-8 boundary), control
-// characters written as \xNN, so a hostile name cannot flood or drive the terminal.
-std::string shown(std::string_view text) {
-  std::size_t cut = text.size();
-  if (cut > kShownBytes) {
-    cut = kShownBytes;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  }
-  std::string out = "'";
-  for (const char c : text.substr(0, cut)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte != 0x7F) {
-      out += c;
-      continue;
-    }
-    constexpr char kHex[] = "0123456789abcdef";
-    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xF]};
-  }
-  return out + (cut < text.size() ? "'..." : "'");
-}
 
 // The header's names for a message: the first kShownNames, then how many more.
 std::string shown_names(const std::vector<std::string>& names) {
@@ -62,135 +39,6 @@ std::string shown_names(const std::vector<std::string>& names) {
   }
   return out;
 }
-
-// A cursor over the text that parses one record at a time and knows the physical line it is on
-// (a line break is LF, CRLF or a lone CR, inside quotes too).
-class CsvParser {
- public:
-  CsvParser(std::string_view text, const std::string& source, const CsvLimits& limits)
-      : text_(text), source_(source), limits_(limits) {}
-
-  bool at_end() const { return pos_ >= text_.size(); }
-  std::int64_t line() const { return line_; }
-
-  // Moves past lines holding nothing but spaces and tabs.
-  void skip_blank_lines() {
-    while (pos_ < text_.size()) {
-      std::size_t i = pos_;
-      while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
-      if (i == text_.size()) {
-        pos_ = i;
-        return;
-      }
-      const std::size_t breaks = line_break_at(i);
-      if (breaks == 0) return;
-      pos_ = i + breaks;
-      ++line_;
-    }
-  }
-
-  // Parses the record at the cursor (not at the end) and its line break. Stores its first
-  // `keep` fields in `fields` (reusing the strings already there; the vector ends with
-  // min(count, keep) of them); the others are parsed and counted only. Returns its field count.
-  std::size_t parse_record(std::vector<std::string>& fields, std::size_t keep) {
-    const std::int64_t start = line_;
-    std::size_t count = 0;
-    for (bool last = false; !last; ++count) {
-      if (count == limits_.max_columns) {
-        fail(start,
-             "a record of more than " + std::to_string(limits_.max_columns) +
-                 " fields (the limit max_columns)",
-             kLimitHint);
-      }
-      if (count < keep && count == fields.size()) fields.emplace_back();
-      last = parse_field(count < keep ? fields[count] : discarded_);
-    }
-    if (fields.size() > std::min(count, keep)) fields.resize(std::min(count, keep));
-    return count;
-  }
-
-  [[noreturn]] void fail(std::int64_t line, const std::string& what, std::string hint) const {
-    throw DataError(source_ + ":" + std::to_string(line) + ": " + what, std::move(hint));
-  }
-
- private:
-  // 2 for CRLF, 1 for LF or a lone CR, 0 for anything else (or the end).
-  std::size_t line_break_at(std::size_t at) const {
-    if (at >= text_.size()) return 0;
-    if (text_[at] == '\n') return 1;
-    if (text_[at] != '\r') return 0;
-    return at + 1 < text_.size() && text_[at + 1] == '\n' ? 2 : 1;
-  }
-
-  // Parses one field into `out`; true when it ended its record.
-  bool parse_field(std::string& out) {
-    if (pos_ < text_.size() && text_[pos_] == '"') return parse_quoted(out);
-    const std::size_t end = std::min(text_.find_first_of(",\r\n", pos_), text_.size());
-    check_field_size(end - pos_, line_);
-    out.assign(text_.substr(pos_, end - pos_));
-    pos_ = end;
-    return end_field();
-  }
-
-  bool parse_quoted(std::string& out) {
-    const std::int64_t start = line_;
-    out.clear();
-    ++pos_;  // the opening quote
-    for (;;) {
-      const std::size_t quote = text_.find('"', pos_);
-      if (quote == std::string_view::npos) {
-        fail(start, "a quoted field is not closed (its opening quote is on this line)", kQuoteHint);
-      }
-      check_field_size(out.size() + (quote - pos_), start);
-      count_lines(pos_, quote);
-      out.append(text_.substr(pos_, quote - pos_));
-      pos_ = quote + 1;
-      if (pos_ >= text_.size() || text_[pos_] != '"') break;
-      check_field_size(out.size() + 1, start);
-      out += '"';  // "" is a quote
-      ++pos_;
-    }
-    if (pos_ < text_.size() && text_[pos_] != ',' && line_break_at(pos_) == 0) {
-      fail(line_,
-           "characters after the closing quote of a field (" + shown(text_.substr(pos_, 8)) + ")",
-           kQuoteHint);
-    }
-    return end_field();
-  }
-
-  // Moves past the comma (false) or the line break (true) that ends a field; true at the end.
-  bool end_field() {
-    if (pos_ >= text_.size()) return true;
-    if (text_[pos_] == ',') {
-      ++pos_;
-      return false;
-    }
-    pos_ += line_break_at(pos_);
-    ++line_;
-    return true;
-  }
-
-  void count_lines(std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      if (text_[i] == '\n' || (text_[i] == '\r' && line_break_at(i) == 1)) ++line_;
-    }
-  }
-
-  void check_field_size(std::size_t size, std::int64_t line) const {
-    if (size <= limits_.max_field_bytes) return;
-    fail(line,
-         "a field of more than " + std::to_string(limits_.max_field_bytes) +
-             " bytes (the limit max_field_bytes)",
-         kLimitHint);
-  }
-
-  std::string_view text_;
-  std::string discarded_;  // the field being skipped
-  const std::string& source_;
-  const CsvLimits& limits_;
-  std::size_t pos_ = 0;
-  std::int64_t line_ = 1;
-};
 
 void read_header(CsvParser& parser, CsvTable& table) {
   parser.skip_blank_lines();

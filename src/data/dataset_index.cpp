@@ -1,7 +1,7 @@
 // Indexing a dataset: the choice of layout (data.layout, or auto-detection), what every layout
-// gets afterwards (label sets for a multi-label task, the class check, sorting, data.subset),
-// split.csv, evaluation data, and the helpers the layouts share (layouts.h). The layouts
-// themselves are in layout_{folders,kaggle,csv,pattern}.cpp.
+// gets afterwards (label sets for a multi-label task, the class check, sorting, data.subset, the
+// notes), split.csv and evaluation data. The layouts themselves are in
+// layout_{folders,kaggle,csv,pattern}.cpp, the helpers they share in layout_helpers.cpp.
 //
 // Directory listings are sorted and every random split is a pure function of the sorted paths
 // and the seed, so the index is identical on every machine, rank and resume. Hidden entries
@@ -10,16 +10,12 @@
 // here unreported. Never opens an image. Pure functions, thread-safe.
 #include "ltfit/data/dataset_index.h"
 
-#include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "data/layouts.h"
@@ -29,139 +25,6 @@
 namespace ltfit {
 
 namespace fs = std::filesystem;
-
-// ---- helpers the layouts share -------------------------------------------------------------
-
-namespace layouts {
-
-bool is_hidden_entry(const fs::path& path) {
-  const std::string name = path.filename().string();
-  return !name.empty() && name[0] == '.';
-}
-
-bool is_directory_at(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
-
-std::vector<std::string> visible_subdirectories(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::error_code ignored;
-    if (entry.is_directory(ignored) && !is_hidden_entry(entry.path())) {
-      names.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<std::string> image_files_in(const fs::path& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!is_hidden_entry(entry.path()) && has_image_extension(entry.path().string()))
-      files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-void sort_samples_by_path(std::vector<Sample>& samples) {
-  std::sort(samples.begin(), samples.end(),
-            [](const Sample& a, const Sample& b) { return a.path < b.path; });
-}
-
-std::string join_names(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
-std::string drawn_split_words(const DataConfig& data, std::uint64_t seed) {
-  std::ostringstream text;
-  if (data.valid_count > 0) {
-    text << "data.valid_count " << data.valid_count;
-  } else {
-    text << "data.valid_pct " << data.valid_pct;
-  }
-  text << ", run.seed " << seed;
-  return text.str();
-}
-
-RandomSplit random_split(std::size_t n, double valid_pct, std::uint64_t seed,
-                         const std::string& what) {
-  if (n < 2) {
-    throw DataError(what + " holds " + std::to_string(n) +
-                        " image(s); a split by data.valid_pct needs at least 2 (one to train on, "
-                        "one to validate)",
-                    kDataHint);
-  }
-  // torch's CPU randperm itself, so that the split is fastai's RandomSplitter to the image.
-  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const at::Tensor perm = at::randperm(static_cast<std::int64_t>(n), generator, at::kLong);
-  const std::int64_t* order = perm.data_ptr<std::int64_t>();
-  // Python's int(valid_pct * n): the double product, truncated.
-  const auto wanted = static_cast<std::int64_t>(valid_pct * static_cast<double>(n));
-  const auto cut = static_cast<std::size_t>(
-      std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(n) - 1));
-  RandomSplit split;
-  for (std::size_t k = 0; k < n; ++k) {
-    (k < cut ? split.valid : split.train).push_back(static_cast<std::size_t>(order[k]));
-  }
-  return split;
-}
-
-std::vector<std::string> class_names_of(const std::vector<LabelledFile>& files) {
-  std::set<std::string> names;
-  for (const auto& file : files) names.insert(file.names.begin(), file.names.end());
-  return {names.begin(), names.end()};
-}
-
-Sample labelled_sample(const LabelledFile& file, const std::vector<std::string>& classes,
-                       bool multi_label) {
-  const auto index_of = [&](const std::string& name) {
-    return static_cast<std::int64_t>(std::lower_bound(classes.begin(), classes.end(), name) -
-                                     classes.begin());
-  };
-  Sample sample{file.path, -1};
-  if (!multi_label) {
-    sample.label = index_of(file.names.at(0));
-    return sample;
-  }
-  for (const auto& name : file.names) sample.labels.push_back(index_of(name));
-  std::sort(sample.labels.begin(), sample.labels.end());
-  sample.labels.erase(std::unique(sample.labels.begin(), sample.labels.end()), sample.labels.end());
-  if (!sample.labels.empty()) sample.label = sample.labels.front();
-  return sample;
-}
-
-void split_labelled_files(DatasetIndex& index, const std::vector<LabelledFile>& files,
-                          double valid_pct, std::uint64_t seed, bool multi_label) {
-  index.classes = class_names_of(files);
-  index.split = "valid_pct";
-  const RandomSplit split = random_split(files.size(), valid_pct, seed, "layout " + index.layout);
-  for (const std::size_t i : split.train)
-    index.train.push_back(labelled_sample(files[i], index.classes, multi_label));
-  for (const std::size_t i : split.valid)
-    index.valid.push_back(labelled_sample(files[i], index.classes, multi_label));
-}
-
-void NoteTally::add(const std::string& example) {
-  ++count_;
-  if (examples_.size() < kExamples) examples_.push_back(example);
-}
-
-void NoteTally::append_to(std::vector<std::string>& notes) const {
-  if (count_ == 0) return;
-  std::string note = std::to_string(count_) + " " + what_ + ": " + join_names(examples_);
-  if (count_ > examples_.size())
-    note += " (and " + std::to_string(count_ - examples_.size()) + " more)";
-  notes.push_back(note);
-}
-
-}  // namespace layouts
 
 bool has_image_extension(const std::string& path) {
   static constexpr std::array<const char*, 7> kExtensions = {"jpg",  "jpeg", "png", "bmp",
@@ -258,8 +121,9 @@ void note_one_split_classes(DatasetIndex& index) {
   const std::vector<bool> trained = seen_in(index.train);
   const std::vector<bool> validated = seen_in(index.valid);
   layouts::NoteTally only_valid("class(es) seen only in validation, never trained on (kept)");
-  layouts::NoteTally only_train("class(es) with no validation image: their accuracy is not "
-                                "measured (kept)");
+  layouts::NoteTally only_train(
+      "class(es) with no validation image: their accuracy is not "
+      "measured (kept)");
   for (std::size_t k = 0; k < index.classes.size(); ++k) {
     if (!trained[k]) only_valid.add("'" + index.classes[k] + "'");
     if (trained[k] && !validated[k]) only_train.add("'" + index.classes[k] + "'");
@@ -275,10 +139,9 @@ void note_ignored_valid_pct(DatasetIndex& index, const DataConfig& data) {
       data.valid_pct != DataConfig{}.valid_pct) {
     std::ostringstream note;
     note << "data.valid_pct " << data.valid_pct << " is ignored: the data gives the split ("
-         << (index.split == "folders" ? "'" + data.train_folder + "' and '" + data.valid_folder +
-                                            "' folders"
-                                      : "the CSV's '" + data.csv.valid_column.value_or("") +
-                                            "' column")
+         << (index.split == "folders"
+                 ? "'" + data.train_folder + "' and '" + data.valid_folder + "' folders"
+                 : "the CSV's '" + data.csv.valid_column.value_or("") + "' column")
          << ")";
     index.notes.push_back(note.str());
   }
@@ -419,8 +282,7 @@ EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::strin
 }  // namespace
 
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
-                            const std::string& split, const DataConfig& data,
-                            std::uint64_t seed) {
+                            const std::string& split, const DataConfig& data, std::uint64_t seed) {
   const fs::path root(dir);
   const auto subfolders = layouts::is_directory_at(root) ? layouts::visible_subdirectories(root)
                                                          : std::vector<std::string>{};

@@ -1,5 +1,5 @@
 // The dataset layouts behind index_dataset (dataset_index.h), one file each, and the helpers
-// they share (defined in dataset_index.cpp): directory listings, the seeded random split, the
+// they share (defined in layout_helpers.cpp): directory listings, the seeded random split, the
 // check that a path stays inside the data root, and the notes about what was left out.
 //
 // Each layout returns an index of one label per sample (Sample::labels empty) unless it reads
