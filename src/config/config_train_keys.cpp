@@ -98,7 +98,13 @@ void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& c
                field("keep", checkpoint.keep,
                      "numbered checkpoints (`checkpoints/step-<N>.ckpt`) kept, newest first; each "
                      "save removes the ones it supersedes only once it is in place, so 1 always "
-                     "leaves a loadable one; more keep earlier points to resume from")});
+                     "leaves a loadable one; more keep earlier points to resume from"),
+               field("keep_resumable", checkpoint.keep_resumable,
+                     "once a run finishes, keep `last.ckpt`'s optimizer state and the numbered "
+                     "checkpoints; false (the default): a finished run keeps weights only, "
+                     "`last.ckpt` rewritten without the optimizer state (a link to `best.ckpt` "
+                     "when the last epoch was the best), which evaluate, predict, export and "
+                     "`--init-from` read; an unfinished run always keeps everything")});
 }
 
 }  // namespace

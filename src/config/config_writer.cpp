@@ -267,6 +267,7 @@ void emit_train(YAML::Emitter& out, const TrainConfig& train) {
   begin_section(out, "checkpoint");
   put_plain(out, "every_minutes", format_number(train.checkpoint.every_minutes));
   put_plain(out, "keep", std::to_string(train.checkpoint.keep));
+  put_bool(out, "keep_resumable", train.checkpoint.keep_resumable);
   out << YAML::EndMap;
   const auto& limit = train.time_limit_seconds;
   out << YAML::Key << "time_limit" << YAML::Value;

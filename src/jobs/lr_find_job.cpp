@@ -69,6 +69,8 @@ LrFindJobResult run_lr_find_job(Config config, const LrFindJobOptions& job) {
     config.run.name += "-lr_find";
     run_dir = create_run_dir(config.run, std::nullopt);
     dir = run_dir->path;
+    std::error_code ec;
+    std::filesystem::remove(dir / "checkpoints", ec);  // a sweep writes none (empty: removed)
   } else {
     dir = job.out;
     check_outputs_not_inputs(dir, {"lr_find.csv", "lr_find.png"}, "the output folder (--out)",

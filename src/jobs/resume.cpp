@@ -68,13 +68,41 @@ void continue_from(const std::string& checkpoint, const TrainRequest& request, R
                  request.config);
   }
   const CheckpointMeta meta = read_checkpoint_meta(checkpoint);
-  if (meta.weights_only) throw weights_only_error(checkpoint);
   const Config saved = load_config_from_string(meta.config_yaml, checkpoint);
   out.config =
       load_config_from_string(meta.config_yaml, checkpoint, parse_cli_overrides(request.sets));
   check_schedule_kept(saved, out.config, checkpoint, request);
-  out.options.resume = checkpoint;
   out.completed_summary = completed_summary(meta, out.config, checkpoint, out);
+  // A finished run keeps weights only (train.checkpoint.keep_resumable false): its last.ckpt is
+  // complete, nothing to continue. Any other weights-only file (best.ckpt) cannot be resumed.
+  if (meta.weights_only) {
+    const bool run_last = fs::path(checkpoint).filename() == "last.ckpt";
+    if (run_last && out.completed_summary) return;
+    if (run_last && meta.epochs_done >= total_epochs(plan_recipe(out.config.train))) {
+      throw CheckpointError("checkpoint '" + checkpoint +
+                                "' is a finished run's (every epoch trained; it keeps weights "
+                                "only, train.checkpoint.keep_resumable false), but the run's "
+                                "summary.json is missing: there is nothing to resume",
+                            "evaluate it (ltfit evaluate --checkpoint " + checkpoint +
+                                "), or start a new run from its weights: ltfit train --init-from " +
+                                checkpoint);
+    }
+    throw weights_only_error(checkpoint);
+  }
+  out.options.resume = checkpoint;
+}
+
+// Whether `run_dir`'s last.ckpt is a finished run's, weights only (train.checkpoint.keep_resumable
+// false). An unreadable one is left to find_resume_checkpoint, which skips it with a warning.
+bool finished_run_last(const std::string& run_dir) {
+  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.ckpt";
+  std::error_code ec;
+  if (!fs::is_regular_file(last, ec)) return false;
+  try {
+    return read_checkpoint_meta(last.string()).weights_only;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 // --resume CKPT|auto: config, run directory and checkpoint.
@@ -94,6 +122,10 @@ ResolvedTrain resolve_continued(const TrainRequest& request) {
     fresh = load_cli_config(request.config, request.sets);
     dir = (std::filesystem::path(fresh->run.out_dir) / fresh->run.name).string();
     options.run_dir = dir;
+  }
+  if (finished_run_last(dir)) {
+    continue_from((fs::path(dir) / "checkpoints" / "last.ckpt").string(), request, out);
+    return out;  // complete (else continue_from refused it)
   }
   if (const auto checkpoint = find_resume_checkpoint(dir)) {
     continue_from(*checkpoint, request, out);

@@ -288,6 +288,28 @@ class TrainSession {
     return summary;
   }
 
+  static bool same_file(const fs::path& a, const fs::path& b) {
+    std::error_code ec;
+    return fs::equivalent(a, b, ec) && !ec;
+  }
+
+  // The run is complete (summary.json written): unless train.checkpoint.keep_resumable, its
+  // checkpoints shrink to weights (the optimizer state only served a resume).
+  void keep_finished_checkpoints() {
+    if (config_.train.checkpoint.keep_resumable) return;
+    const std::string dir = (run_dir_ / "checkpoints").string();
+    const std::uintmax_t freed = keep_weights_only(dir, setup_.model);
+    if (freed == 0) return;
+    spdlog::info(
+        "the run is complete: {} keeps weights only (last.ckpt{}), {:.1f} MB freed; "
+        "train.checkpoint.keep_resumable: true keeps the optimizer state",
+        dir,
+        same_file(fs::path(dir) / "last.ckpt", fs::path(dir) / "best.ckpt")
+            ? " = best.ckpt: the last epoch was the best"
+            : " and best.ckpt",
+        static_cast<double>(freed) / 1e6);
+  }
+
   // Rank 0: the final TTA and TensorBoard passes, summary.json and timing.json.
   void finish(RunSummary& summary) {
     torch::Tensor confusion;  // the final model's over the validation set, for TensorBoard
@@ -315,6 +337,7 @@ class TrainSession {
     write_summary((run_dir_ / "summary.json").string(), summary);
     write_timing_json((run_dir_ / "timing.json").string(), profiler_, summary.train_seconds,
                       summary.tta_seconds);
+    keep_finished_checkpoints();
     spdlog::info("time per phase{}:\n{}", config_.train.profile ? "" : " (device not synchronised)",
                  format_phase_table(profiler_.totals()));
     if (const auto& c = summary.data_cache) {

@@ -1,9 +1,12 @@
 #include "ltfit/train/checkpoint_writer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include <spdlog/fmt/fmt.h>
@@ -266,6 +269,40 @@ void CheckpointWriter::prune(std::int64_t current_step) {
     std::error_code ec;
     fs::remove(numbered[i], ec);  // last.ckpt is a separate link and best.ckpt a file: they stay
   }
+}
+
+std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch) {
+  const fs::path last = fs::path(dir) / "last.ckpt";
+  const fs::path best = fs::path(dir) / "best.ckpt";
+  const auto used = [&] {  // bytes of the folder's files, each inode once
+    std::uintmax_t bytes = 0;
+    std::set<std::pair<std::uintmax_t, std::uintmax_t>> seen;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      struct stat st {};
+      if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (seen.insert({st.st_dev, st.st_ino}).second)
+        bytes += static_cast<std::uintmax_t>(st.st_size);
+    }
+    return bytes;
+  };
+  const std::uintmax_t before = used();
+  const CheckpointMeta meta = read_checkpoint_meta(last.string());
+  if (meta.weights_only) return 0;  // done before
+  std::error_code ec;
+  const bool same_as_best = fs::is_regular_file(best, ec) && [&] {
+    const CheckpointMeta b = read_checkpoint_meta(best.string());
+    return b.global_step == meta.global_step && b.epochs_done == meta.epochs_done;
+  }();
+  if (same_as_best) {
+    point_at(best, last);
+  } else {
+    const CheckpointMeta loaded = load_checkpoint(last.string(), scratch, nullptr);
+    save_checkpoint(last.string(), scratch, nullptr, loaded);
+  }
+  for (const fs::path& numbered : numbered_checkpoints(dir)) fs::remove(numbered, ec);
+  const std::uintmax_t after = used();
+  return before > after ? before - after : 0;
 }
 
 std::optional<std::string> find_resume_checkpoint(const std::string& run_dir) {

@@ -46,7 +46,8 @@ std::string tiny_hostile_config(const fs::path& root, const fs::path& out, int e
          "model: {arch: resnet18, pretrained: none, head: linear}\n"
          "train: {recipe: one_cycle, epochs: " +
          std::to_string(epochs) +
-         ", lr: 2.0e-3, device: cpu}\n"
+         // The attacks below resume the run's checkpoints: kept resumable once it finishes.
+         ", lr: 2.0e-3, device: cpu, checkpoint: {keep_resumable: true}}\n"
          "eval: {tta: false}\n";
 }
 

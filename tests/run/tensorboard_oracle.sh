@@ -32,7 +32,7 @@ run: {name: tb, out_dir: $WORK/runs, seed: 7}
 data: {root: $WORK/data, layout: folders, image_size: 32, batch_size: 16, workers: 1}
 model: {arch: resnet18, pretrained: none, head: fastai, dropout: 0.0}
 train: {recipe: one_cycle, epochs: 2, lr: [0.001, 0.01], device: cpu, channels_last: false,
-        optimizer: {name: sgd}, checkpoint: {every_minutes: 0, keep: 2}}
+        optimizer: {name: sgd}, checkpoint: {every_minutes: 0, keep: 2, keep_resumable: true}}
 eval: {tta: false}
 YAML
 

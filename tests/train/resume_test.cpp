@@ -171,6 +171,9 @@ TEST_CASE("checkpoints: keep the newest N numbered files, last and best always l
   ltfit::Config config = resume_config(dir.path() / "data");
   config.train.checkpoint.every_minutes = 1e-6;  // a checkpoint after every step
   config.train.checkpoint.keep = 2;
+  // The numbered files as the run leaves them while unfinished (a finished run keeps weights
+  // only unless asked: finished_run_checkpoints_test).
+  config.train.checkpoint.keep_resumable = true;
   ltfit::TrainJobOptions options;
   options.run_dir = (dir.path() / "run").string();
   ltfit::run_train_job(config, options);
@@ -229,7 +232,10 @@ TEST_CASE("best.ckpt is a weights-only file of its own, last.ckpt keeps the opti
           "[train][resume]") {
   TempDir dir;
   ltfit::testing::write_small_synth(dir.path() / "data", 24, 8, 40, 60, /*seed=*/4);
-  const ltfit::Config config = resume_config(dir.path() / "data");
+  ltfit::Config config = resume_config(dir.path() / "data");
+  // last.ckpt as every save leaves it (a finished run drops its optimizer state unless asked:
+  // finished_run_checkpoints_test).
+  config.train.checkpoint.keep_resumable = true;
   ltfit::TrainJobOptions options;
   options.run_dir = (dir.path() / "run").string();
   ltfit::run_train_job(config, options);

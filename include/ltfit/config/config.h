@@ -119,7 +119,7 @@ struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
   DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle
   int valid_count = 0;  // kaggle layout: validation images, drawn by seed; 0: by valid_pct
-  CsvConfig csv;                           // csv layout
+  CsvConfig csv;        // csv layout
   std::string label_pattern = R"(^(.+)_\d+\.jpg$)";  // pattern layout: group 1 is the label
   double valid_pct = 0.2;                            // split drawn by run.seed where none is given
   std::string train_folder = "train";                // folders layout: the training split's folder
@@ -193,6 +193,9 @@ struct CheckpointConfig {
   double every_minutes = 10.0;  // also checkpoint mid-epoch this often; 0 disables
   int keep = 1;                 // newest numbered checkpoints kept (a save replaces the
                                 // previous one only once it is in place)
+  // A finished run keeps last.ckpt's optimizer state and its numbered checkpoints; false: only
+  // weights (last.ckpt a link to best.ckpt when the last epoch was the best)
+  bool keep_resumable = false;
 
   bool operator==(const CheckpointConfig&) const = default;
 };

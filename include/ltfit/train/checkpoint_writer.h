@@ -106,6 +106,13 @@ class CheckpointWriter : public Hook {
   bool stop_logged_ = false;
 };
 
+// A finished run's `dir` (its checkpoints/) reduced to weights (train.checkpoint.keep_resumable
+// false): last.ckpt becomes a hard link to best.ckpt when best.ckpt was written at the same step
+// (the last epoch was the best), else it is rewritten without the optimizer state (loaded into
+// `scratch`, whose weights are replaced); then the numbered checkpoints are removed. Each
+// replacement is atomic: last.ckpt is loadable throughout. Returns the bytes freed.
+std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch);
+
 // The newest readable checkpoint of a run directory that a run can continue from: its
 // `checkpoints/last.ckpt`, else its numbered checkpoints newest first (an unreadable one is
 // skipped with a warning, a weights-only one silently); nullopt when there is none.
