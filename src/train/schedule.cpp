@@ -111,7 +111,7 @@ class Plateau final : public WarmedUp {
  public:
   Plateau(const ScheduleConfig& c, std::int64_t total, std::int64_t steps_per_epoch)
       : WarmedUp(c, total, steps_per_epoch),
-        max_(!lower_is_better(c.monitor)),
+        max_(!lower_is_better(c.plateau_monitor)),
         best_(max_ ? -std::numeric_limits<double>::infinity()
                    : std::numeric_limits<double>::infinity()) {}
 
@@ -172,23 +172,15 @@ class Plateau final : public WarmedUp {
 }  // namespace
 
 ScheduleConfig schedule_config(const TrainConfig& t) {
-  return {t.schedule,
-          t.one_cycle,
-          t.flat_cos,
-          t.warmup_epochs,
-          t.warmup_lr,
-          t.min_lr,
-          t.decay_milestones,
-          t.decay_rate,
-          t.patience_epochs,
-          t.cooldown_epochs,
-          t.optimizer.betas.empty() ? 0.9 : t.optimizer.betas.front(),
-          t.plateau_monitor};
+  ScheduleConfig config;
+  static_cast<LrScheduleKeys&>(config) = t;
+  config.base_momentum = t.optimizer.betas.empty() ? 0.9 : t.optimizer.betas.front();
+  return config;
 }
 
 std::unique_ptr<Schedule> make_schedule(const ScheduleConfig& config, std::int64_t total_steps,
                                         std::int64_t steps_per_epoch) {
-  switch (config.kind) {
+  switch (config.schedule) {
     case ScheduleKind::kOneCycle:
       return std::make_unique<OneCycle>(config.one_cycle, total_steps);
     case ScheduleKind::kFlatCos:

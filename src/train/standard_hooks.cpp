@@ -38,7 +38,7 @@ void ScheduleHook::before_batch(TrainContext& ctx) {
 void ScheduleHook::epoch_end(TrainContext& ctx) {
   std::optional<double> value;  // the plateau's figure, when the epoch was validated
   if (ctx.valid_accuracy && ctx.epoch != nullptr) {
-    value = monitor_value(*ctx.epoch, ctx.stage->schedule.monitor);
+    value = monitor_value(*ctx.epoch, ctx.stage->schedule.plateau_monitor);
   }
   schedule_->epoch_end(ctx.stage_step(), value);
 }

@@ -95,7 +95,7 @@ ltfit::StagePlan plateau_stage() {
   stage.name = "one_cycle";
   stage.epochs = static_cast<int>(kPlateauLosses.size());
   stage.group_lrs = {0.01, 0.01, 0.01};
-  stage.schedule.kind = ltfit::ScheduleKind::kPlateau;
+  stage.schedule.schedule = ltfit::ScheduleKind::kPlateau;
   stage.schedule.decay_rate = 0.5;
   stage.schedule.patience_epochs = 1;
   stage.schedule.cooldown_epochs = 1;
@@ -108,7 +108,7 @@ ltfit::StagePlan plateau_stage() {
 TEST_CASE("cosine with warm-up is timm's CosineLRScheduler stepped per update",
           "[train][schedule]") {
   ltfit::ScheduleConfig c;
-  c.kind = ltfit::ScheduleKind::kCosine;
+  c.schedule = ltfit::ScheduleKind::kCosine;
   c.warmup_epochs = 1;  // 4 steps
   c.warmup_lr = 1e-5;
   c.min_lr = 1e-4;
@@ -141,7 +141,7 @@ TEST_CASE("cosine with warm-up is timm's CosineLRScheduler stepped per update",
 TEST_CASE("multistep is torch's MultiStepLR, flat_cos is fastai v2's combined_cos",
           "[train][schedule]") {
   ltfit::ScheduleConfig m;
-  m.kind = ltfit::ScheduleKind::kMultistep;
+  m.schedule = ltfit::ScheduleKind::kMultistep;
   m.decay_milestones = {2, 4};
   m.decay_rate = 0.1;
   // MultiStepLR(milestones=[2, 4], gamma=0.1), 6 epochs of 3 steps.
@@ -150,7 +150,7 @@ TEST_CASE("multistep is torch's MultiStepLR, flat_cos is fastai v2's combined_co
   check_close(lrs_of(m, 0.01, 18, 3), want);
 
   ltfit::ScheduleConfig f;
-  f.kind = ltfit::ScheduleKind::kFlatCos;  // pct_start 0.75, div_final 1e5: fit_flat_cos's
+  f.schedule = ltfit::ScheduleKind::kFlatCos;  // pct_start 0.75, div_final 1e5: fit_flat_cos's
   // combined_cos(0.75, 0.01, 0.01, 0.01 / 1e5) at pos = step / 12. fastai computes the phase
   // position in float32 (combine_scheds' tensors): 1e-6 relative; ltfit's is double.
   check_close(lrs_of(f, 0.01, 12, 4),
@@ -159,7 +159,7 @@ TEST_CASE("multistep is torch's MultiStepLR, flat_cos is fastai v2's combined_co
               1e-6);
 
   ltfit::ScheduleConfig k;
-  k.kind = ltfit::ScheduleKind::kConstant;
+  k.schedule = ltfit::ScheduleKind::kConstant;
   k.warmup_epochs = 0.5;  // 2 steps of 4
   k.warmup_lr = 0.0;
   check_close(lrs_of(k, 0.02, 6, 4), {0.0, 0.01, 0.02, 0.02, 0.02, 0.02});

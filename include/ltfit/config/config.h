@@ -248,15 +248,10 @@ struct ClassWeights {
   bool operator==(const ClassWeights&) const = default;
 };
 
-// `train:` the recipe and how it runs.
-struct TrainConfig {
-  Recipe recipe = Recipe::kFineTune;  // fine_tune | one_cycle
-  int epochs = 3;                     // epochs (unfrozen epochs for fine_tune)
-  int freeze_epochs = 1;              // fine_tune: frozen epochs first
-  bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
-                        // fit_one_cycle on a new cnn learner, as in the 2019 study)
-  std::vector<double> lr = {1.0e-3};  // max LR, or [low, high] slice over layer groups
-  OptimizerConfig optimizer;          // optimizer settings
+// The LR schedule's keys of `train:` (in the YAML they sit in `train:` itself). Declared once:
+// TrainConfig holds them, and each stage's schedule (train/schedule.h's ScheduleConfig) is made of
+// them plus what the stage changes.
+struct LrScheduleKeys {
   ScheduleKind schedule = ScheduleKind::kOneCycle;  // the LR schedule of each stage
   OneCycleConfig one_cycle;                         // schedule: one_cycle
   FlatCosConfig flat_cos;                           // schedule: flat_cos
@@ -268,13 +263,26 @@ struct TrainConfig {
   double decay_rate = 0.1;               // multistep, plateau: the LR's factor per decay
   int patience_epochs = 10;              // plateau: epochs without improvement before a decay
   int cooldown_epochs = 0;               // plateau: epochs after a decay before counting again
-  double label_smoothing = 0.0;          // training loss: target (1 - eps)·y + eps/K
   Monitor plateau_monitor = Monitor::kValidLoss;  // schedule plateau: the figure it watches
-  MixupConfig mixup;                              // MixUp / CutMix
-  EmaConfig ema;                                  // weight averaging
-  EarlyStoppingConfig early_stopping;             // stop when the monitored figure stops improving
-  Monitor best_monitor = Monitor::kAccuracy;      // what best.ckpt tracks
-  ClassWeights class_weights;                     // none | balanced | [w0, w1, ...]
+
+  bool operator==(const LrScheduleKeys&) const = default;
+};
+
+// `train:` the recipe and how it runs (the schedule's keys from LrScheduleKeys).
+struct TrainConfig : LrScheduleKeys {
+  Recipe recipe = Recipe::kFineTune;  // fine_tune | one_cycle
+  int epochs = 3;                     // epochs (unfrozen epochs for fine_tune)
+  int freeze_epochs = 1;              // fine_tune: frozen epochs first
+  bool frozen = false;  // one_cycle: body frozen throughout, one LR as slice(lr) (fastai v1's
+                        // fit_one_cycle on a new cnn learner, as in the 2019 study)
+  std::vector<double> lr = {1.0e-3};          // max LR, or [low, high] slice over layer groups
+  OptimizerConfig optimizer;                  // optimizer settings
+  double label_smoothing = 0.0;               // training loss: target (1 - eps)·y + eps/K
+  MixupConfig mixup;                          // MixUp / CutMix
+  EmaConfig ema;                              // weight averaging
+  EarlyStoppingConfig early_stopping;         // stop when the monitored figure stops improving
+  Monitor best_monitor = Monitor::kAccuracy;  // what best.ckpt tracks
+  ClassWeights class_weights;                 // none | balanced | [w0, w1, ...]
   // multi_label: BCE's pos_weight per class, none (null) | balanced (negatives / positives) | list
   ClassWeights pos_weight;
   Precision precision = Precision::kFp32;    // fp32 | fp16 | bf16

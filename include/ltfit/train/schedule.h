@@ -29,20 +29,11 @@
 
 namespace ltfit {
 
-// What a stage's schedule is made from (plan_recipe fills it from TrainConfig).
-struct ScheduleConfig {
-  ScheduleKind kind = ScheduleKind::kOneCycle;
-  OneCycleConfig one_cycle;
-  FlatCosConfig flat_cos;
-  double warmup_epochs = 0.0;
-  double warmup_lr = 1.0e-5;
-  double min_lr = 0.0;
-  std::vector<double> decay_milestones;  // stage epochs
-  double decay_rate = 0.1;
-  int patience_epochs = 10;
-  int cooldown_epochs = 0;
+// What a stage's schedule is made from: the config's schedule keys (plan_recipe fills them from
+// TrainConfig, with fine_tune's per-stage changes; decay_milestones count stage epochs;
+// plateau_monitor: accuracy watches for a maximum) and the momentum of the optimizer.
+struct ScheduleConfig : LrScheduleKeys {
   double base_momentum = 0.9;  // the momentum of schedules that do not move it (betas[0])
-  Monitor monitor = Monitor::kValidLoss;  // plateau: the figure watched (accuracy: mode max)
 
   bool operator==(const ScheduleConfig&) const = default;
 };
