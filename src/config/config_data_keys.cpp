@@ -122,7 +122,8 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "(fastai's `from_name_re`); files that do not match are counted and named"),
        field("valid_pct", data.valid_pct,
              "where no split is given (class folders without `valid_folder`, csv without "
-             "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held out for validation, drawn by "
+             "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held "
+             "out for validation, drawn by "
              "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`"),
        field("train_folder", data.train_folder, "folders layout: the training split's folder"),
        field("valid_folder", data.valid_folder,

@@ -56,11 +56,11 @@ std::vector<std::string> folders_classes_with_images(const std::vector<fs::path>
   }
   empty.append_to(index.notes);
   if (classes.empty()) {
-    throw DataError("no class folder under '" + dirs.front().string() +
-                        "' holds images (layout folders: " +
-                        (dirs.front() / "<class>" / "*.jpg").string() +
-                        "; looked for *.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
-                    kDataHint);
+    throw DataError(
+        "no class folder under '" + dirs.front().string() +
+            "' holds images (layout folders: " + (dirs.front() / "<class>" / "*.jpg").string() +
+            "; looked for *.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
+        kDataHint);
   }
   return classes;
 }

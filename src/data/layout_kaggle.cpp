@@ -3,8 +3,9 @@
 // drawn as every layout draws one, by data.valid_pct (fastai's RandomSplitter); or, when
 // `data.valid_count` is set (> 0), exactly that many images drawn by a Fisher–Yates shuffle driven
 // by our own SplitMix64 (ltfit/util/random.h) from the seed, as before data.valid_pct existed, so
-// old runs (whose config.yaml holds valid_count: 2000) resume on the split they trained on. Image files of another name (Kaggle's unlabelled 1.jpg) are left out
-// and noted. Also the Kaggle side of index_eval_data. Pure functions, thread-safe.
+// old runs (whose config.yaml holds valid_count: 2000) resume on the split they trained on. Image
+// files of another name (Kaggle's unlabelled 1.jpg) are left out and noted. Also the Kaggle side of
+// index_eval_data. Pure functions, thread-safe.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -118,8 +119,7 @@ DatasetIndex index_kaggle_layout(const fs::path& root, const DataConfig& data, s
 }
 
 EvalDataSet kaggle_eval_data(const fs::path& root, const std::vector<std::string>& classes,
-                             const std::string& split, const DataConfig& data,
-                             std::uint64_t seed) {
+                             const std::string& split, const DataConfig& data, std::uint64_t seed) {
   const DatasetIndex index = index_kaggle_layout(root, data, seed);
   const fs::path folder = kaggle_folder(root);
   std::vector<std::int64_t> model_label(index.classes.size());

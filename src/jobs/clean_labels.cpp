@@ -193,10 +193,9 @@ void find_mislabeled_rows(const CleanRequest& request, const Config& config,
   issue_options.filter_by = request.filter_by;
   const bool per_split = judge_per_split(request);
   result.judged = per_split ? "per split" : "together";
-  const std::vector<LabelIssue> issues =
-      judged_issues(probs.index_select(0, scored),
-                    clean_label_tensor(judged, classes.size(), multi_label), in_train, per_split,
-                    issue_options);
+  const std::vector<LabelIssue> issues = judged_issues(
+      probs.index_select(0, scored), clean_label_tensor(judged, classes.size(), multi_label),
+      in_train, per_split, issue_options);
   for (const LabelIssue& issue : issues) {
     const CleanSample& s = all[at[static_cast<std::size_t>(rows[issue.index])]];
     result.suggestions.push_back(

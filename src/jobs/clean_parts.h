@@ -40,8 +40,8 @@ bool judge_per_split(const CleanRequest& request);
 void find_mislabeled_rows(const CleanRequest& request, const Config& config,
                           const std::vector<CleanSample>& all,
                           const std::vector<std::size_t>& usable,
-                          const std::vector<std::string>& classes,
-                          const std::filesystem::path& out, CleanResult& result);
+                          const std::vector<std::string>& classes, const std::filesystem::path& out,
+                          CleanResult& result);
 
 // Softmax probabilities [samples.size(), classes] float of `loaded` on `samples` (the
 // validation transform); rows of images that could not be decoded are NaN.

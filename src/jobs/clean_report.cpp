@@ -121,16 +121,12 @@ std::string clean_json(const CleanResult& result) {
   for (const Move& m : result.moves) {
     moves.push_back({{"original", m.original}, {"moved_to", m.moved_to}, {"problem", m.problem}});
   }
-  const nlohmann::json doc = {{"root", result.root},
-                              {"out_dir", result.out_dir},
-                              {"images", result.images},
-                              {"train_probabilities", result.train_probabilities},
-                              {"judged", result.judged},
-                              {"mislabeled_fraction", result.flagged_fraction},
-                              {"suggestions", rows},
-                              {"files", result.files},
-                              {"moves", moves},
-                              {"manifest", result.manifest}};
+  const nlohmann::json doc = {
+      {"root", result.root},     {"out_dir", result.out_dir},
+      {"images", result.images}, {"train_probabilities", result.train_probabilities},
+      {"judged", result.judged}, {"mislabeled_fraction", result.flagged_fraction},
+      {"suggestions", rows},     {"files", result.files},
+      {"moves", moves},          {"manifest", result.manifest}};
   return dump_json(doc);
 }
 

@@ -230,8 +230,8 @@ void MixupHook::before_batch(TrainContext& ctx) {
   ctx.targets = mix(ctx.images, ctx.labels, ctx.state.global_step, ctx.batch_in_step);
 }
 
-torch::Tensor MixupHook::mix(torch::Tensor& images, const torch::Tensor& labels,
-                             std::int64_t step, int batch_in_step) const {
+torch::Tensor MixupHook::mix(torch::Tensor& images, const torch::Tensor& labels, std::int64_t step,
+                             int batch_in_step) const {
   // One generator per (seed, optimizer step, slice): no state to keep.
   const std::uint64_t stream = mix_seed(seed_ ^ 0x4D49585550ULL, static_cast<std::uint64_t>(step));
   MixupRandom random(mix_seed(stream, slice_number(batch_in_step, rank_, world_)));

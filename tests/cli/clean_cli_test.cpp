@@ -201,12 +201,12 @@ TEST_CASE("clean finds planted flipped labels and duplicates and a leak and unus
                                   ckpt.string() + " --out " + dir.str() + "/together");
   REQUIRE(together.exit_code == 0);
   CHECK(nlohmann::json::parse(together.stdout_text)["judged"] == "together");
-  for (const auto& [out, flag] : {std::pair<std::string, std::string>{"clean", " --per-split"},
-                                  {"together", ""}}) {
+  for (const auto& [out, flag] :
+       {std::pair<std::string, std::string>{"clean", " --per-split"}, {"together", ""}}) {
     const auto [status, output] = ltfit::testing::run_command(
-        "python3 " + (ltfit::testing::source_dir() / "tests/cli/clean_cleanlab.py").string() +
-        " " + dir.str() + "/" + out + "/probabilities.csv " + dir.str() + "/flipped.txt " +
-        dir.str() + "/" + out + "/suggestions.csv" + flag);
+        "python3 " + (ltfit::testing::source_dir() / "tests/cli/clean_cleanlab.py").string() + " " +
+        dir.str() + "/" + out + "/probabilities.csv " + dir.str() + "/flipped.txt " + dir.str() +
+        "/" + out + "/suggestions.csv" + flag);
     INFO(output);
     if (status == 77) {
       WARN("cleanlab is not installed: the comparison with find_label_issues is skipped");

@@ -678,8 +678,8 @@ TEST_CASE("contradictions are refused and ignored keys warned about at load time
   REQUIRE(config_warnings(v2).size() == 1);
   CHECK_THAT(config_warnings(v2)[0], Contains("eval.tta_scale is 1.2 but is ignored"));
   // Before, milestones under another schedule were dropped without a word.
-  const Config flat = load_config_from_string(
-      "train: {schedule: flat_cos, decay_milestones: [2, 4]}", "t.yaml");
+  const Config flat =
+      load_config_from_string("train: {schedule: flat_cos, decay_milestones: [2, 4]}", "t.yaml");
   REQUIRE(config_warnings(flat).size() == 1);
   CHECK_THAT(config_warnings(flat)[0],
              Contains("train.decay_milestones is [2, 4] but is ignored: train.schedule is not "
@@ -688,8 +688,8 @@ TEST_CASE("contradictions are refused and ignored keys warned about at load time
                             "train: {schedule: multistep, decay_milestones: [2, 4]}", "t.yaml"))
             .empty());
   // A count only the kaggle layout holds out; auto may resolve to kaggle, so it is kept there.
-  REQUIRE(config_warnings(load_config_from_string("data: {layout: folders, valid_count: 100}",
-                                                  "t.yaml"))
+  REQUIRE(config_warnings(
+              load_config_from_string("data: {layout: folders, valid_count: 100}", "t.yaml"))
               .size() == 1);
   CHECK(config_warnings(load_config_from_string("data: {valid_count: 100}", "t.yaml")).empty());
   const auto configs = testing::source_dir() / "configs";

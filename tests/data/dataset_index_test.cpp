@@ -201,8 +201,8 @@ TEST_CASE("index: errors name what is missing", "[data][index]") {
   };
   const auto no_valid_dog = ltfit::index_dataset(index_data_config(dir, "folders"), 0, false);
   CHECK(no_valid_dog.classes == std::vector<std::string>{"cat", "dog"});
-  CHECK_THAT(joined(no_valid_dog), Catch::Contains("with no validation image") &&
-                                       Catch::Contains("'dog'"));
+  CHECK_THAT(joined(no_valid_dog),
+             Catch::Contains("with no validation image") && Catch::Contains("'dog'"));
   fs::remove_all(dir.path() / "valid" / "dog");
   CHECK_THAT(joined(ltfit::index_dataset(index_data_config(dir, "folders"), 0, false)),
              Catch::Contains("with no validation image"));

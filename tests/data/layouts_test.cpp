@@ -275,8 +275,8 @@ TEST_CASE("index: csv label sets for a multi-label task (label_delim)", "[data][
   CHECK(index.valid[0].labels == std::vector<std::int64_t>{1, 2});  // sorted, unique
   // Nothing about the rows is noted; only that no validation image has 'bird'.
   REQUIRE(index.notes.size() == 1);
-  CHECK_THAT(index.notes[0], Catch::Contains("with no validation image") &&
-                                 Catch::Contains("'bird'"));
+  CHECK_THAT(index.notes[0],
+             Catch::Contains("with no validation image") && Catch::Contains("'bird'"));
 
   const std::string text = ltfit::split_csv(index, dir.str());
   CHECK(text ==

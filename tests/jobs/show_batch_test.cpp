@@ -4,8 +4,8 @@
 // drew from the epoch number instead of the step.
 #include <filesystem>
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include "ltfit/jobs/loader_jobs.h"
 #include "ltfit/model/arch_registry.h"
@@ -61,8 +61,8 @@ TEST_CASE("show-batch's batch: random erasing boxes as the trainer's hook draws 
   for (std::int64_t n = 0; n < 4; ++n) {
     // The same box the hook erases at step 7 (slice 0, image n), in the mean colour.
     const torch::Tensor probe = torch::zeros({3, 32, 32});
-    at::Generator g = at::make_generator<at::CPUGeneratorImpl>(
-        ltfit::RandomErasingHook::image_seed(9, 7, 0, n));
+    at::Generator g =
+        at::make_generator<at::CPUGeneratorImpl>(ltfit::RandomErasingHook::image_seed(9, 7, 0, n));
     const ltfit::ErasedBox box = ltfit::random_erase(probe, config.data.augment.random_erasing, g);
     REQUIRE(box.erased);
     const torch::Tensor image = shown.images[n];
@@ -102,12 +102,14 @@ TEST_CASE("ltfit show-batch says what it applied", "[cli][show_batch]") {
   ltfit::testing::write_file(
       dir.path() / "c.yaml",
       "run: {name: shown, seed: 5}\n"
-      "data: {root: " + (dir.path() / "data").string() +
+      "data: {root: " +
+          (dir.path() / "data").string() +
           ", image_size: 32, batch_size: 8, workers: 1, augment: {random_erasing: {p: 1.0}}}\n"
           "model: {arch: resnet18, pretrained: none, head: linear}\n"
           "train: {recipe: one_cycle, epochs: 2, device: cpu, mixup: {mixup_alpha: 0.4}}\n");
   const std::string png = dir.str() + "/batch.png";
-  const auto shown = run_ltfit("show-batch --config " + dir.str() + "/c.yaml --epoch 1 --out " + png);
+  const auto shown =
+      run_ltfit("show-batch --config " + dir.str() + "/c.yaml --epoch 1 --out " + png);
   INFO(shown.output);
   CHECK(shown.exit_code == 0);
   CHECK_THAT(shown.output, Catch::Contains("as the model sees them: random erasing, MixUp/CutMix"));

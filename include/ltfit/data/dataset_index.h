@@ -73,13 +73,12 @@ struct EvalDataSet {
 // (<dir>/<class>/*, as index_class_folders) or a dataset root: train/ valid/ (test/) folders of
 // class folders (layout folders), or Kaggle's flat <class>.<N>.jpg files (in `dir` or
 // `dir`/train), whose train and valid splits are drawn as training drew them (`data`'s
-// valid_count or valid_pct, and `seed`). A root is recognized when none of its subfolders is one of `classes`. `split` picks
-// the root's split (empty: valid). DataError (exit 3) when the split does not exist (naming the
-// splits that do) or the images do not match `classes`; ConfigError (exit 2) for a `split` given
-// with a class-folder level.
+// valid_count or valid_pct, and `seed`). A root is recognized when none of its subfolders is one of
+// `classes`. `split` picks the root's split (empty: valid). DataError (exit 3) when the split does
+// not exist (naming the splits that do) or the images do not match `classes`; ConfigError (exit 2)
+// for a `split` given with a class-folder level.
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
-                            const std::string& split, const DataConfig& data,
-                            std::uint64_t seed);
+                            const std::string& split, const DataConfig& data, std::uint64_t seed);
 
 // True for file names with an image extension we decode (jpg, jpeg, png, bmp, webp, tif, tiff).
 bool has_image_extension(const std::string& path);
