@@ -22,47 +22,43 @@ namespace fs = std::filesystem;
 using layouts::join_names;
 using layouts::kDataHint;
 
-// Samples of `dir`/<class>/* for each class; a class folder that is missing from `dir` or holds no
-// image gives none (the caller notes classes with no training or no validation image).
-std::vector<Sample> folders_split_samples(const fs::path& dir,
-                                          const std::vector<std::string>& classes) {
-  std::vector<Sample> samples;
-  for (std::size_t label = 0; label < classes.size(); ++label) {
-    for (const auto& file : layouts::image_files_in(dir / classes[label]))
-      samples.push_back({file, static_cast<std::int64_t>(label)});
-  }
-  return samples;
-}
-
-// The class folders of `dirs` (sorted union) that hold an image in any of them; the others are
-// left out and noted. DataError when none does.
-std::vector<std::string> folders_classes_with_images(const std::vector<fs::path>& dirs,
-                                                     DatasetIndex& index) {
+// The class folders of `dirs` (the sorted union of their visible subfolders), each listed once:
+// those holding an image in any of the dirs are the classes, the others are left out and noted;
+// per dir, its samples of those classes (a class folder a dir lacks, or holds no image in, gives
+// none there: index_dataset notes classes with no training or no validation image).
+struct ClassFolders {
+  std::vector<std::string> classes;
+  std::vector<std::vector<Sample>> samples;  // one list per dir, class by class
+};
+ClassFolders folders_by_class(const std::vector<fs::path>& dirs, DatasetIndex& index) {
   std::set<std::string> names;
   for (const fs::path& dir : dirs)
     for (const auto& name : layouts::visible_subdirectories(dir)) names.insert(name);
   layouts::NoteTally empty("class folder(s) without images, left out");
-  std::vector<std::string> classes;
+  ClassFolders out;
+  out.samples.resize(dirs.size());
   for (const std::string& name : names) {
-    const bool has_image = std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& dir) {
-      return !layouts::image_files_in(dir / name).empty();
-    });
-    if (has_image) {
-      classes.push_back(name);
-    } else {
+    std::vector<std::vector<std::string>> files;
+    for (const fs::path& dir : dirs) files.push_back(layouts::image_files_in(dir / name));
+    if (std::all_of(files.begin(), files.end(), [](const auto& f) { return f.empty(); })) {
       for (const fs::path& dir : dirs)
         if (layouts::is_directory_at(dir / name)) empty.add("'" + (dir / name).string() + "'");
+      continue;
     }
+    const auto label = static_cast<std::int64_t>(out.classes.size());
+    out.classes.push_back(name);
+    for (std::size_t d = 0; d < dirs.size(); ++d)
+      for (const auto& file : files[d]) out.samples[d].push_back({file, label});
   }
   empty.append_to(index.notes);
-  if (classes.empty()) {
+  if (out.classes.empty()) {
     throw DataError(
         "no class folder under '" + dirs.front().string() +
             "' holds images (layout folders: " + (dirs.front() / "<class>" / "*.jpg").string() +
             "; looked for *.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff)",
         kDataHint);
   }
-  return classes;
+  return out;
 }
 
 // The hint of a folders layout that found no class folders under `root`: the layout that fits
@@ -106,17 +102,18 @@ DatasetIndex folders_with_train_folder(const DataConfig& data, std::uint64_t see
   index.layout = data_layout_name(DataLayout::kFolders);
   folders_classes_of(train, root);  // an error when it has no class folder at all
   if (!layouts::is_directory_at(valid)) {
-    index.classes = folders_classes_with_images({train}, index);
-    auto train_samples = folders_split_samples(train, index.classes);
-    layouts::sort_samples_by_path(train_samples);
-    folders_random_split(index, train_samples, data, seed, train);
+    ClassFolders found = folders_by_class({train}, index);
+    index.classes = std::move(found.classes);
+    layouts::sort_samples_by_path(found.samples[0]);
+    folders_random_split(index, found.samples[0], data, seed, train);
     return index;
   }
   // The classes are the folders of either split; a class only one split has is noted by
   // index_dataset (never trained on, or never validated), as every layout notes it.
-  index.classes = folders_classes_with_images({train, valid}, index);
-  index.train = folders_split_samples(train, index.classes);
-  index.valid = folders_split_samples(valid, index.classes);
+  ClassFolders found = folders_by_class({train, valid}, index);
+  index.classes = std::move(found.classes);
+  index.train = std::move(found.samples[0]);
+  index.valid = std::move(found.samples[1]);
   if (index.train.empty() || index.valid.empty()) {
     const fs::path& empty = index.train.empty() ? train : valid;
     throw DataError("'" + empty.string() + "' holds no images in its class folders (layout " +
@@ -133,10 +130,10 @@ DatasetIndex folders_plain_tree(const DataConfig& data, std::uint64_t seed) {
   DatasetIndex index;
   index.layout = data_layout_name(DataLayout::kFolders);
   folders_classes_of(root, root);
-  index.classes = folders_classes_with_images({root}, index);
-  auto samples = folders_split_samples(root, index.classes);
-  layouts::sort_samples_by_path(samples);
-  folders_random_split(index, samples, data, seed, root);
+  ClassFolders found = folders_by_class({root}, index);
+  index.classes = std::move(found.classes);
+  layouts::sort_samples_by_path(found.samples[0]);
+  folders_random_split(index, found.samples[0], data, seed, root);
   return index;
 }
 

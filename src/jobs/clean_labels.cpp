@@ -129,6 +129,13 @@ std::vector<LabelIssue> judged_issues(const torch::Tensor& probs, const torch::T
   return issues;
 }
 
+// Whether request.judge, resolved ("auto": per split unless --folds cross-fits the training
+// probabilities), judges each split on its own.
+bool judge_per_split(const CleanRequest& request) {
+  if (request.judge == "auto") return request.folds <= 1;
+  return request.judge == "per_split";
+}
+
 }  // namespace
 
 std::string class_name(const std::vector<std::string>& classes, std::int64_t k) {
@@ -143,11 +150,6 @@ std::string given_labels(const std::vector<std::string>& classes, const Sample& 
   std::vector<std::string> names;
   for (const std::int64_t k : s.labels) names.push_back(class_name(classes, k));
   return join(names, " ");
-}
-
-bool judge_per_split(const CleanRequest& request) {
-  if (request.judge == "auto") return request.folds <= 1;
-  return request.judge == "per_split";
 }
 
 void find_mislabeled_rows(const CleanRequest& request, const Config& config,

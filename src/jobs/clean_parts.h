@@ -29,10 +29,6 @@ std::string class_name(const std::vector<std::string>& classes, std::int64_t k);
 std::string given_labels(const std::vector<std::string>& classes, const Sample& s,
                          bool multi_label);
 
-// Whether request.judge, resolved ("auto": per split unless --folds cross-fits the training
-// probabilities), judges each split on its own.
-bool judge_per_split(const CleanRequest& request);
-
 // Mislabeled rows (clean_labels.cpp): confident learning on the probabilities of the `usable`
 // images of `all` (validation: the checkpoint's; training: in-sample, or cross-fitted into
 // <out>/folds), appended to result.suggestions; also sets result's train_probabilities, judged,

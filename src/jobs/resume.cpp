@@ -92,19 +92,6 @@ void continue_from(const std::string& checkpoint, const TrainRequest& request, R
   out.options.resume = checkpoint;
 }
 
-// Whether `run_dir`'s last.ckpt is a finished run's, weights only (train.checkpoint.keep_resumable
-// false). An unreadable one is left to find_resume_checkpoint, which skips it with a warning.
-bool finished_run_last(const std::string& run_dir) {
-  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.ckpt";
-  std::error_code ec;
-  if (!fs::is_regular_file(last, ec)) return false;
-  try {
-    return read_checkpoint_meta(last.string()).weights_only;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 // --resume CKPT|auto: config, run directory and checkpoint.
 ResolvedTrain resolve_continued(const TrainRequest& request) {
   ResolvedTrain out;
@@ -122,10 +109,6 @@ ResolvedTrain resolve_continued(const TrainRequest& request) {
     fresh = load_cli_config(request.config, request.sets);
     dir = (std::filesystem::path(fresh->run.out_dir) / fresh->run.name).string();
     options.run_dir = dir;
-  }
-  if (finished_run_last(dir)) {
-    continue_from((fs::path(dir) / "checkpoints" / "last.ckpt").string(), request, out);
-    return out;  // complete (else continue_from refused it)
   }
   if (const auto checkpoint = find_resume_checkpoint(dir)) {
     continue_from(*checkpoint, request, out);

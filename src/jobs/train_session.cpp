@@ -288,26 +288,25 @@ class TrainSession {
     return summary;
   }
 
-  static bool same_file(const fs::path& a, const fs::path& b) {
-    std::error_code ec;
-    return fs::equivalent(a, b, ec) && !ec;
-  }
-
   // The run is complete (summary.json written): unless train.checkpoint.keep_resumable, its
-  // checkpoints shrink to weights (the optimizer state only served a resume).
+  // checkpoints shrink to weights (the optimizer state only served a resume). Housekeeping: a
+  // failure (a full disk while last.ckpt is rewritten) leaves them as they were and the run
+  // complete, with a warning.
   void keep_finished_checkpoints() {
     if (config_.train.checkpoint.keep_resumable) return;
     const std::string dir = (run_dir_ / "checkpoints").string();
-    const std::uintmax_t freed = keep_weights_only(dir, setup_.model);
-    if (freed == 0) return;
-    spdlog::info(
-        "the run is complete: {} keeps weights only (last.ckpt{}), {:.1f} MB freed; "
-        "train.checkpoint.keep_resumable: true keeps the optimizer state",
-        dir,
-        same_file(fs::path(dir) / "last.ckpt", fs::path(dir) / "best.ckpt")
-            ? " = best.ckpt: the last epoch was the best"
-            : " and best.ckpt",
-        static_cast<double>(freed) / 1e6);
+    try {
+      const KeptWeights kept = keep_weights_only(dir, setup_.model);
+      if (kept.freed == 0) return;
+      spdlog::info(
+          "the run is complete: {} keeps weights only (last.ckpt{}), {:.1f} MB freed; "
+          "train.checkpoint.keep_resumable: true keeps the optimizer state",
+          dir, kept.last_is_best ? " = best.ckpt: the last epoch was the best" : " and best.ckpt",
+          static_cast<double>(kept.freed) / 1e6);
+    } catch (const Error& e) {
+      spdlog::warn("the run is complete, but its checkpoints could not shrink to weights: {}",
+                   e.what());
+    }
   }
 
   // Rank 0: the final TTA and TensorBoard passes, summary.json and timing.json.

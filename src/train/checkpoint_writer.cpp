@@ -271,7 +271,7 @@ void CheckpointWriter::prune(std::int64_t current_step) {
   }
 }
 
-std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch) {
+KeptWeights keep_weights_only(const std::string& dir, Classifier& scratch) {
   const fs::path last = fs::path(dir) / "last.ckpt";
   const fs::path best = fs::path(dir) / "best.ckpt";
   const auto used = [&] {  // bytes of the folder's files, each inode once
@@ -288,7 +288,7 @@ std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch) {
   };
   const std::uintmax_t before = used();
   const CheckpointMeta meta = read_checkpoint_meta(last.string());
-  if (meta.weights_only) return 0;  // done before
+  if (meta.weights_only) return {};  // done before
   std::error_code ec;
   const bool same_as_best = fs::is_regular_file(best, ec) && [&] {
     const CheckpointMeta b = read_checkpoint_meta(best.string());
@@ -302,7 +302,7 @@ std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch) {
   }
   for (const fs::path& numbered : numbered_checkpoints(dir)) fs::remove(numbered, ec);
   const std::uintmax_t after = used();
-  return before > after ? before - after : 0;
+  return {before > after ? before - after : 0, same_as_best};
 }
 
 std::optional<std::string> find_resume_checkpoint(const std::string& run_dir) {
@@ -314,7 +314,8 @@ std::optional<std::string> find_resume_checkpoint(const std::string& run_dir) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) continue;
     try {
-      if (read_checkpoint_meta(path.string()).weights_only) continue;
+      const bool weights_only = read_checkpoint_meta(path.string()).weights_only;
+      if (weights_only && path.filename() != "last.ckpt") continue;
       return path.string();
     } catch (const Error& e) {
       spdlog::warn("--resume auto: skipping {}: {}", path.string(), e.what());

@@ -88,8 +88,10 @@ TEST_CASE("keep_weights_only: last.ckpt loses its optimizer state, numbered ones
     write_finished_checkpoints(dir, last, best, last_is_best);
     const auto full = fs::file_size(dir / "last.ckpt");
     FinishedTrained scratch(3);
-    const std::uintmax_t freed = ltfit::keep_weights_only(dir.string(), scratch.model);
-    CHECK(freed >= full);  // the optimizer state and the older numbered checkpoint
+    const ltfit::KeptWeights kept = ltfit::keep_weights_only(dir.string(), scratch.model);
+    CHECK(kept.freed >= full);
+    CHECK(kept.last_is_best ==
+          last_is_best);  // the optimizer state and the older numbered checkpoint
     std::set<std::string> left;
     for (const auto& entry : fs::directory_iterator(dir)) left.insert(entry.path().filename());
     CHECK(left == std::set<std::string>{"best.ckpt", "last.ckpt"});
@@ -104,7 +106,7 @@ TEST_CASE("keep_weights_only: last.ckpt loses its optimizer state, numbered ones
     CHECK(fs::equivalent(dir / "last.ckpt", dir / "best.ckpt") == last_is_best);
     CHECK(fs::file_size(dir / "last.ckpt") < full / 2);
     // Done once: a second call changes nothing.
-    CHECK(ltfit::keep_weights_only(dir.string(), scratch.model) == 0);
+    CHECK(ltfit::keep_weights_only(dir.string(), scratch.model).freed == 0);
   }
 }
 

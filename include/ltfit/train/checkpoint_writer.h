@@ -110,12 +110,19 @@ class CheckpointWriter : public Hook {
 // false): last.ckpt becomes a hard link to best.ckpt when best.ckpt was written at the same step
 // (the last epoch was the best), else it is rewritten without the optimizer state (loaded into
 // `scratch`, whose weights are replaced); then the numbered checkpoints are removed. Each
-// replacement is atomic: last.ckpt is loadable throughout. Returns the bytes freed.
-std::uintmax_t keep_weights_only(const std::string& dir, Classifier& scratch);
+// replacement is atomic: last.ckpt is loadable throughout. Nothing to do (freed 0) when last.ckpt
+// already holds weights only.
+struct KeptWeights {
+  std::uintmax_t freed = 0;   // bytes
+  bool last_is_best = false;  // last.ckpt is now a link to best.ckpt
+};
+KeptWeights keep_weights_only(const std::string& dir, Classifier& scratch);
 
 // The newest readable checkpoint of a run directory that a run can continue from: its
 // `checkpoints/last.ckpt`, else its numbered checkpoints newest first (an unreadable one is
-// skipped with a warning, a weights-only one silently); nullopt when there is none.
+// skipped with a warning, a weights-only numbered one silently); nullopt when there is none. A
+// weights-only last.ckpt is returned: it is a finished run's (keep_weights_only), which the
+// caller reports complete, or refuses.
 std::optional<std::string> find_resume_checkpoint(const std::string& run_dir);
 
 }  // namespace ltfit
