@@ -13,10 +13,11 @@ namespace {
 void convert_random_erasing(const Walk& walk, const Located& at, RandomErasingConfig& erasing) {
   read_fields(
       walk, at,
-      {field("p", erasing.p, "probability that an image gets a box erased; 0: off"),
+      {field("p", erasing.p, "probability that an image gets a box erased; 0: off",
+             closed(0, 1, "a probability in [0, 1]")),
        field("scale", erasing.scale, "the box's area as a fraction of the image's: [min, max]"),
        field("ratio", erasing.ratio, "the box's aspect ratio range [min, max] (log-uniform)"),
-       field("value", read_erasing_value, erasing, "random, or a number",
+       field("value", read_erasing_value, write_erasing_value, erasing, "random, or a number",
              "random: per-pixel standard normal noise (on the normalized image, timm's "
              "`mode='pixel'`); a number: that value")});
 }
@@ -24,13 +25,19 @@ void convert_random_erasing(const Walk& walk, const Located& at, RandomErasingCo
 void convert_rand_augment(const Walk& walk, const Located& at, RandAugmentConfig& rand_augment) {
   read_fields(walk, at,
               {field("num_ops", rand_augment.num_ops,
-                     "ops applied to each image, one after another (torchvision's `num_ops`)"),
+                     "ops applied to each image, one after another (torchvision's `num_ops`)",
+                     closed(1, 16, "an integer from 1 to 16")),
                field("magnitude", rand_augment.magnitude,
                      "the magnitude bin of every op, 0 (weakest) to 30 (strongest) of "
-                     "torchvision's 31")});
+                     "torchvision's 31",
+                     closed(0, 30, "an integer from 0 to 30 (31 magnitude bins)"))});
 }
 
 void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment) {
+  if (walk.emit != nullptr && augment == augment_none()) {
+    *walk.emit << "none";  // every augmentation off, in one key; loads back as the same values
+    return;
+  }
   if (walk.describe == nullptr && at.node.IsDefined() && at.node.IsScalar()) {
     if (!is_plain_scalar(at.node) || at.node.Scalar() != "none")
       fail_type(walk, at, "none, or a map of the keys below (flip, max_rotate, ...)");
@@ -40,25 +47,31 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
   read_fields(
       walk, at,
       {field("flip", augment.flip, "random horizontal flip, p 0.5"),
-       field("max_rotate", augment.max_rotate, "rotation range in degrees: ±max_rotate"),
-       field("max_zoom", augment.max_zoom, "zoom drawn from [1, max_zoom]; 1 disables it"),
+       field("max_rotate", augment.max_rotate, "rotation range in degrees: ±max_rotate",
+             closed(0, 180, "degrees from 0 to 180")),
+       field("max_zoom", augment.max_zoom, "zoom drawn from [1, max_zoom]; 1 disables it",
+             at_least(1, "a number >= 1")),
        field("max_lighting", augment.max_lighting,
-             "brightness and contrast strength; 0 disables them"),
-       field("max_warp", augment.max_warp, "symmetric perspective warp magnitude; 0 disables it"),
+             "brightness and contrast strength; 0 disables them",
+             closed_open(0, 1, "a number in [0, 1)")),
+       field("max_warp", augment.max_warp, "symmetric perspective warp magnitude; 0 disables it",
+             closed_open(0, 1, "a number in [0, 1)")),
        field("p_affine", augment.p_affine,
-             "probability of each affine transform (rotate, zoom, warp)"),
+             "probability of each affine transform (rotate, zoom, warp)",
+             closed(0, 1, "a probability in [0, 1]")),
        field("p_lighting", augment.p_lighting,
-             "probability of each lighting transform (brightness, contrast)"),
+             "probability of each lighting transform (brightness, contrast)",
+             closed(0, 1, "a probability in [0, 1]")),
        field("random_crop", augment.random_crop,
              "the training crop (the shorter side's square) at a random position, fastai's "
              "`rand_crop`; false: centred, as validation images are"),
-       field("on", parse_augment_place, augment.on,
+       field("on", parse_augment_place, augment_place_name, augment.on,
              "where the transforms above run: host (per image in the loader threads, one "
              "OpenCV warp from the decoded image) or device (the loader only crops and resizes; "
              "fastai v2's batch transforms, `aug_transforms`, then run on each training batch "
              "where it lives, the GPU on a GPU: one affine grid + grid sample, then brightness "
              "and contrast in logit space)"),
-       field("policy", parse_augment_policy, augment.policy,
+       field("policy", parse_augment_policy, augment_policy_name, augment.policy,
              "an automatic augmentation policy on the final-size training image, after the "
              "transforms above: none, rand_augment (torchvision's `RandAugment`) or "
              "trivial_augment (torchvision's `TrivialAugmentWide`), their 14 ops on uint8 pixels "
@@ -73,19 +86,21 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
 void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
   read_fields(
       walk, at,
-      {field("file", read_path, csv.file, kPathExpected,
+      {field("file", read_path, write_path, csv.file, kPathExpected,
              "the CSV file, relative to `data.root` (or absolute)"),
        field("path_column", csv.path_column,
              "the column of image paths (relative to `data.root`/`folder`): a header name, or a "
              "0-based index"),
        field("label_column", csv.label_column,
              "the column of labels: a header name, or a 0-based index"),
-       field("valid_column", read_optional_text, csv.valid_column, "null, or a column",
+       field("valid_column", read_optional_text, write_optional_text, csv.valid_column,
+             "null, or a column",
              "a column whose truthy values (1, true, yes, t, y, case-insensitive) mark the "
              "validation rows (fastai's `valid_col`); the default, `is_valid` (fastai's "
              "`ColSplitter` column, which `ltfit synth` writes), is used when the CSV has it; "
              "null, or the default missing: split by `data.valid_pct`"),
-       field("label_delim", read_optional_text, csv.label_delim, "null, or a string",
+       field("label_delim", read_optional_text, write_optional_text, csv.label_delim,
+             "null, or a string",
              "separator of several labels in one cell (fastai's `label_delim`, e.g. ' '); set, "
              "the task is multi-label unless `model.task` says otherwise"),
        field("folder", csv.folder, "the images' folder under `data.root` (fastai's `folder`)"),
@@ -98,10 +113,10 @@ void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
   read_fields(
       walk, at,
-      {field("root", read_path, data.root, kPathExpected,
+      {field("root", read_path, write_path, data.root, kPathExpected,
              "dataset root: `train/<class>/*`, `valid/<class>/*` (folders), or Kaggle's flat "
              "`<class>.<N>.jpg` in `root/train` or `root` (kaggle)"),
-       field("layout", parse_data_layout, data.layout,
+       field("layout", parse_data_layout, data_layout_name, data.layout,
              "how the images under `data.root` are arranged and labelled: folders "
              "(`train_folder`/`valid_folder` of class folders, or class folders alone), kaggle "
              "(flat `<class>.<N>.jpg`), csv (`data.csv`), pattern (`label_pattern` on file "
@@ -111,7 +126,8 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
        field("valid_count", data.valid_count,
              "kaggle layout: exactly this many images held out for validation, chosen by "
              "`run.seed` (the 2019 study's 2,000 of 25,000); 0 (the default): `valid_pct`, as "
-             "every other drawn split"),
+             "every other drawn split",
+             at_least(0, "an integer >= 0 (0: the split is drawn by data.valid_pct)")),
        section("csv", convert_csv, data.csv,
                "csv layout: a table of image paths and labels (fastai's `from_csv`), read as RFC "
                "4180 (quotes, embedded commas and newlines, CRLF, a UTF-8 BOM)"),
@@ -128,18 +144,21 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
        field("train_folder", data.train_folder, "folders layout: the training split's folder"),
        field("valid_folder", data.valid_folder,
              "folders layout: the validation split's folder (`val` for ImageNet's tree)"),
-       field("image_size", data.image_size, "side of the square training image, in pixels"),
+       field("image_size", data.image_size, "side of the square training image, in pixels",
+             closed(16, 4096, "an integer from 16 to 4096")),
        field("batch_size", data.batch_size,
-             "images per batch (data-parallel: the global batch, split over the ranks)"),
-       field("workers", read_workers, data.workers, "auto, or an integer",
-             "loader threads (decode, augment, batch); auto: one per core"),
+             "images per batch (data-parallel: the global batch, split over the ranks)",
+             at_least(1, "a positive integer")),
+       field("workers", read_workers, write_workers, data.workers, "auto, or an integer",
+             "loader threads (decode, augment, batch); auto: one per core",
+             closed(0, kMaxLoaderWorkers, "auto or an integer from 1 to 256")),
        section("augment", convert_augment, data.augment,
                "training augmentation, fastai's `get_transforms()` parameters; validation images "
                "are only resized and centre-cropped. `augment: none` turns all of it off in one "
                "key (flip false, max_rotate 0, max_zoom 1, max_lighting 0, max_warp 0, p_affine "
                "0, p_lighting 0, random_crop false: training images are resized and centre-cropped "
                "as validation images are) and is written back as `none`"),
-       field("size_schedule", read_size_schedule, data.size_schedule,
+       field("size_schedule", read_size_schedule, write_size_schedule, data.size_schedule,
              "a list of [epoch, size] pairs, or []",
              "progressive resizing: from each (0-based, over all stages) epoch on, training "
              "images are `size` pixels square; validation and TTA stay at `image_size`; the "
@@ -147,20 +166,22 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "throughout"),
        field("subset", data.subset,
              "fraction of each split's images used, per class, chosen by `run.seed` (quick "
-             "rehearsals: `ltfit experiment --subset`)"),
-       field("max_pixels", read_max_pixels, data.max_pixels, "integer >= 0, or null",
+             "rehearsals: `ltfit experiment --subset`)",
+             open_closed(0, 1, "a fraction in (0, 1]")),
+       field("max_pixels", read_max_pixels, write_max_pixels, data.max_pixels,
+             "integer >= 0, or null",
              "largest image decoded, width × height from the file's header (PIL's "
              "MAX_IMAGE_PIXELS); larger files are skipped as unreadable; null: no limit"),
-       field("formats", read_formats, data.formats, "list of format names",
+       field("formats", read_formats, write_formats, data.formats, "list of format names",
              "image formats decoded, recognised from the file's bytes, not its name; files of "
              "any other format are skipped as unreadable"),
-       field("cache", parse_data_cache, data.cache,
+       field("cache", parse_data_cache, data_cache_name, data.cache,
              "where decoded images are kept between epochs: none (decoded from the file every "
              "time) or ram (the decoder's output, at the reduced scale it chose, kept in memory "
              "up to `cache_bytes` and shared by the loader threads; each epoch augments it "
              "afresh, so batches are the same as without it; hits, misses and bytes are in the "
              "log and `summary.json`'s `data_cache`)"),
-       field("cache_bytes", read_byte_count, data.cache_bytes,
+       field("cache_bytes", read_byte_count, write_byte_count, data.cache_bytes,
              "bytes, e.g. 4294967296 or 4GiB (KiB, MiB, GiB, TiB; KB, MB, GB, TB)",
              "`cache: ram`: the most decoded pixels kept; images past it are decoded each time, "
              "as without the cache (nothing is evicted)")});

@@ -45,6 +45,14 @@ inline AugmentConfig augment_none() {
 
 // ---- rules -------------------------------------------------------------------------------
 
+// The upper bounds several keys share: a finite but absurd number (train.lr: 1e308) must stop
+// at load time with the key, not overflow somewhere inside LibTorch.
+inline constexpr double kMaxLr = 10.0;
+inline constexpr int kMaxEpochs = 100000;
+inline constexpr int kMaxAccumulate = 1024;
+inline constexpr double kMaxDivisor = 1e12;
+inline constexpr double kMaxMinutes = 1e6;
+inline constexpr double kMaxAlpha = 1000.0;
 // A broken rule: the key, what was expected, the value found (as formatted from the struct).
 struct Problem {
   std::string path;      // dotted key, e.g. "data.batch_size"
@@ -53,6 +61,11 @@ struct Problem {
   std::string hint;      // e.g. "did you mean 'resnet34'?"; may be empty
 };
 using Fail = std::function<void(const Problem&)>;  // reports a problem: throws or collects it
+
+// Checks every number key against the Bounds its field declares (a checking walk of the loader's
+// field lists, config_loader.cpp), calling `fail` on each out of range; with `list_all`, on
+// every bounded key, in or out (for the reference).
+void check_bounds(const Config& config, const Fail& fail, bool list_all);
 
 // Checks every rule against `config`, calling `fail` on each broken one (config_rules.cpp); a
 // `fail` that throws stops at the first.

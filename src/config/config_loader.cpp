@@ -41,7 +41,7 @@ void convert_run(const Walk& walk, const Located& at, RunConfig& run) {
              "name of the run directory under `run.out_dir`; when a config file does not set "
              "it, the file's name without `.yaml` (a new run never overwrites an earlier one: "
              "it gets `<name>-2`, `<name>-3`, ...)"),
-       field("out_dir", read_path, run.out_dir, kPathExpected,
+       field("out_dir", read_path, write_path, run.out_dir, kPathExpected,
              "parent folder of the run directories"),
        field("seed", run.seed,
              "seeds every random choice: validation split, shuffle, head init, "
@@ -57,14 +57,15 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
       walk, at,
       {field("arch", model.arch,
              "the backbone, one of `ltfit models` (torchvision's architecture and weights)"),
-       field("pretrained", parse_pretrained, model.pretrained,
+       field("pretrained", parse_pretrained, pretrained_name, model.pretrained,
              "imagenet (torchvision's weights, from the torch hub cache or downloaded), the path "
              "of a torchvision `.pth` file, or none (random init)"),
-       field("head", parse_head_kind, model.head,
+       field("head", parse_head_kind, head_kind_name, model.head,
              "the classifier on the body; fastai: concat pool, BN, dropout, linear 512, ReLU, BN, "
              "dropout, linear; linear: torchvision's average pool and fc"),
-       field("dropout", model.dropout, "fastai head: the last dropout p (the first is half)"),
-       field("task", parse_task, model.task,
+       field("dropout", model.dropout, "fastai head: the last dropout p (the first is half)",
+             closed_open(0, 1, "a probability in [0, 1)")),
+       field("task", parse_task, task_name, model.task,
              "single_label: one class per image (softmax, cross-entropy); multi_label: a set of "
              "labels per image (a sigmoid per class, binary cross-entropy, fastai's "
              "`MultiCategoryBlock`); auto: multi_label when `data.csv.label_delim` is set")});
@@ -79,42 +80,56 @@ void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
   read_fields(
       walk, at,
       {field("tta", eval.tta, "also evaluate with test-time augmentation after training"),
-       {"tta_mode", read_mode, [] { return choices_text(parse_tta_mode); },
+       {"tta_mode", read_mode,
+        [&eval](YAML::Emitter& out) { write_value(out, tta_mode_name(eval.tta_mode)); },
+        [] { return choices_text(parse_tta_mode); },
         "v1: fastai v1's `TTA`, 8 corner-zoom × flip views; v2: fastai v2's `tta`, `tta_n` passes "
-        "with the training augmentation"},
+        "with the training augmentation",
+        false, std::nullopt, nullptr},
        field("tta_beta", eval.tta_beta,
              "final = beta·plain + (1 − beta)·mean of the views; unset, it follows `tta_mode` "
-             "(v1: 0.4, v2: 0.25)"),
-       field("tta_scale", eval.tta_scale, "v1: zoom factor of each corner view"),
-       field("tta_n", eval.tta_n, "v2: augmented passes"),
+             "(v1: 0.4, v2: 0.25)",
+             closed(0, 1, "a number in [0, 1]")),
+       field("tta_scale", eval.tta_scale, "v1: zoom factor of each corner view",
+             closed(1, 10, "a number from 1 to 10")),
+       field("tta_n", eval.tta_n, "v2: augmented passes", closed(1, 64, "an integer in [1, 64]")),
        field("threshold", eval.threshold,
              "multi_label: a class is predicted when its probability is above this (fastai's "
-             "`thresh`)"),
-       field("thresholds", read_thresholds, eval.thresholds, "null, or a list of numbers",
+             "`thresh`)",
+             closed(0, 1, "a probability in [0, 1]")),
+       field("thresholds", read_thresholds, write_optional_list, eval.thresholds,
+             "null, or a list of numbers",
              "multi_label: one threshold per class, in the classes' sorted order (`evaluate "
              "--tune-thresholds` writes them into a checkpoint); null: `threshold` for all"),
        field("temperature", eval.temperature,
              "temperature scaling: probabilities (softmax, or multi_label's sigmoids) and losses "
              "come from logits / temperature wherever evaluation runs (validation, TTA, "
-             "`evaluate`, `predict`); `ltfit calibrate` fits it; 1: the logits as they are")});
+             "`evaluate`, `predict`); `ltfit calibrate` fits it; 1: the logits as they are",
+             open_open(0, kInfinity, "a finite number > 0"))});
 }
 
 void convert_dist(const Walk& walk, const Located& at, DistConfig& dist) {
   read_fields(
       walk, at,
-      {field("backend", parse_dist_backend, dist.backend,
+      {field("backend", parse_dist_backend, dist_backend_name, dist.backend,
              "auto: nccl on CUDA, gloo on CPU; off: never join a group, even under torchrun"),
        field("timeout_seconds", dist.timeout_seconds,
-             "a collective or the rendezvous waiting longer fails the run (exit 5)"),
+             "a collective or the rendezvous waiting longer fails the run (exit 5)",
+             closed(1, 86400, "a number of seconds in [1, 86400]")),
        field("bucket_mb", dist.bucket_mb,
-             "MiB of gradients per all-reduce bucket (DistributedDataParallel's 25)"),
-       field("bn_buffers", parse_bn_buffers, dist.bn_buffers,
+             "MiB of gradients per all-reduce bucket (DistributedDataParallel's 25)",
+             closed(0.01, 4096, "a number of MiB in [0.01, 4096]")),
+       field("bn_buffers", parse_bn_buffers, bn_buffers_name, dist.bn_buffers,
              "BatchNorm running statistics across ranks: average (the mean over the ranks) or "
              "rank0 (rank 0's, like DDP's `broadcast_buffers`)"),
        field("interface", dist.interface,
              "network interface for Gloo (like `GLOO_SOCKET_IFNAME`); empty: the one that reaches "
              "`MASTER_ADDR`")});
 }
+
+}  // namespace
+
+namespace config_internal {
 
 void convert_config(const Walk& walk, const Located& at, Config& config) {
   read_fields(
@@ -129,6 +144,10 @@ void convert_config(const Walk& walk, const Located& at, Config& config) {
                "data-parallel training, when launched by `torchrun`, `srun` or `RANK`/`WORLD_SIZE` "
                "variables")});
 }
+
+}  // namespace config_internal
+
+namespace {
 
 Config convert(const Walk& walk, const YAML::Node& root) {
   Config config;
@@ -270,6 +289,14 @@ std::vector<KeyDoc> describe_config() {
   Config defaults;
   convert_config(walk, Located{YAML::Node(YAML::NodeType::Undefined), ""}, defaults);
   return keys;
+}
+
+void check_bounds(const Config& config, const Fail& fail, bool list_all) {
+  Walk walk{{config.source, {}}};
+  walk.check = &fail;
+  walk.list_all = list_all;
+  Config fields = config;  // the field lists bind mutable references; a checking walk only reads
+  convert_config(walk, Located{YAML::Node(YAML::NodeType::Undefined), ""}, fields);
 }
 
 }  // namespace config_internal

@@ -1,5 +1,7 @@
-// Config rules (config_loader.h's validate): value ranges and the string enumerations (model.arch),
-// written once against the structs; the enum-typed fields are valid by construction. A broken rule
+// Config rules (config_loader.h's validate): each number's range, from the Bounds its field
+// declares in the loader's lists (check_bounds), then the rules no one field holds: the shapes of
+// lists, keys that relate to each other, the string enumerations (model.arch), names and paths;
+// the enum-typed fields are valid by construction. A broken rule
 // is reported through a Fail callback, so the loader can name the file and line of the offending
 // node while validate() names only the key; describe_rules() lists every rule for the reference
 // (config_reference.h). No yaml-cpp here. Thread-safe: no shared state.
@@ -20,15 +22,6 @@ namespace config_internal {
 namespace {
 
 // ---- rules: ranges and enumerations, once, against the structs --------------------------------
-
-// Upper bounds: a finite but absurd number (train.lr: 1e308) must stop at load time with the key,
-// not overflow somewhere inside LibTorch.
-constexpr double kMaxLr = 10.0;
-constexpr int kMaxEpochs = 100000;
-constexpr int kMaxAccumulate = 1024;
-constexpr double kMaxDivisor = 1e12;
-constexpr double kMaxMinutes = 1e6;
-constexpr double kMaxAlpha = 1000.0;
 
 // run.name becomes one directory under run.out_dir (and its `<name>-N` siblings, and lr-find's
 // `<name>-lr_find`): a single path component that cannot climb out of out_dir, short enough for
@@ -85,39 +78,13 @@ void validate_data(const DataConfig& data, const Rules& fail) {
   require(fail, ascending, "data.size_schedule",
           "[epoch, size] pairs with ascending epochs in [0, 100000]", shown);
   require(fail, sizes, "data.size_schedule", "sizes from 16 to 4096 pixels", shown);
-  require(fail, data.valid_count >= 0, "data.valid_count",
-          "an integer >= 0 (0: the split is drawn by data.valid_pct)", data.valid_count);
-  require(fail, data.subset > 0 && data.subset <= 1, "data.subset", "a fraction in (0, 1]",
-          data.subset);
-  require(fail, data.image_size >= 16 && data.image_size <= 4096, "data.image_size",
-          "an integer from 16 to 4096", data.image_size);
-  require(fail, data.batch_size > 0, "data.batch_size", "a positive integer", data.batch_size);
+  // Past its range (>= 1, in the field list), a second rule with its reason: a batch of one is
+  // positive but cannot train BatchNorm.
   require(fail, data.batch_size >= 2, "data.batch_size",
           "an integer >= 2 (BatchNorm needs at least 2 images per training batch)",
           data.batch_size);
-  require(fail, data.workers >= 0 && data.workers <= kMaxLoaderWorkers, "data.workers",
-          "auto or an integer from 1 to " + std::to_string(kMaxLoaderWorkers), data.workers);
   validate_formats(data.formats, fail);
-  const AugmentConfig& a = data.augment;
-  require(fail, a.max_rotate >= 0 && a.max_rotate <= 180, "data.augment.max_rotate",
-          "degrees from 0 to 180", a.max_rotate);
-  require(fail, a.max_zoom >= 1, "data.augment.max_zoom", "a number >= 1", a.max_zoom);
-  require(fail, all_in({a.max_lighting}, 0, 1, false), "data.augment.max_lighting",
-          "a number in [0, 1)", a.max_lighting);
-  require(fail, all_in({a.max_warp}, 0, 1, false), "data.augment.max_warp", "a number in [0, 1)",
-          a.max_warp);
-  require(fail, all_in({a.p_affine}, 0, 1, true), "data.augment.p_affine",
-          "a probability in [0, 1]", a.p_affine);
-  require(fail, all_in({a.p_lighting}, 0, 1, true), "data.augment.p_lighting",
-          "a probability in [0, 1]", a.p_lighting);
-  require(fail, a.rand_augment.num_ops >= 1 && a.rand_augment.num_ops <= 16,
-          "data.augment.rand_augment.num_ops", "an integer from 1 to 16", a.rand_augment.num_ops);
-  require(fail, a.rand_augment.magnitude >= 0 && a.rand_augment.magnitude <= 30,
-          "data.augment.rand_augment.magnitude", "an integer from 0 to 30 (31 magnitude bins)",
-          a.rand_augment.magnitude);
-  const RandomErasingConfig& e = a.random_erasing;
-  require(fail, all_in({e.p}, 0, 1, true), "data.augment.random_erasing.p",
-          "a probability in [0, 1]", e.p);
+  const RandomErasingConfig& e = data.augment.random_erasing;
   require(fail, e.scale.size() == 2 && all_in(e.scale, 0, 1, true) && e.scale[0] <= e.scale[1],
           "data.augment.random_erasing.scale", "[min, max] with 0 <= min <= max <= 1", e.scale);
   require(fail, e.ratio.size() == 2 && all_in(e.ratio, 1e-3, 1e3, true) && e.ratio[0] <= e.ratio[1],
@@ -129,69 +96,27 @@ void validate_data(const DataConfig& data, const Rules& fail) {
 
 void validate_model(const ModelConfig& model, const Rules& fail) {
   require_one_of(fail, "model.arch", model.arch, model_arch_names());
-  require(fail, all_in({model.dropout}, 0, 1, false), "model.dropout", "a probability in [0, 1)",
-          model.dropout);
 }
 
 void validate_optimizer(const OptimizerConfig& o, const OneCycleConfig& c, const Rules& fail) {
   require(fail, o.betas.size() == 2 && all_in(o.betas, 0, 1, false), "train.optimizer.betas",
           "two numbers in [0, 1)", o.betas);
-  require(fail, o.eps > 0, "train.optimizer.eps", "a positive number", o.eps);
-  require(fail, o.eps <= 1, "train.optimizer.eps", "a number <= 1", o.eps);
-  require(fail, o.weight_decay >= 0, "train.optimizer.weight_decay", "a number >= 0",
-          o.weight_decay);
-  require(fail, o.weight_decay <= 1, "train.optimizer.weight_decay", "a number <= 1",
-          o.weight_decay);
-  require(fail, c.pct_start > 0 && c.pct_start < 1, "train.one_cycle.pct_start",
-          "a number in (0, 1)", c.pct_start);
-  // LR / div must stay a float: the start and final LR are at most the peak (div >= 1).
-  require(fail, c.div >= 1, "train.one_cycle.div", "a number >= 1", c.div);
-  require(fail, c.div <= kMaxDivisor, "train.one_cycle.div", "a number <= 1e12", c.div);
-  require(fail, c.div_final >= 1, "train.one_cycle.div_final", "a number >= 1", c.div_final);
-  require(fail, c.div_final <= kMaxDivisor, "train.one_cycle.div_final", "a number <= 1e12",
-          c.div_final);
   require(fail, c.moms.size() == 3 && all_in(c.moms, 0, 1, true), "train.one_cycle.moms",
           "three momentums in [0, 1] (start, middle, end)", c.moms);
 }
 
 void validate_schedule(const TrainConfig& t, const Rules& fail) {
-  require(fail, t.flat_cos.pct_start >= 0 && t.flat_cos.pct_start < 1, "train.flat_cos.pct_start",
-          "a number in [0, 1)", t.flat_cos.pct_start);
-  require(fail, t.flat_cos.div_final >= 1 && t.flat_cos.div_final <= kMaxDivisor,
-          "train.flat_cos.div_final", "a number in [1, 1e12]", t.flat_cos.div_final);
-  require(fail, t.warmup_epochs >= 0 && t.warmup_epochs <= kMaxEpochs, "train.warmup_epochs",
-          "a number of epochs in [0, 100000]", t.warmup_epochs);
-  require(fail, t.warmup_lr >= 0 && t.warmup_lr <= kMaxLr, "train.warmup_lr", "a number in [0, 10]",
-          t.warmup_lr);
-  require(fail, t.min_lr >= 0 && t.min_lr <= kMaxLr, "train.min_lr", "a number in [0, 10]",
-          t.min_lr);
   const auto& m = t.decay_milestones;
   const bool ascending =
       std::is_sorted(m.begin(), m.end()) && std::adjacent_find(m.begin(), m.end()) == m.end();
   require(fail, ascending && all_in(m, 0, kMaxEpochs, true), "train.decay_milestones",
           "ascending epochs in [0, 100000]", m);
-  require(fail, t.decay_rate > 0 && t.decay_rate <= 1, "train.decay_rate", "a number in (0, 1]",
-          t.decay_rate);
-  require(fail, t.patience_epochs >= 0 && t.patience_epochs <= kMaxEpochs, "train.patience_epochs",
-          "an integer in [0, 100000]", t.patience_epochs);
-  require(fail, t.cooldown_epochs >= 0 && t.cooldown_epochs <= kMaxEpochs, "train.cooldown_epochs",
-          "an integer in [0, 100000]", t.cooldown_epochs);
-  require(fail, t.label_smoothing >= 0 && t.label_smoothing < 1, "train.label_smoothing",
-          "a number in [0, 1)", t.label_smoothing);
 }
 
 void validate_mixup(const MixupConfig& m, const Rules& fail) {
-  require(fail, m.mixup_alpha >= 0 && m.mixup_alpha <= kMaxAlpha, "train.mixup.mixup_alpha",
-          "a number in [0, 1000] (0: off)", m.mixup_alpha);
-  require(fail, m.cutmix_alpha >= 0 && m.cutmix_alpha <= kMaxAlpha, "train.mixup.cutmix_alpha",
-          "a number in [0, 1000] (0: off)", m.cutmix_alpha);
   const auto& mm = m.cutmix_minmax;
   require(fail, mm.empty() || (mm.size() == 2 && mm[0] >= 0 && mm[0] < mm[1] && mm[1] <= 1),
           "train.mixup.cutmix_minmax", "null, or [min, max] with 0 <= min < max <= 1", mm);
-  require(fail, all_in({m.prob}, 0, 1, true), "train.mixup.prob", "a probability in [0, 1]",
-          m.prob);
-  require(fail, all_in({m.switch_prob}, 0, 1, true), "train.mixup.switch_prob",
-          "a probability in [0, 1]", m.switch_prob);
 }
 
 void validate_class_weights(const ClassWeights& w, const Rules& fail) {
@@ -204,12 +129,6 @@ void validate_class_weights(const ClassWeights& w, const Rules& fail) {
 }
 
 void validate_train(const TrainConfig& train, const Rules& fail) {
-  require(fail, train.epochs >= 1, "train.epochs", "an integer >= 1", train.epochs);
-  require(fail, train.epochs <= kMaxEpochs, "train.epochs", "an integer <= 100000", train.epochs);
-  require(fail, train.freeze_epochs >= 0, "train.freeze_epochs", "an integer >= 0",
-          train.freeze_epochs);
-  require(fail, train.freeze_epochs <= kMaxEpochs, "train.freeze_epochs", "an integer <= 100000",
-          train.freeze_epochs);
   const auto& lr = train.lr;
   const bool lr_ok = (lr.size() == 1 || lr.size() == 2) && all_in(lr, 0, kMaxLr, true) &&
                      lr.front() > 0 && lr.front() <= lr.back();
@@ -219,23 +138,6 @@ void validate_train(const TrainConfig& train, const Rules& fail) {
   validate_schedule(train, fail);
   validate_mixup(train.mixup, fail);
   validate_class_weights(train.class_weights, fail);
-  require(fail, train.ema.decay >= 0 && train.ema.decay < 1, "train.ema.decay",
-          "a number in [0, 1) (0: off)", train.ema.decay);
-  const EarlyStoppingConfig& stopping = train.early_stopping;
-  require(fail, stopping.patience >= 0 && stopping.patience <= kMaxEpochs,
-          "train.early_stopping.patience", "an integer in [0, 100000] (0: off)", stopping.patience);
-  require(fail, stopping.min_delta >= 0 && stopping.min_delta <= 1e6,
-          "train.early_stopping.min_delta", "a number in [0, 1e6]", stopping.min_delta);
-  require(fail, train.accumulate >= 1 && train.accumulate <= kMaxAccumulate, "train.accumulate",
-          "an integer in [1, 1024]", train.accumulate);
-  require(fail, train.clip_grad_norm >= 0 && train.clip_grad_norm <= 1e6, "train.clip_grad_norm",
-          "a number in [0, 1e6] (0: off)", train.clip_grad_norm);
-  require(fail, train.checkpoint.every_minutes >= 0, "train.checkpoint.every_minutes",
-          "a number >= 0 (0 disables)", train.checkpoint.every_minutes);
-  require(fail, train.checkpoint.every_minutes <= kMaxMinutes, "train.checkpoint.every_minutes",
-          "a number <= 1e6", train.checkpoint.every_minutes);
-  require(fail, train.checkpoint.keep >= 1, "train.checkpoint.keep", "an integer >= 1",
-          train.checkpoint.keep);
   // A contradiction, refused: fine_tune's second stage unfreezes the body.
   if ((train.frozen && train.recipe == Recipe::kFineTune) || fail.list_all) {
     fail({"train.frozen",
@@ -251,22 +153,7 @@ void validate_train(const TrainConfig& train, const Rules& fail) {
           "a duration of at most 1e6 minutes, or null", limit);
 }
 
-void validate_eval(const EvalConfig& eval, const Rules& fail) {
-  require(fail, all_in({eval.tta_beta}, 0, 1, true), "eval.tta_beta", "a number in [0, 1]",
-          eval.tta_beta);
-  require(fail, eval.tta_scale >= 1, "eval.tta_scale", "a number >= 1", eval.tta_scale);
-  require(fail, eval.tta_scale <= 10, "eval.tta_scale", "a number <= 10", eval.tta_scale);
-  require(fail, eval.tta_n >= 1 && eval.tta_n <= 64, "eval.tta_n", "an integer in [1, 64]",
-          eval.tta_n);
-  require(fail, std::isfinite(eval.temperature) && eval.temperature > 0, "eval.temperature",
-          "a finite number > 0", eval.temperature);
-}
-
 void validate_dist(const DistConfig& dist, const Rules& fail) {
-  require(fail, dist.timeout_seconds >= 1 && dist.timeout_seconds <= 86400, "dist.timeout_seconds",
-          "a number of seconds in [1, 86400]", dist.timeout_seconds);
-  require(fail, dist.bucket_mb >= 0.01 && dist.bucket_mb <= 4096, "dist.bucket_mb",
-          "a number of MiB in [0.01, 4096]", dist.bucket_mb);
   const bool name_ok =
       dist.interface.size() < 16 && dist.interface.find_first_of("/ \t\n") == std::string::npos;
   require(fail, name_ok, "dist.interface", "a network interface name (e.g. eth0) or \"\"",
@@ -274,11 +161,11 @@ void validate_dist(const DistConfig& dist, const Rules& fail) {
 }
 
 void check_all(const Config& config, const Rules& fail) {
+  check_bounds(config, fail.fail, fail.list_all);  // each number's own range, from its field
   validate_run(config.run, fail);
   validate_data(config.data, fail);
   validate_model(config.model, fail);
   validate_train(config.train, fail);
-  validate_eval(config.eval, fail);
   validate_dist(config.dist, fail);
   validate_labels(config, fail);
 }

@@ -125,8 +125,6 @@ void validate_task_keys(const Config& config, const Rules& fail) {
 }
 
 void validate_thresholds(const EvalConfig& eval, const Rules& fail) {
-  require(fail, eval.threshold >= 0 && eval.threshold <= 1, "eval.threshold",
-          "a probability in [0, 1]", eval.threshold);
   require(fail, all_in(eval.thresholds, 0, 1, true), "eval.thresholds",
           "null, or one probability in [0, 1] per class", eval.thresholds);
 }

@@ -264,7 +264,41 @@ void read_class_weights(const Context& context, const Located& at, ClassWeights&
 
 // ---- maps --------------------------------------------------------------------------------
 
+// The value `field` holds, as to_yaml writes it ("16", "[0.9, 0.99]", "null").
+static std::string written(const Field& field) {
+  YAML::Emitter out;
+  field.write(out);
+  return out.c_str();
+}
+
+static void emit_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields) {
+  YAML::Emitter& out = *walk.emit;
+  out << YAML::BeginMap;
+  for (const Field& f : fields) {
+    out << YAML::Key << f.key << YAML::Value;
+    if (f.section) {
+      f.read(walk, child(at, f.key));
+    } else {
+      f.write(out);
+    }
+  }
+  out << YAML::EndMap;
+}
+
+static void check_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields) {
+  for (const Field& f : fields) {
+    const Located place = child(at, f.key);
+    if (f.section) {
+      f.read(walk, place);
+    } else if (f.bounds && (walk.list_all || !f.bounds->contains(f.number()))) {
+      (*walk.check)({place.path, f.bounds->expected.text, written(f), ""});
+    }
+  }
+}
+
 void read_fields(const Walk& walk, const Located& at, const std::vector<Field>& fields) {
+  if (walk.emit != nullptr) return emit_fields(walk, at, fields);
+  if (walk.check != nullptr) return check_fields(walk, at, fields);
   if (walk.describe != nullptr) {
     for (const Field& f : fields) {
       const Located place = child(at, f.key);  // absent: a describe walk has no document

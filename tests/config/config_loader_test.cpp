@@ -169,11 +169,11 @@ TEST_CASE("out-of-range values are errors naming key, line and value as written"
   CHECK_THAT(error_of_string("train:\n  one_cycle:\n    pct_start: 1\n"),
              Contains("train.one_cycle.pct_start: expected a number in (0, 1), got 1"));
   CHECK_THAT(error_of_string("train:\n  epochs: 0\n"),
-             Contains("train.epochs: expected an integer >= 1, got 0"));
+             Contains("train.epochs: expected an integer from 1 to 100000, got 0"));
   CHECK_THAT(error_of_string("train:\n  checkpoint:\n    keep: 0\n"),
              Contains("t.yaml:3: train.checkpoint.keep: expected an integer >= 1, got 0"));
   CHECK_THAT(error_of_string("eval:\n  tta_scale: 0.5\n"),
-             Contains("eval.tta_scale: expected a number >= 1, got 0.5"));
+             Contains("eval.tta_scale: expected a number from 1 to 10, got 0.5"));
   CHECK_THAT(error_of_string("eval:\n  tta_mode: v3\n"),
              Contains("eval.tta_mode: expected one of v1, v2, got v3"));
   CHECK_THAT(error_of_string("eval:\n  tta_n: 0\n"),
@@ -639,7 +639,7 @@ TEST_CASE("every unknown key and invalid value of one load is reported, then exi
                                  "got 8"));
     CHECK_THAT(message, Contains("t.yaml:5: model.arch: expected one of resnet18") &&
                             Contains("(did you mean 'resnet34'?)"));
-    CHECK_THAT(message, Contains("t.yaml:10: train.optimizer.eps: expected a positive number, "
+    CHECK_THAT(message, Contains("t.yaml:10: train.optimizer.eps: expected a positive number <= 1, "
                                  "got -1"));
     CHECK_THAT(e.hint(), Contains("every unknown key and invalid value is listed"));
   }

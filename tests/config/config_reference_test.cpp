@@ -58,12 +58,38 @@ TEST_CASE("the reference lists every key of to_yaml(Config{}) exactly once", "[c
   }
   CHECK(std::multiset<std::string>(described.begin(), described.end()) ==
         std::multiset<std::string>(written.begin(), written.end()));
+  // In the same order: config.yaml is written by a walk of the loader's own field lists.
+  CHECK(described == written);
 
   const std::string markdown = config_reference_markdown();
   for (const auto& path : written) {
     INFO(path);
     CHECK(count_of(markdown, "| `" + path + "` |") == 1);
   }
+}
+
+// A number key with a range refuses NaN (which no comparison lets through) and, unless its range
+// is unbounded above, infinity, naming the key and its range; a key whose range is the field's
+// own Bounds is checked by the same walk that lists it here.
+TEST_CASE("every number key with a range refuses NaN and infinity, naming its range", "[config]") {
+  int bounded = 0;
+  for (const auto& entry : config_reference()) {
+    if (entry.section || entry.type != "number" || entry.valid.empty()) continue;
+    INFO(entry.path);
+    ++bounded;
+    std::string nan_error;
+    try {
+      load_config_from_string("", "t.yaml", {{entry.path, ".nan"}});
+    } catch (const ConfigError& e) {
+      nan_error = e.what();
+    }
+    CHECK_THAT(nan_error, Catch::Matchers::Contains(entry.path + ": expected "));
+    const bool unbounded_above =
+        entry.valid.find(">=") != std::string::npos || entry.valid.find("> 0") != std::string::npos;
+    if (entry.valid.find("finite") == std::string::npos && unbounded_above) continue;
+    CHECK_THROWS_AS(load_config_from_string("", "t.yaml", {{entry.path, ".inf"}}), ConfigError);
+  }
+  CHECK(bounded >= 30);
 }
 
 TEST_CASE("every reference entry has a meaning, every key a type and a default", "[config]") {
