@@ -40,31 +40,33 @@ void name_worker() { pthread_setname_np(pthread_self(), "ltfit-loader"); }
 Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
     : samples_(std::move(samples)),
       options_(std::move(options)),
+      limits_(image_limits(options_.data)),
       state_(std::make_unique<State>()) {
-  LTFIT_CHECK(options_.batch_size > 0 && options_.image_size > 0, "bad loader options");
-  LTFIT_CHECK(!options_.eval_transform || (!options_.train && !options_.augment_in_order &&
-                                           options_.eval_transform->crop == options_.image_size),
-              "eval_transform needs an eval loader whose image_size is its crop");
-  if (options_.workers < 0 || options_.workers > kMaxLoaderWorkers) {
+  LTFIT_CHECK(options_.data.batch_size > 0 && options_.data.image_size > 0, "bad loader options");
+  LTFIT_CHECK(
+      !options_.eval_transform || (!options_.train && !options_.augment_in_order &&
+                                   options_.eval_transform->crop == options_.data.image_size),
+      "eval_transform needs an eval loader whose image_size is its crop");
+  if (options_.data.workers < 0 || options_.data.workers > kMaxLoaderWorkers) {
     throw ConfigError("data.workers: expected auto or an integer from 1 to " +
                           std::to_string(kMaxLoaderWorkers) + ", got " +
-                          std::to_string(options_.workers),
+                          std::to_string(options_.data.workers),
                       "each worker decodes one image at a time; more than the cores gains nothing");
   }
-  if (options_.train && options_.batch_size < kMinTrainBatch) {
+  if (options_.train && options_.data.batch_size < kMinTrainBatch) {
     throw ConfigError(
         "data.batch_size: expected an integer >= 2 (BatchNorm needs at least 2 "
         "images per training batch), got " +
-        std::to_string(options_.batch_size));
+        std::to_string(options_.data.batch_size));
   }
   LTFIT_CHECK(options_.shard.count >= 1 && options_.shard.rank >= 0 &&
                   options_.shard.rank < options_.shard.count,
               "bad loader shard");
-  if (options_.train) check_global_batch(options_.batch_size, options_.shard.count);
+  if (options_.train) check_global_batch(options_.data.batch_size, options_.shard.count);
   // Our workers already run one image each in parallel; OpenCV's own pool inside each call
   // would only oversubscribe the cores.
   cv::setNumThreads(1);
-  worker_count_ = options_.workers > 0 ? options_.workers : default_worker_count();
+  worker_count_ = options_.data.workers > 0 ? options_.data.workers : default_worker_count();
   plan_.resize(samples_.size());
   for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i] = static_cast<std::int64_t>(i);
   if (options_.train) plan_readable();
@@ -74,7 +76,7 @@ Loader::Loader(std::vector<Sample> samples, LoaderOptions options)
 }
 
 void Loader::plan_readable() {
-  ReadableImages check = check_readable(samples_, options_.limits, worker_count_);
+  ReadableImages check = check_readable(samples_, limits_, worker_count_);
   for (const UnreadableImage& bad : check.unreadable) {
     note_unreadable(samples_[static_cast<std::size_t>(bad.position)].path, bad.reason);
   }
@@ -121,7 +123,7 @@ int Loader::workers() const { return worker_count_; }
 
 std::int64_t Loader::epoch_batches() const {
   const auto n = static_cast<std::int64_t>(plan_.size());
-  const std::int64_t b = options_.batch_size;
+  const std::int64_t b = options_.data.batch_size;
   return options_.train ? n / b : (n + b - 1) / b;
 }
 
@@ -152,16 +154,17 @@ void Loader::leave_out(const std::vector<std::int64_t>& positions) {
 }
 
 int Loader::image_size_at(int epoch) const {
-  int size = options_.image_size;
+  int size = options_.data.image_size;
   if (!options_.train) return size;
-  for (const SizeStep& step : options_.size_schedule) {  // ascending epochs (the config's rule)
+  for (const SizeStep& step :
+       options_.data.size_schedule) {  // ascending epochs (the config's rule)
     if (step.epoch <= epoch) size = step.size;
   }
   return size;
 }
 
 void Loader::start_epoch(int epoch, std::int64_t skip_batches) {
-  if (!options_.size_schedule.empty() && options_.train &&
+  if (!options_.data.size_schedule.empty() && options_.train &&
       (epoch == 0 || image_size_at(epoch) != image_size_at(epoch - 1) || skip_batches > 0)) {
     spdlog::info("training images at {} px from epoch {} (data.size_schedule)",
                  image_size_at(epoch), epoch);

@@ -38,22 +38,23 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
   try {
     if (options_.before_load) options_.before_load(sample.path);
     if (options_.eval_transform) {
-      return load_eval_image(sample.path, *options_.eval_transform, error, options_.limits, budget);
+      return load_eval_image(sample.path, *options_.eval_transform, error, limits_, budget);
     }
     if (!options_.train && !options_.augment_in_order) {
-      return load_square_image(sample.path, options_.image_size, {}, error, options_.limits, budget,
+      return load_square_image(sample.path, options_.data.image_size, {}, error, limits_, budget,
                                options_.cache.get());
     }
-    const AugmentParams params = draw_augment(options_.augment, augment_seed);
+    const AugmentParams params = draw_augment(options_.data.augment, augment_seed);
     // data.augment.on: device: only the crop here, in the same one warp (DeviceAugmentHook does
     // the rest on the batch).
-    const bool on_device = options_.train && options_.augment.on == AugmentPlace::kDevice;
+    const bool on_device = options_.train && options_.data.augment.on == AugmentPlace::kDevice;
     std::optional<torch::Tensor> image = load_augmented_image(
-        sample.path, image_size_at(epoch), on_device ? crop_only(params) : params, error,
-        options_.limits, budget, options_.cache.get());
-    if (image && options_.train && options_.augment.policy != AugmentPolicy::kNone) {  // not TTA
-      image = apply_augment_policy(*image, options_.augment.policy, options_.augment.rand_augment,
-                                   policy_seed(augment_seed));
+        sample.path, image_size_at(epoch), on_device ? crop_only(params) : params, error, limits_,
+        budget, options_.cache.get());
+    if (image && options_.train &&
+        options_.data.augment.policy != AugmentPolicy::kNone) {  // not TTA
+      image = apply_augment_policy(*image, options_.data.augment.policy,
+                                   options_.data.augment.rand_augment, policy_seed(augment_seed));
     }
     return image;
   } catch (const SystemIoError&) {  // already names the path; exit 5, not a data error
@@ -104,7 +105,7 @@ bool Loader::add_sample(std::int64_t position, int epoch, std::int64_t refill,
 std::optional<Batch> Loader::build_batch(const Work& work, std::vector<std::int64_t>& unreadable) {
   const std::vector<std::int64_t>& order = *work.order;
   const auto n = static_cast<std::int64_t>(order.size());
-  const std::int64_t b = options_.batch_size;
+  const std::int64_t b = options_.data.batch_size;
   const bool sharded = options_.train && options_.shard.count > 1;
   const Span slice = sharded ? batch_slice(b, options_.shard) : Span{0, b};
   const std::int64_t want = slice.size();  // images this loader delivers per batch

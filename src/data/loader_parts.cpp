@@ -19,14 +19,10 @@ namespace ltfit {
 
 LoaderOptions make_loader_options(const Config& config, bool train) {
   LoaderOptions options;
-  options.image_size = config.data.image_size;
-  if (train) options.size_schedule = config.data.size_schedule;
-  options.batch_size = config.data.batch_size;
+  options.data = config.data;
+  if (!train) options.data.size_schedule.clear();  // validation stays at image_size
   options.train = train;
-  options.augment = config.data.augment;
   options.seed = config.run.seed;
-  options.workers = config.data.workers;
-  options.limits = image_limits(config.data);
   return options;
 }
 

@@ -228,8 +228,8 @@ TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>
   for (const auto& path : paths) samples.push_back({path, 0});
   LoaderOptions loader_options =
       valid_loader_options(loaded.config, options.device, loaded.meta.classes.size());
-  if (batch_size > 0) loader_options.batch_size = batch_size;
-  loader_options.workers = prediction_workers(loader_options, paths.size());
+  if (batch_size > 0) loader_options.data.batch_size = batch_size;
+  loader_options.data.workers = prediction_workers(loader_options, paths.size());
   Loader loader(std::move(samples), loader_options);
   try {
     TtaResult result = run_tta(loaded.model, loader, loader_options, eval, options);
@@ -242,8 +242,8 @@ TtaResult tta_predict_images(LoadedModel& loaded, const std::vector<std::string>
 }
 
 int prediction_workers(const LoaderOptions& options, std::size_t images) {
-  const int workers = options.workers == 0 ? default_worker_count() : options.workers;
-  const std::size_t batch = static_cast<std::size_t>(std::max(1, options.batch_size));
+  const int workers = options.data.workers == 0 ? default_worker_count() : options.data.workers;
+  const std::size_t batch = static_cast<std::size_t>(std::max(1, options.data.batch_size));
   const std::size_t batches = std::max<std::size_t>(1, (images + batch - 1) / batch);
   return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), batches));
 }

@@ -119,7 +119,7 @@ TopLossImages top_loss_images(const InterpretRequest& request, const InterpretRe
   if (result.evaluation.plain.multi_label) {
     loader_options.multi_label_classes = static_cast<std::int64_t>(loaded.meta.classes.size());
   }
-  loader_options.workers = prediction_workers(loader_options, samples.size());
+  loader_options.data.workers = prediction_workers(loader_options, samples.size());
   Loader loader(samples, loader_options);
   std::vector<torch::Tensor> images(samples.size()), cams(samples.size());
   loader.start_epoch(0);

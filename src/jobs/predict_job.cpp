@@ -222,7 +222,7 @@ SkippedImages predict_tta(Predictor& p, const std::vector<std::string>& images, 
   SkippedImages skipped;
   TtaResult r;
   try {
-    r = tta_predict_images(*p.loaded, images, eval, p.eval, p.loader.batch_size, &skipped);
+    r = tta_predict_images(*p.loaded, images, eval, p.eval, p.loader.data.batch_size, &skipped);
   } catch (const DataError&) {
     if (skipped.count < static_cast<std::int64_t>(images.size())) throw;
     out.unreadable_until(static_cast<std::int64_t>(images.size()));  // none readable: below
@@ -265,11 +265,11 @@ PredictSummary run_predict_job(const PredictRequest& request, const PredictionSi
   const std::vector<std::string> images = expand_image_inputs(request.images);
   check_outputs_not_images(request, images);
   p.loader.pin_memory = device.is_cuda();
-  p.loader.workers = prediction_workers(p.loader, images.size());
+  p.loader.data.workers = prediction_workers(p.loader, images.size());
   spdlog::info("predicting {} image(s) with {} on {} ({}), batches of {}, {} loader thread(s)",
                images.size(), request.weights.empty() ? request.checkpoint : request.weights,
-               describe_device(device), precision_name(p.eval.precision), p.loader.batch_size,
-               p.loader.workers);
+               describe_device(device), precision_name(p.eval.precision), p.loader.data.batch_size,
+               p.loader.data.workers);
   PredictionsCsv csv(request.out, p.classes, request.tta);
   std::optional<CamPictures> cams;
   if (!request.cam.empty()) cams.emplace(request.cam);
@@ -279,7 +279,7 @@ PredictSummary run_predict_job(const PredictRequest& request, const PredictionSi
   try {
     skipped = request.tta ? predict_tta(p, images, emitter) : predict_plain(p, images, emitter);
   } catch (...) {
-    rethrow_naming_batch_size(p.loader.batch_size);
+    rethrow_naming_batch_size(p.loader.data.batch_size);
   }
   PredictSummary summary;
   summary.images = static_cast<std::int64_t>(images.size());

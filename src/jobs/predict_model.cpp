@@ -88,17 +88,17 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
     p.eval.thresholds = meta->thresholds;  // sigmoids, and the labels above threshold
   }
   if (meta) {
-    p.loader.image_size = meta->image_size;
+    p.loader.data.image_size = meta->image_size;
     if (meta->eval_resize > meta->image_size) {  // a torchvision Resize + CenterCrop
       p.loader.eval_transform = EvalTransform{meta->eval_resize, meta->image_size,
                                               resample_filter_named(meta->interpolation)};
     }
   } else {
-    p.loader.image_size = arch.eval_crop;
+    p.loader.data.image_size = arch.eval_crop;
     p.loader.eval_transform =
         EvalTransform{arch.eval_resize, arch.eval_crop, resample_filter_named(arch.interpolation)};
   }
-  p.loader.batch_size = request.batch_size > 0 ? request.batch_size : kWeightsBatchSize;
+  p.loader.data.batch_size = request.batch_size > 0 ? request.batch_size : kWeightsBatchSize;
   return p;
 }
 
@@ -118,7 +118,7 @@ Predictor make_predictor(const PredictRequest& request, const torch::Device& dev
   p.classes = p.loaded->meta.classes;
   p.eval = eval_options_for(*p.loaded, device, "");
   p.loader = make_loader_options(p.loaded->config, /*train=*/false);
-  if (request.batch_size > 0) p.loader.batch_size = request.batch_size;
+  if (request.batch_size > 0) p.loader.data.batch_size = request.batch_size;
   return p;
 }
 

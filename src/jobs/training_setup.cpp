@@ -48,7 +48,7 @@ void check_readable_splits(const Config& config, const TrainingSetup& setup, boo
                         std::to_string(config.data.batch_size) + ")",
                     "add images, replace the unreadable ones or lower data.batch_size");
   }
-  if (with_valid && first_readable(setup.index.valid, setup.valid_options.limits) < 0) {
+  if (with_valid && first_readable(setup.index.valid, image_limits(config.data)) < 0) {
     throw DataError("the validation split of data.root '" + config.data.root +
                         "' has no readable "
                         "image (" +
@@ -65,13 +65,11 @@ TrainerOptions trainer_options(const Config& config, const TrainingSetup& setup,
                                const torch::Device& device, DistGroup* group) {
   TrainerOptions options;
   options.device = device;
-  options.channels_last = config.train.channels_last;
-  options.precision = config.train.precision;
+  options.train = config.train;
+  options.eval = config.eval;
   options.group = group;
-  options.label_smoothing = config.train.label_smoothing;
   if (setup.class_weights.defined()) options.class_weights = setup.class_weights.to(device);
   options.thresholds = setup.thresholds;
-  options.temperature = config.eval.temperature;
   if (setup.pos_weight.defined()) options.pos_weight = setup.pos_weight.to(device);
   return options;
 }
@@ -173,7 +171,7 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
   std::vector<Sample> valid = setup.index.valid;
   if (dist != nullptr && dist->active()) {
     setup.train_options.shard = dist->shard();
-    setup.train_options.workers = setup.valid_options.workers =
+    setup.train_options.data.workers = setup.valid_options.data.workers =
         dist->loader_workers(config.data.workers);
     const Span part = sample_range(static_cast<std::int64_t>(valid.size()), dist->shard());
     valid = std::vector<Sample>(valid.begin() + part.begin, valid.begin() + part.end);

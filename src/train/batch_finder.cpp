@@ -116,8 +116,10 @@ HostMemoryPeak run_steps(const Config& config, const torch::Device& device, int 
   RandomBatches batches(batch, config.data.image_size, options.num_classes, config.run.seed,
                         options.steps);
   HostMemorySampler sampler;
-  Trainer trainer(model, *optimizer, batches, /*valid=*/nullptr,
-                  {device, config.train.channels_last, config.train.precision}, {&sampler});
+  TrainerOptions trainer_options;
+  trainer_options.device = device;
+  trainer_options.train = config.train;
+  Trainer trainer(model, *optimizer, batches, /*valid=*/nullptr, trainer_options, {&sampler});
   StagePlan stage;
   stage.name = "find_batch";
   trainer.fit({stage});  // unfrozen: every gradient, the most memory a step can take

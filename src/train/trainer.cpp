@@ -27,7 +27,7 @@ double seconds_since(Clock::time_point start) {
 
 GradScalerOptions scaler_options(const TrainerOptions& options) {
   if (options.scaler) return *options.scaler;
-  return GradScalerOptions{.enabled = precision_dtype(options.precision) == torch::kHalf};
+  return GradScalerOptions{.enabled = precision_dtype(options.train.precision) == torch::kHalf};
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -40,9 +40,9 @@ torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tens
   // autocast. Label smoothing mixes either with the uniform distribution; class weights scale
   // each class's term (with indices the mean is over the batch's weights, torch's rule).
   if (!options_.thresholds.empty()) {
-    return multi_label_loss(output, target, options_.label_smoothing, options_.pos_weight);
+    return multi_label_loss(output, target, options_.train.label_smoothing, options_.pos_weight);
   }
-  auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
+  auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.train.label_smoothing);
   if (options_.class_weights.defined()) options.weight(options_.class_weights);
   return F::cross_entropy(output, target, options);
 }
@@ -78,13 +78,13 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
       train_(train),
       valid_(valid),
       options_(std::move(options)),
-      feed_(options_.device, options_.channels_last, model_->input_normalization()),
+      feed_(options_.device, options_.train.channels_last, model_->input_normalization()),
       profiler_(profiler != nullptr ? profiler
                                     : &own_profiler_.emplace(options_.device, /*sync=*/false)),
       scaler_(scaler_options(options_)),
       hooks_(std::move(hooks)),
       ctx_(model_, optimizer_, scaler_, *profiler_, state_, options_.device,
-           precision_dtype(options_.precision)) {
+           precision_dtype(options_.train.precision)) {
   hooks_.push_back(&scaler_hook_);
   hooks_.push_back(&loss_check_);
   std::stable_sort(hooks_.begin(), hooks_.end(),
@@ -201,8 +201,8 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
     ScopedPhase phase(*profiler_, Phase::kValidation);
     const bool shard = options_.group != nullptr;
     valid = evaluate(model_, *valid_,
-                     {options_.device, options_.channels_last, options_.precision, shard,
-                      options_.thresholds, options_.temperature});
+                     {options_.device, options_.train.channels_last, options_.train.precision,
+                      shard, options_.thresholds, options_.eval.temperature});
     if (options_.group != nullptr) {
       valid = all_reduce_eval(valid, *options_.group, options_.thresholds);
     }

@@ -141,10 +141,10 @@ TEST_CASE("data.augment.policy: training batches get it, reproducibly - validati
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 8, 2, 40, 48, /*seed=*/4);
   ltfit::LoaderOptions options;
-  options.image_size = 32;
-  options.batch_size = 4;
+  options.data.image_size = 32;
+  options.data.batch_size = 4;
   options.train = true;
-  options.workers = 2;
+  options.data.workers = 2;
   options.seed = 3;
   auto first_batch = [&](const ltfit::LoaderOptions& o) {
     ltfit::Loader loader(samples, o);
@@ -152,16 +152,16 @@ TEST_CASE("data.augment.policy: training batches get it, reproducibly - validati
     return loader.next()->images;
   };
   const torch::Tensor plain = first_batch(options);
-  options.augment.policy = AugmentPolicy::kRandAugment;
-  options.augment.rand_augment.magnitude = 20;
+  options.data.augment.policy = AugmentPolicy::kRandAugment;
+  options.data.augment.rand_augment.magnitude = 20;
   const torch::Tensor augmented = first_batch(options);
   CHECK_FALSE(torch::equal(plain, augmented));
   CHECK(torch::equal(augmented, first_batch(options)));
-  options.workers = 1;  // any thread gives the same pixels
+  options.data.workers = 1;  // any thread gives the same pixels
   CHECK(torch::equal(augmented, first_batch(options)));
   options.train = false;
   const torch::Tensor valid = first_batch(options);
-  options.augment.policy = AugmentPolicy::kNone;
+  options.data.augment.policy = AugmentPolicy::kNone;
   CHECK(torch::equal(valid, first_batch(options)));
 }
 

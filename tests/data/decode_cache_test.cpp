@@ -22,13 +22,13 @@ namespace {
 ltfit::LoaderOptions cache_options(bool train,
                                    ltfit::AugmentPlace on = ltfit::AugmentPlace::kHost) {
   ltfit::LoaderOptions o;
-  o.augment.on = on;
-  o.image_size = 40;
-  o.batch_size = 5;
+  o.data.augment.on = on;
+  o.data.image_size = 40;
+  o.data.batch_size = 5;
   o.train = train;
   o.seed = 4;
-  o.workers = 2;
-  o.augment.max_zoom = 1.1;  // draws that need more pixels than others
+  o.data.workers = 2;
+  o.data.augment.max_zoom = 1.1;  // draws that need more pixels than others
   return o;
 }
 

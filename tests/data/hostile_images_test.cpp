@@ -113,9 +113,9 @@ TEST_CASE(
   CHECK(names ==
         std::vector<std::string>{"dangling.jpg", "fifo.jpg", "good.jpg", "folder.jpg", "good.jpg"});
   ltfit::LoaderOptions options;
-  options.image_size = 32;
-  options.batch_size = 2;
-  options.workers = 2;
+  options.data.image_size = 32;
+  options.data.batch_size = 2;
+  options.data.workers = 2;
   ltfit::Loader loader(samples, options);
   loader.start_epoch(0);
   std::int64_t images = 0;

@@ -33,11 +33,11 @@ std::vector<ltfit::Sample> small_set(const ltfit::testing::TempDir& dir, int tra
 
 ltfit::LoaderOptions train_options(int workers) {
   ltfit::LoaderOptions o;
-  o.image_size = 40;
-  o.batch_size = 5;
+  o.data.image_size = 40;
+  o.data.batch_size = 5;
   o.train = true;
   o.seed = 9;
-  o.workers = workers;
+  o.data.workers = workers;
   return o;
 }
 
@@ -176,8 +176,8 @@ TEST_CASE("the bad-input zoo is skipped, counted and named - good odd sizes deco
     samples.push_back({(zoo / name).string(), 0});
   }
   ltfit::LoaderOptions options = train_options(2);
-  options.batch_size = 4;
-  options.limits.max_pixels = 100'000'000;  // huge.jpg is 10000x10000: raised to allow it
+  options.data.batch_size = 4;
+  options.data.max_pixels = 100'000'000;  // huge.jpg is 10000x10000: raised to allow it
   ltfit::Loader loader(samples, options);
   std::int64_t images = 0;
   for (const auto& b : one_epoch(loader, 0)) {
@@ -316,11 +316,11 @@ TEST_CASE("loaders constructed, run and destroyed many times never hang or race"
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 2, 2, 32, 36, /*seed=*/5);
   ltfit::LoaderOptions options;
-  options.image_size = 16;
-  options.batch_size = 2;
+  options.data.image_size = 16;
+  options.data.batch_size = 2;
   Watchdog watchdog(120, "the loader construction stress");
   for (int i = 0; i < 1500; ++i) {
-    options.workers = 1 + i % 3;
+    options.data.workers = 1 + i % 3;
     options.train = i % 2 == 0;
     ltfit::Loader loader(samples, options);
     for (int epoch = 0; epoch < 2; ++epoch) {
@@ -373,7 +373,7 @@ TEST_CASE("worker count and training batch size are bounded", "[data][loader]") 
                     Catch::Matchers::Contains("data.workers: expected auto or an integer from 1 "
                                               "to 256, got 257"));
   ltfit::LoaderOptions one = train_options(1);
-  one.batch_size = 1;
+  one.data.batch_size = 1;
   CHECK_THROWS_AS(ltfit::Loader(samples, one), ltfit::ConfigError);
   CHECK_THROWS_WITH(ltfit::Loader(samples, one),
                     Catch::Matchers::Contains("BatchNorm needs at least 2"));
@@ -398,9 +398,9 @@ TEST_CASE("training batches that lost images are refilled the same way on every 
                                ltfit::testing::png_claiming(64, 64));
   }
   ltfit::LoaderOptions options = train_options(1);
-  options.batch_size = 2;
+  options.data.batch_size = 2;
   ltfit::Loader one(samples, options);
-  options.workers = 3;
+  options.data.workers = 3;
   ltfit::Loader three(samples, options);
   const auto a = one_epoch(one, 4);
   const auto b = one_epoch(three, 4);
@@ -474,7 +474,7 @@ TEST_CASE("an epoch with a single readable image drops its training batches and 
                                ltfit::testing::png_claiming(64, 64));
   }
   ltfit::LoaderOptions options = train_options(2);
-  options.batch_size = 2;
+  options.data.batch_size = 2;
   ltfit::Loader loader(samples, options);
   CHECK(one_epoch(loader, 0).empty());  // no batch of one reaches the model
   CHECK(loader.skipped().dropped_batches == 2);

@@ -20,11 +20,11 @@ namespace {
 
 ltfit::LoaderOptions tiny_train(int workers, int batch_size) {
   ltfit::LoaderOptions o;
-  o.image_size = 16;
-  o.batch_size = batch_size;
+  o.data.image_size = 16;
+  o.data.batch_size = batch_size;
   o.train = true;
   o.seed = 21;
-  o.workers = workers;
+  o.data.workers = workers;
   return o;
 }
 

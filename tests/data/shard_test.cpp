@@ -30,11 +30,11 @@ std::vector<std::int64_t> all_indices(ltfit::Loader& loader, int epoch, std::int
 
 ltfit::LoaderOptions sharded(int batch, ltfit::Shard shard) {
   ltfit::LoaderOptions o;
-  o.image_size = 24;
-  o.batch_size = batch;
+  o.data.image_size = 24;
+  o.data.batch_size = batch;
   o.train = true;
   o.seed = 5;
-  o.workers = 2;
+  o.data.workers = 2;
   o.shard = shard;
   return o;
 }

@@ -59,11 +59,11 @@ double seconds_of(const std::function<void()>& body) {
 
 ltfit::LoaderOptions loader_options(bool train) {
   ltfit::LoaderOptions o;
-  o.image_size = 16;
-  o.batch_size = 4;
+  o.data.image_size = 16;
+  o.data.batch_size = 4;
   o.train = train;
   o.seed = 3;
-  o.workers = 2;
+  o.data.workers = 2;
   return o;
 }
 

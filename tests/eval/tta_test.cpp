@@ -19,9 +19,9 @@ constexpr int kSize = 32;
 
 ltfit::LoaderOptions valid_options() {
   ltfit::LoaderOptions options;
-  options.image_size = kSize;
-  options.batch_size = 4;
-  options.workers = 2;
+  options.data.image_size = kSize;
+  options.data.batch_size = 4;
+  options.data.workers = 2;
   options.seed = 7;
   return options;
 }

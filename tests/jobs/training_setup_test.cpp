@@ -44,7 +44,7 @@ TEST_CASE("make_training_setup builds index, loaders, model and optimizer once",
   REQUIRE(setup.train_loader);
   CHECK(setup.train_loader->size() == 12);
   CHECK(setup.train_options.train);
-  CHECK(setup.train_options.batch_size == 4);
+  CHECK(setup.train_options.data.batch_size == 4);
   CHECK_FALSE(setup.train_options.pin_memory);  // pinned only for a CUDA device
   CHECK_FALSE(setup.valid_options.train);
   CHECK(static_cast<bool>(setup.valid_loader) == with_valid);

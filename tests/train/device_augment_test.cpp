@@ -21,12 +21,12 @@ TEST_CASE("data.augment.on device: the loader only crops, at the drawn position"
   TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 12, 2, 60, 90, 2);
   ltfit::LoaderOptions options;
-  options.image_size = 32;
-  options.batch_size = 4;
+  options.data.image_size = 32;
+  options.data.batch_size = 4;
   options.train = true;
   options.seed = 3;
-  options.workers = 2;
-  options.augment.on = ltfit::AugmentPlace::kDevice;
+  options.data.workers = 2;
+  options.data.augment.on = ltfit::AugmentPlace::kDevice;
   ltfit::Loader loader(samples, options);
   loader.start_epoch(1);
   int checked = 0;
@@ -34,7 +34,7 @@ TEST_CASE("data.augment.on device: the loader only crops, at the drawn position"
     for (std::size_t i = 0; i < batch->indices.size(); ++i) {
       const std::int64_t position = batch->indices[i];
       const ltfit::AugmentParams params =
-          ltfit::draw_augment(options.augment, ltfit::sample_seed(3, 1, position));
+          ltfit::draw_augment(options.data.augment, ltfit::sample_seed(3, 1, position));
       std::string error;
       const ltfit::AugmentParams crop_only = ltfit::crop_only(params);
       CHECK_FALSE(crop_only.flip);

@@ -156,7 +156,7 @@ TEST_CASE("a finished run keeps weights only, resumes as complete, and keep_resu
             .exit_code == 0);
   // --resume on the finished run: complete, nothing changed (it was: a weights-only error, or
   // a fresh run over it).
-  for (const std::string resume :
+  for (const std::string& resume :
        {"--resume auto --run-dir " + dir.str() + "/runs/toy", "--resume " + last}) {
     const auto again = run_ltfit("train " + resume);
     INFO(again.output);

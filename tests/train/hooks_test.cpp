@@ -415,7 +415,7 @@ TEST_CASE("lr-find runs under the training precision: bf16 on CPU really trains 
     const auto before = model->parameters()[0].detach().clone();
     DtypeProbe probe;
     ltfit::TrainerOptions trainer;
-    trainer.precision = ltfit::parse_precision(precision);
+    trainer.train.precision = ltfit::parse_precision(precision);
     const auto result = ltfit::lr_find(model, *optimizer, data, trainer, options, {&probe});
     CHECK(result.lrs.size() == 5);
     REQUIRE(probe.dtypes.size() == 5);
@@ -449,7 +449,7 @@ TEST_CASE("the loss takes a target distribution from a hook, and label smoothing
     if (targets != nullptr) hooks.push_back(targets);
     OneBatch source(batch);
     ltfit::TrainerOptions options;
-    options.label_smoothing = smoothing;
+    options.train.label_smoothing = smoothing;
     ltfit::Trainer trainer(model, *optimizer, source, nullptr, options, hooks);
     trainer.fit({plain_stage()});
     return capture;

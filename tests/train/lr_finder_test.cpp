@@ -41,8 +41,8 @@ TEST_CASE("lr_find stops on divergence and restores the model and optimizer", "[
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 16, 4, 48, 64);
   ltfit::LoaderOptions lo;
-  lo.image_size = 32;
-  lo.batch_size = 8;
+  lo.data.image_size = 32;
+  lo.data.batch_size = 8;
   lo.train = true;
   ltfit::Loader train(samples, lo);
   torch::manual_seed(0);

@@ -27,10 +27,10 @@ std::vector<ltfit::Sample> tiny_train_set(const ltfit::testing::TempDir& dir) {
 
 ltfit::LoaderOptions loader_options(bool train) {
   ltfit::LoaderOptions o;
-  o.image_size = kImageSize;
-  o.batch_size = 8;
+  o.data.image_size = kImageSize;
+  o.data.batch_size = 8;
   o.train = train;
-  o.workers = 2;
+  o.data.workers = 2;
   return o;
 }
 

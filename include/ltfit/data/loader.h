@@ -42,13 +42,14 @@
 namespace ltfit {
 
 struct LoaderOptions {
-  int image_size = 224;  // output side, pixels
-  // Training: the side from each step's (global) epoch on instead (progressive resizing,
-  // data.size_schedule); empty: image_size throughout.
-  std::vector<SizeStep> size_schedule;
-  int batch_size = 16;    // images per batch
-  bool train = false;     // shuffle, random crop + flip, drop the last partial batch
-  AugmentConfig augment;  // used when train or augment_in_order (policy: when train only)
+  // The config's data section, read where the loader needs it, not copied key by key:
+  // image_size (the output side), batch_size, augment (used when train or augment_in_order;
+  // the policy when train only), workers (1..kMaxLoaderWorkers; 0 = default_worker_count()),
+  // max_pixels and formats (what a file must pass to be decoded), and, training only,
+  // size_schedule (the side from each step's global epoch on). A loader made for another purpose
+  // changes its copy (predict's batch size, a checkpoint's image size, TTA's augmentation).
+  DataConfig data;
+  bool train = false;  // shuffle, random crop + flip, drop the last partial batch
   // Not training (in order, every sample, no drop) but with training augmentation drawn from
   // (seed, epoch, position): fastai v2's TTA passes, one epoch number per pass.
   bool augment_in_order = false;
@@ -56,10 +57,8 @@ struct LoaderOptions {
   // Pillow's filter; `predict --weights`) instead of the centre square at image_size, which must
   // then equal eval_transform->crop.
   std::optional<EvalTransform> eval_transform;
-  std::uint64_t seed = 0;   // base of every random choice
-  int workers = 0;          // decode threads, 1..kMaxLoaderWorkers; 0 = default_worker_count()
+  std::uint64_t seed = 0;   // base of every random choice (run.seed)
   bool pin_memory = false;  // allocate batches in page-locked memory (for CUDA copies)
-  ImageLimits limits;       // what a file must pass to be decoded (data.max_pixels, formats)
   // Bounds the memory decodes hold at once; null: the process-wide default_decode_budget().
   std::shared_ptr<DecodeBudget> decode_budget;
   // data.cache: ram — decoded images kept across epochs, shared with the run's other loaders
@@ -190,6 +189,7 @@ class Loader : public BatchSource {
   std::vector<std::int64_t> plan_;      // positions the next epoch is planned over, ascending
   std::int64_t scheduled_batches_ = 0;  // batches_per_epoch(): from the plan at the start
   LoaderOptions options_;
+  ImageLimits limits_;    // image_limits(options_.data): what a file must pass to be decoded
   int worker_count_ = 0;  // fixed before any worker starts
   std::unique_ptr<State> state_;
 };

@@ -27,17 +27,20 @@
 namespace ltfit {
 
 struct TrainerOptions {
-  torch::Device device = torch::kCPU;      // where the model and batches live
-  bool channels_last = false;              // NHWC activations
-  Precision precision = Precision::kFp32;  // fp32 | fp16 (autocast + loss scaling) | bf16
+  torch::Device device = torch::kCPU;  // where the model and batches live
+  // The config's train and eval sections, read where the trainer needs them, not copied key by
+  // key: train.channels_last (NHWC activations), train.precision (fp32 | fp16: autocast + loss
+  // scaling | bf16), train.label_smoothing (the training loss's, torch's cross_entropy
+  // label_smoothing: the target becomes (1 - eps) * target + eps / K; validation loss and
+  // metrics never smooth), eval.temperature (validation's probabilities and loss come from
+  // logits / temperature, EvalOptions::temperature; the training loss never uses it).
+  TrainConfig train;
+  EvalConfig eval;
   // The loss scaler's settings; default: enabled exactly for fp16 (torch.amp.GradScaler's).
   std::optional<GradScalerOptions> scaler;
   // A data-parallel run's group: validation results are summed over its ranks (each evaluates
   // its own shard). Null: one process. The gradients are the data-parallel hook's.
   DistGroup* group = nullptr;
-  // The training loss's label smoothing (torch's cross_entropy label_smoothing): the target
-  // becomes (1 - eps) * target + eps / K. Validation loss and metrics never smooth.
-  double label_smoothing = 0.0;
   // The training loss's class weights (torch's cross_entropy `weight`, float [classes] on the
   // device); undefined: every class weighs 1. Validation loss and metrics are never weighted.
   torch::Tensor class_weights;
@@ -48,9 +51,6 @@ struct TrainerOptions {
   // Empty: single-label.
   std::vector<double> thresholds;
   torch::Tensor pos_weight;
-  // eval.temperature: validation's probabilities and loss come from logits / temperature
-  // (EvalOptions::temperature). The training loss never uses it.
-  double temperature = 1.0;
 };
 
 // The multi-label training loss: binary cross-entropy with logits over float [N,K] targets, the
