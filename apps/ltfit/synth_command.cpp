@@ -22,9 +22,12 @@ void add_synth_command(CLI::App& app, int* exit_code) {
                   "kaggle: flat train/<class>.<N>.jpg; "
                   "csv: images/NNNNN.jpg with labels.csv (fname,labels,is_valid); "
                   "pattern: flat images/<class>_<N>.jpg (kaggle and pattern: one pool, the "
-                  "validation split is drawn at training time)")
+                  "validation split is drawn at training time); "
+                  "cifar10: cifar-10-batches-bin/ (data_batch_1..5.bin, test_batch.bin) and "
+                  "cifar100: cifar-100-binary/ (train.bin, test.bin), CIFAR's binary records of "
+                  "32x32 images")
       ->capture_default_str()
-      ->check(CLI::IsMember({"folders", "kaggle", "csv", "pattern"}));
+      ->check(CLI::IsMember({"folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"}));
   cmd->add_option("--task", options->task,
                   "cats_dogs: classes cat, dog; bears_rabbits: classes bear, rabbit (same faces, "
                   "other ears; a second task for transfer-learning checks); shapes: multi-label, "

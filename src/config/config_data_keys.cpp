@@ -120,9 +120,12 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "how the images under `data.root` are arranged and labelled: folders "
              "(`train_folder`/`valid_folder` of class folders, or class folders alone), kaggle "
              "(flat `<class>.<N>.jpg`), csv (`data.csv`), pattern (`label_pattern` on file "
-             "names); auto: folders when `train_folder` holds class folders, else csv when "
-             "`data.csv.file` exists, else kaggle when `<class>.<N>.jpg` files do, else plain "
-             "class folders"),
+             "names), cifar10 and cifar100 (CIFAR's binary batch files, in `data.root` or its "
+             "`cifar-10-batches-bin` or `cifar-100-binary` folder: the training batches train, "
+             "the test batch validates; every image held in memory, none a file); auto: folders "
+             "when `train_folder` holds class folders, else csv when `data.csv.file` exists, "
+             "else kaggle when `<class>.<N>.jpg` files do, else cifar10 or cifar100 when their "
+             "batch files do, else plain class folders"),
        field("valid_count", data.valid_count,
              "kaggle layout: exactly this many images held out for validation, chosen by "
              "`run.seed` (the 2019 study's 2,000 of 25,000); 0 (the default): `valid_pct`, as "
@@ -136,6 +139,9 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "backreferences or lookaround; matched in time linear in the name); the first group "
              "of a full match of each file name (under `data.root`, recursively) is its label "
              "(fastai's `from_name_re`); files that do not match are counted and named"),
+       field("cifar_label", parse_cifar_label, cifar_label_name, data.cifar_label,
+             "cifar100 layout: which label of each record trains, fine (its 100 classes) or "
+             "coarse (its 20 superclasses)"),
        field("valid_pct", data.valid_pct,
              "where no split is given (class folders without `valid_folder`, csv without "
              "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held "

@@ -9,8 +9,8 @@ namespace ltfit {
 namespace {
 
 const EnumNames<DataLayout>& data_layouts() {
-  static const EnumNames<DataLayout> names{"data.layout",
-                                           {"auto", "folders", "kaggle", "csv", "pattern"}};
+  static const EnumNames<DataLayout> names{
+      "data.layout", {"auto", "folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"}};
   return names;
 }
 
@@ -21,6 +21,11 @@ const EnumNames<AugmentPlace>& augment_places() {
 
 const EnumNames<DataCache>& data_caches() {
   static const EnumNames<DataCache> names{"data.cache", {"none", "ram"}};
+  return names;
+}
+
+const EnumNames<CifarLabel>& cifar_labels() {
+  static const EnumNames<CifarLabel> names{"data.cifar_label", {"fine", "coarse"}};
   return names;
 }
 
@@ -90,6 +95,9 @@ AugmentPlace parse_augment_place(std::string_view text) { return augment_places(
 const std::string& augment_place_name(AugmentPlace place) { return augment_places().name(place); }
 DataCache parse_data_cache(std::string_view text) { return data_caches().parse(text); }
 const std::string& data_cache_name(DataCache cache) { return data_caches().name(cache); }
+
+CifarLabel parse_cifar_label(std::string_view text) { return cifar_labels().parse(text); }
+const std::string& cifar_label_name(CifarLabel label) { return cifar_labels().name(label); }
 
 Task parse_task(std::string_view text) { return tasks().parse(text); }
 const std::string& task_name(Task task) { return tasks().name(task); }

@@ -202,6 +202,12 @@ const std::vector<IgnoredKey>& ignored_keys() {
                 c.data.valid_count != DataConfig{}.valid_count;
        },
        [](const Config& c) { return show(c.data.valid_count); }},
+      {"data.cifar_label", "data.layout is not cifar100 (only CIFAR-100 has two labels)",
+       [](const Config& c) {
+         return c.data.layout != DataLayout::kCifar100 && c.data.layout != DataLayout::kAuto &&
+                c.data.cifar_label != DataConfig{}.cifar_label;
+       },
+       [](const Config& c) { return cifar_label_name(c.data.cifar_label); }},
       {"eval.tta_n", "eval.tta_mode is v1 (its 8 views are fixed; tta_n counts v2's passes)",
        [](const Config& c) {
          return c.eval.tta_mode == TtaMode::kV1 && c.eval.tta_n != EvalConfig{}.tta_n;

@@ -320,7 +320,7 @@ std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params) {
   return lut;
 }
 
-std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
+std::optional<torch::Tensor> load_augmented_image(const ImageInput& input, int size,
                                                   const AugmentParams& params, std::string* error,
                                                   const ImageLimits& limits, DecodeBudget* budget,
                                                   DecodedImageCache* cache) {
@@ -338,7 +338,7 @@ std::optional<torch::Tensor> load_augmented_image(const std::string& path, int s
       };
       const double min_side = size * std::max({params.zoom, params.decode_zoom, 1.0});
       const DecodedImage decoded =
-          decode_bgr_cached(path, {min_side, region_of}, {limits, budget}, cache, &reason);
+          decode_bgr_cached(input, {min_side, region_of}, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) result = augment_to_tensor(decoded, size, params);
     }
     return result;

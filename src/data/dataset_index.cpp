@@ -45,17 +45,16 @@ std::string tried_layouts(const DataConfig& data) {
          (root / data.train_folder / "<class>" / "*.jpg").string() + ", or " +
          (root / "<class>" / "*.jpg").string() + ") and kaggle (" +
          (root / "<class>.<N>.jpg").string() + " or " +
-         (root / "train" / "<class>.<N>.jpg").string() + ")";
+         (root / "train" / "<class>.<N>.jpg").string() + "), cifar10 (" +
+         (root / "data_batch_1.bin").string() + ") and cifar100 (" + (root / "train.bin").string() +
+         ")";
 }
 
 DataLayout detect_layout(const DataConfig& data) {
   const fs::path root(data.root);
-  std::error_code ec;
-  // Class folders under train/ first: a folders set that also keeps a labels.csv (fastai's
-  // mnist_sample) is read as folders; a CSV set's images sit in one plain folder.
-  if (layouts::has_split_class_folders(root, data.train_folder)) return DataLayout::kFolders;
-  if (fs::exists(layouts::csv_file_path(data), ec)) return DataLayout::kCsv;
-  if (!layouts::kaggle_folder(root).empty()) return DataLayout::kKaggle;
+  for (const layouts::LayoutEntry& entry : layouts::layout_registry()) {
+    if (entry.detect != nullptr && entry.detect(data)) return entry.layout;
+  }
   if (layouts::has_plain_class_folders(root)) return DataLayout::kFolders;
   // Images lying in the root itself, not named <class>.<N>.jpg: the label may be in the name.
   const auto flat =
@@ -75,18 +74,8 @@ DataLayout detect_layout(const DataConfig& data) {
 }
 
 DatasetIndex index_layout(const DataConfig& data, std::uint64_t seed, bool multi_label) {
-  switch (data.layout == DataLayout::kAuto ? detect_layout(data) : data.layout) {
-    case DataLayout::kCsv:
-      return layouts::index_csv_layout(data, seed, multi_label);
-    case DataLayout::kPattern:
-      return layouts::index_pattern_layout(data, seed);
-    case DataLayout::kKaggle:
-      return layouts::index_kaggle_layout(fs::path(data.root), data, seed);
-    case DataLayout::kFolders:
-    case DataLayout::kAuto:
-      break;
-  }
-  return layouts::index_folders_layout(data, seed);
+  const DataLayout layout = data.layout == DataLayout::kAuto ? detect_layout(data) : data.layout;
+  return layouts::layout_entry(layout).index(data, seed, multi_label);
 }
 
 // A layout's single labels as sets of one.
@@ -141,6 +130,8 @@ void note_ignored_valid_pct(DatasetIndex& index, const DataConfig& data) {
     note << "data.valid_pct " << data.valid_pct << " is ignored: the data gives the split ("
          << (index.split == "folders"
                  ? "'" + data.train_folder + "' and '" + data.valid_folder + "' folders"
+             : index.split == "test_batch"
+                 ? "its training and test batches"
                  : "the CSV's '" + data.csv.valid_column.value_or("") + "' column")
          << ")";
     index.notes.push_back(note.str());
@@ -279,6 +270,36 @@ EvalDataSet eval_folders_root(const fs::path& root, const std::vector<std::strin
           data_layout_name(DataLayout::kFolders)};
 }
 
+// A CIFAR root's `split` (train; valid or test: the test batch), its labels renumbered as the
+// model's `classes`; DataError when a class of the batches is not one of them.
+EvalDataSet eval_cifar_root(const fs::path& root, const std::vector<std::string>& classes,
+                            const std::string& split, const DataConfig& data, DataLayout layout) {
+  const std::string name = data_layout_name(layout);
+  if (split != "train" && split != "valid" && split != "test") {
+    throw missing_split(root, split, {"train", "valid", "test"},
+                        "layout " + name +
+                            ": the training batches, and the test batch as "
+                            "valid or test");
+  }
+  DataConfig cifar = data;
+  cifar.root = root.string();
+  DatasetIndex index = layouts::layout_entry(layout).index(cifar, 0, false);
+  std::vector<Sample> samples = split == "train" ? std::move(index.train) : std::move(index.valid);
+  std::vector<std::int64_t> to_model(index.classes.size());
+  for (std::size_t k = 0; k < index.classes.size(); ++k) {
+    const auto found = std::find(classes.begin(), classes.end(), index.classes[k]);
+    if (found == classes.end()) {
+      throw DataError("class '" + index.classes[k] + "' of the CIFAR batches in '" + root.string() +
+                          "' is not one of the model's (" + layouts::join_names(classes) + ")",
+                      "evaluate a model trained on these classes");
+    }
+    to_model[k] = found - classes.begin();
+  }
+  for (Sample& s : samples) s.label = to_model[static_cast<std::size_t>(s.label)];
+  layouts::sort_samples_by_path(samples);
+  return {std::move(samples), root.string(), split, name};
+}
+
 }  // namespace
 
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
@@ -298,6 +319,15 @@ EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::strin
                               layouts::drawn_split_words(data, seed));
     }
     return layouts::kaggle_eval_data(root, classes, wanted, data, seed);
+  }
+  if (!class_level && layouts::is_directory_at(root)) {
+    DataConfig cifar = data;
+    cifar.root = dir;
+    for (const DataLayout layout : {DataLayout::kCifar10, DataLayout::kCifar100}) {
+      if (layouts::layout_entry(layout).detect(cifar)) {
+        return eval_cifar_root(root, classes, wanted, data, layout);
+      }
+    }
   }
   if (!class_level && !splits.empty()) return eval_folders_root(root, classes, wanted);
   if (!split.empty() && class_level) {

@@ -1,23 +1,18 @@
 // Reading and decoding one image file; see decode.h.
 #include "data/decode.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <optional>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/image_header_parsers.h"
+#include "data/regular_file.h"
 #include "data/system_io.h"
 
 namespace ltfit {
@@ -25,91 +20,6 @@ namespace {
 
 constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
 constexpr std::size_t kProbeTailBytes = 64 * 1024;   // probe_image_file's look at a JPEG's end
-
-// A file descriptor, closed on destruction.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
-// Why a path that is not a regular file cannot be an image, without opening it.
-std::string not_a_file_reason(const std::string& path, const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return "is a directory, not an image";
-  if (S_ISFIFO(st.st_mode)) return "is a FIFO (named pipe), not an image file; not opened";
-  if (S_ISSOCK(st.st_mode)) return "is a socket, not an image file; not opened";
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
-    return "is a device, not an image file; not opened";
-  }
-  return "is not a regular file; not opened";
-}
-
-// Opens `path` for reading if, and only if, it is a regular file; sets `error` otherwise.
-int open_regular_file(const std::string& path, std::uint64_t* size, std::string* error) {
-  struct stat st {};
-  if (call_with_retries("stat", path,
-                        [&] { return static_cast<long>(::stat(path.c_str(), &st)); }) != 0) {
-    const int stat_errno = errno;
-    struct stat link {};
-    std::error_code ec;
-    if (stat_errno == ENOENT && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
-      *error =
-          "dangling symbolic link (to '" + std::filesystem::read_symlink(path, ec).string() + "')";
-    } else if (stat_errno == ENOENT) {
-      *error = "file not found";
-    } else {
-      *error = "cannot stat: " + errno_text(stat_errno);
-    }
-    return -1;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = not_a_file_reason(path, st);
-    return -1;
-  }
-  // O_NONBLOCK: should the path have become a FIFO since stat, open must not wait for a writer.
-  const int fd = static_cast<int>(call_with_retries("open", path, [&] {
-    return static_cast<long>(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  }));
-  if (fd < 0) {
-    *error = "cannot open: " + errno_text(errno);
-    return -1;
-  }
-  Fd owned(fd);  // closed on every way out but success, a SystemIoError's included
-  if (call_with_retries("stat", path, [&] { return static_cast<long>(::fstat(fd, &st)); }) != 0 ||
-      !S_ISREG(st.st_mode)) {
-    *error = "is not a regular file; not read";
-    return -1;
-  }
-  *size = static_cast<std::uint64_t>(st.st_size);
-  return owned.release();
-}
-
-// pread of `path`'s `fd` until `size` bytes are read or the file ends; returns the bytes read.
-// SystemIoError when the system keeps failing the read (EIO, ENOMEM: system_io.h).
-std::size_t read_at(int fd, const std::string& path, std::uint64_t offset, std::size_t size,
-                    std::uint8_t* out) {
-  std::size_t done = 0;
-  while (done < size) {
-    const long n = call_with_retries("read", path, [&] {
-      return static_cast<long>(
-          ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done)));
-    });
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return done;
-}
 
 // Scanning back from the end of a JPEG's `bytes` (its last ones, or all): true when the EOI
 // marker comes before the start of the last scan (entropy-coded data never contains FF D9 or
@@ -169,10 +79,12 @@ std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t fi
   return add_sat(add_sat(file_bytes, header.work_bytes), mul_sat(out_pixels, 6));
 }
 
-std::string probe_image_file(const std::string& path, const ImageLimits& limits) {
+std::string probe_image_file(const ImageInput& input, const ImageLimits& limits) {
+  if (input.image) return held_image_problem(input.image, limits);
+  const std::string& path = input.path;
   std::string error;
   std::uint64_t size = 0;
-  const Fd fd(open_regular_file(path, &size, &error));
+  const FileHandle fd(open_regular_file(path, &size, &error));
   if (fd.get() < 0) return error;
   if (size == 0) return "empty file (0 bytes)";
   if (size > kMaxFileBytes) return "file too large (" + std::to_string(size) + " bytes)";
@@ -194,7 +106,7 @@ std::string probe_image_file(const std::string& path, const ImageLimits& limits)
 
 std::optional<ImageHeader> read_file_header(const std::string& path, std::string* error) {
   std::uint64_t size = 0;
-  const Fd fd(open_regular_file(path, &size, error));
+  const FileHandle fd(open_regular_file(path, &size, error));
   if (fd.get() < 0) return std::nullopt;
   const ByteReader reader = [&](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
     return read_at(fd.get(), path, offset, n, out);
@@ -202,8 +114,10 @@ std::optional<ImageHeader> read_file_header(const std::string& path, std::string
   return read_image_header(reader, size, error);
 }
 
-DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
+DecodedImage decode_bgr(const ImageInput& input, const DecodeRequest& request,
                         const DecodeLimits& limits, std::string* error) {
+  if (input.image) return decode_held_image(input.image, limits, error);
+  const std::string& path = input.path;
   DecodedImage result;
   const auto fail = [&](std::string reason) {
     *error = std::move(reason);
@@ -211,7 +125,7 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
     return std::move(result);
   };
   std::uint64_t size = 0;
-  const Fd fd(open_regular_file(path, &size, error));
+  const FileHandle fd(open_regular_file(path, &size, error));
   if (fd.get() < 0) return result;
   if (size == 0) return fail("empty file (0 bytes)");
   if (size > kMaxFileBytes) return fail("file too large (" + std::to_string(size) + " bytes)");
@@ -253,10 +167,11 @@ DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
   return result;
 }
 
-DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& request,
+DecodedImage decode_bgr_cached(const ImageInput& input, const DecodeRequest& request,
                                const DecodeLimits& limits, DecodedImageCache* cache,
                                std::string* error) {
-  if (cache == nullptr) return decode_bgr(path, request, limits, error);
+  if (cache == nullptr || input.image) return decode_bgr(input, request, limits, error);
+  const std::string& path = input.path;
   const auto same_scale = [&request](const DecodedImageCache::Entry& e) {
     const DecodeScale& s = e.scale;
     return s.eighths ==
@@ -275,9 +190,9 @@ DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& req
   return result;
 }
 
-DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
+DecodedImage decode_bgr(const ImageInput& input, double min_short_side, const DecodeLimits& limits,
                         std::string* error) {
-  return decode_bgr(path, DecodeRequest{min_short_side, {}}, limits, error);
+  return decode_bgr(input, DecodeRequest{min_short_side, {}}, limits, error);
 }
 
 }  // namespace ltfit

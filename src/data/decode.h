@@ -1,4 +1,6 @@
-// Reading and decoding one image file into an 8-bit BGR cv::Mat (private to src/data).
+// Reading and decoding one image file into an 8-bit BGR cv::Mat (private to src/data); an image
+// a sample source holds decoded (sample.h's SampleImage) is taken as it is, checked against
+// data.max_pixels only (it has no file format), never cached (it is in memory already).
 //
 // The file is opened only if it is a regular file (a FIFO, socket, device, directory or
 // dangling link is refused by its type, never opened, so nothing blocks), its header is read
@@ -23,6 +25,7 @@
 #include "data/system_io.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/sample.h"
 
 namespace ltfit {
 
@@ -57,26 +60,34 @@ struct DecodedImage {
 // data.max_pixels (M); ...", "format hdr not in data.formats (...)", "truncated JPEG ...", "not a
 // decodable image ..."). May still throw std::bad_alloc or cv::Exception on resource exhaustion,
 // and SystemIoError; callers that promise never to throw catch the first two.
-DecodedImage decode_bgr(const std::string& path, const DecodeRequest& request,
+DecodedImage decode_bgr(const ImageInput& input, const DecodeRequest& request,
                         const DecodeLimits& limits, std::string* error);
 
 // decode_bgr through `cache` (data.cache: ram; nullptr: none): an entry decoded at the scale
 // this request would choose is used as it is (the whole image, no budget lease: the memory is
 // the cache's); otherwise the whole image is decoded (no region, so that it can be kept) and
 // offered to the cache. The pixels a caller reads are the same either way.
-DecodedImage decode_bgr_cached(const std::string& path, const DecodeRequest& request,
+DecodedImage decode_bgr_cached(const ImageInput& input, const DecodeRequest& request,
                                const DecodeLimits& limits, DecodedImageCache* cache,
                                std::string* error);
 
 // The whole image (region == the whole image).
-DecodedImage decode_bgr(const std::string& path, double min_short_side, const DecodeLimits& limits,
+DecodedImage decode_bgr(const ImageInput& input, double min_short_side, const DecodeLimits& limits,
                         std::string* error);
 
 // What can be told of `path` without decoding it, with the reasons decode_bgr gives: "" when it
 // is a regular, non-empty file of at most 1 GiB whose header passes `limits` (and, for a JPEG,
 // whose last 64 KiB do not show it truncated), else why not. Reads the header and the file's
 // tail only; the answer depends on the file's bytes alone. Never throws for a bad file.
-std::string probe_image_file(const std::string& path, const ImageLimits& limits);
+std::string probe_image_file(const ImageInput& input, const ImageLimits& limits);
+
+// An image a source holds (input.image set): "" when its size is sane and within
+// limits.max_pixels, else why not; the whole image as decode_bgr gives it (BGR, a copy: nothing
+// aliases the source's block), holding its bytes from the budget. decode_bgr and
+// probe_image_file call these for such an input.
+std::string held_image_problem(const SampleImage& image, const ImageLimits& limits);
+DecodedImage decode_held_image(const SampleImage& image, const DecodeLimits& limits,
+                               std::string* error);
 
 // The header of `path`, or nullopt with `error` saying why not (decode_bgr's reasons). Like
 // decode_bgr and probe_image_file, throws SystemIoError (system_io.h) when the system keeps

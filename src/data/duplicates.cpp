@@ -204,14 +204,22 @@ std::uint64_t phash_of_gray(const std::uint8_t* pixels, int rows, int cols) {
   return phash_bits(values.ptr<double>());
 }
 
-ImageFingerprint fingerprint_image(const std::string& path, const ImageLimits& limits) {
+ImageFingerprint fingerprint_image(const ImageInput& input, const ImageLimits& limits) {
   ImageFingerprint print;
-  print.path = path;
-  print.sha256 = content_hash(path, &print.error);
+  print.path = input.path;
+  if (input.image) {
+    const SampleImage& held = input.image;
+    print.error = held_image_problem(held, limits);
+    if (!print.error.empty()) return print;
+    print.sha256 =
+        sha256_hex(std::string(reinterpret_cast<const char*>(held.data()), held.bytes()));
+  } else {
+    print.sha256 = content_hash(input.path, &print.error);
+  }
   if (print.sha256.empty()) return print;
   try {
     const DecodedImage decoded =
-        decode_bgr(path, kPhashMinDecodeSide, {limits, nullptr}, &print.error);
+        decode_bgr(input, kPhashMinDecodeSide, {limits, nullptr}, &print.error);
     if (decoded.image.empty()) return print;
     print.phash = phash_of_bgr(decoded.image);
     print.decoded = true;
@@ -224,7 +232,7 @@ ImageFingerprint fingerprint_image(const std::string& path, const ImageLimits& l
   return print;
 }
 
-std::vector<ImageFingerprint> fingerprint_images(const std::vector<std::string>& paths, int threads,
+std::vector<ImageFingerprint> fingerprint_images(const std::vector<ImageInput>& paths, int threads,
                                                  const FingerprintProgress& progress,
                                                  const ImageLimits& limits) {
   std::vector<ImageFingerprint> prints(paths.size());
@@ -257,6 +265,13 @@ std::vector<ImageFingerprint> fingerprint_images(const std::vector<std::string>&
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
   return prints;
+}
+
+std::vector<ImageFingerprint> fingerprint_images(const std::vector<std::string>& paths, int threads,
+                                                 const FingerprintProgress& progress,
+                                                 const ImageLimits& limits) {
+  return fingerprint_images(std::vector<ImageInput>(paths.begin(), paths.end()), threads, progress,
+                            limits);
 }
 
 std::vector<DuplicateGroup> find_duplicates(const std::vector<ImageFingerprint>& prints,

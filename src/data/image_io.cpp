@@ -68,7 +68,7 @@ torch::Tensor to_square_rgb(const DecodedImage& decoded, int size, const CropFli
 
 }  // namespace
 
-std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
+std::optional<torch::Tensor> load_square_image(const ImageInput& input, int size,
                                                const CropFlip& crop, std::string* error,
                                                const ImageLimits& limits, DecodeBudget* budget,
                                                DecodedImageCache* cache) {
@@ -84,7 +84,7 @@ std::optional<torch::Tensor> load_square_image(const std::string& path, int size
       const DecodeRequest request{size / std::min(crop.scale, 1.0),
                                   [&crop](cv::Size whole) { return crop_rect(whole, crop); }};
       const DecodedImage decoded =
-          decode_bgr_cached(path, request, {limits, budget}, cache, &reason);
+          decode_bgr_cached(input, request, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) result = to_square_rgb(decoded, size, crop);
     }
     return result;
@@ -98,7 +98,7 @@ ResampleFilter resample_filter_named(const std::string& name) {
                               "' (expected bilinear or bicubic)");
 }
 
-std::optional<torch::Tensor> load_eval_image(const std::string& path,
+std::optional<torch::Tensor> load_eval_image(const ImageInput& input,
                                              const EvalTransform& transform, std::string* error,
                                              const ImageLimits& limits, DecodeBudget* budget) {
   return run_never_throwing("decode", error, [&](std::string& reason) {
@@ -109,7 +109,7 @@ std::optional<torch::Tensor> load_eval_image(const std::string& path,
                std::to_string(transform.crop);
       return result;
     }
-    const DecodedImage decoded = decode_bgr(path, /*min_short_side=*/0, {limits, budget}, &reason);
+    const DecodedImage decoded = decode_bgr(input, /*min_short_side=*/0, {limits, budget}, &reason);
     if (decoded.image.empty()) return result;
     const cv::Size resized = torchvision_resize_size(decoded.image.size(), transform.resize);
     if (resized.empty()) {

@@ -65,7 +65,29 @@ std::string image_problem_name(ImageProblem problem) {
   return "unknown";
 }
 
-ImageCheck check_image_file(const std::string& path, const ImageProblemLimits& limits) {
+// An image a sample source holds: its size, then the shape checks (nothing to decode).
+ImageCheck check_held_image(const SampleImage& image, const ImageProblemLimits& limits) {
+  ImageCheck check;
+  check.width = image.width;
+  check.height = image.height;
+  ImageLimits any_size = limits.image;
+  any_size.max_pixels = 0;
+  if (std::string reason = held_image_problem(image, any_size); !reason.empty()) {
+    check.problem = ImageProblem::kUnreadable;
+    check.detail = std::move(reason);
+    return check;
+  }
+  if (std::string refused = held_image_problem(image, limits.image); !refused.empty()) {
+    check.problem = ImageProblem::kOverPixelBudget;
+    check.detail = std::move(refused);
+    return check;
+  }
+  return shape_check(check, limits);
+}
+
+ImageCheck check_image_file(const ImageInput& input, const ImageProblemLimits& limits) {
+  if (input.image) return check_held_image(input.image, limits);
+  const std::string& path = input.path;
   ImageCheck check;
   const auto unreadable = [&](std::string why) {
     check.problem = ImageProblem::kUnreadable;

@@ -24,6 +24,21 @@ inline constexpr const char* kDataHint =
     "run `ltfit synth --out DIR` for a synthetic set, or see data/README.md to fetch the real "
     "one (fastai's dogscats archive, 23,000/2,000 split, or Kaggle's dogs-vs-cats)";
 
+// ---- the registry ---------------------------------------------------------------------------
+
+// One layout: its data.layout value, how auto-detection recognises it (in registry order; null:
+// only chosen by name), and how it indexes (`multi_label`: the task wants label sets). A new
+// layout (a source of samples: files, records, shards) is its own file and one line in
+// layout_registry() (layout_registry.cpp), with its name in config's DataLayout table.
+struct LayoutEntry {
+  DataLayout layout;
+  bool (*detect)(const DataConfig& data);
+  DatasetIndex (*index)(const DataConfig& data, std::uint64_t seed, bool multi_label);
+};
+const std::vector<LayoutEntry>& layout_registry();
+// The entry of `layout` (not kAuto).
+const LayoutEntry& layout_entry(DataLayout layout);
+
 // ---- the layouts ---------------------------------------------------------------------------
 
 // folders: <root>/<train_folder>/<class>/* with <root>/<valid_folder>/<class>/* (split
@@ -41,6 +56,17 @@ DatasetIndex index_csv_layout(const DataConfig& data, std::uint64_t seed, bool m
 
 // pattern: every image under the root, labelled by data.label_pattern's first group.
 DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed);
+
+// cifar10, cifar100: CIFAR's binary batch files (layout_cifar.cpp): records of a label byte (two
+// for CIFAR-100: coarse, fine) and a 32×32 image as its R, G and B planes, held as one block of
+// pixels; samples named "<file>#<record>"; the training batches train, the test batch validates
+// (split "test_batch"). DataError (exit 3) naming the file for a missing, truncated or
+// mis-sized file, a label past the class names, or class names that are missing or repeated.
+DatasetIndex index_cifar10_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
+DatasetIndex index_cifar100_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
+// Whether `data.root` (or its cifar-10-batches-bin / cifar-100-binary folder) holds the batches.
+bool has_cifar10_batches(const DataConfig& data);
+bool has_cifar100_batches(const DataConfig& data);
 
 // index_eval_data's Kaggle root: its `split` (train | valid) as training drew it, labelled by
 // the model's `classes`. DataError when a class is not one of them or the split is empty.

@@ -38,19 +38,19 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
   try {
     if (options_.before_load) options_.before_load(sample.path);
     if (options_.eval_transform) {
-      return load_eval_image(sample.path, *options_.eval_transform, error, limits_, budget);
+      return load_eval_image(sample, *options_.eval_transform, error, limits_, budget);
     }
     if (!options_.train && !options_.augment_in_order) {
-      return load_square_image(sample.path, options_.data.image_size, {}, error, limits_, budget,
+      return load_square_image(sample, options_.data.image_size, {}, error, limits_, budget,
                                options_.cache.get());
     }
     const AugmentParams params = draw_augment(options_.data.augment, augment_seed);
     // data.augment.on: device: only the crop here, in the same one warp (DeviceAugmentHook does
     // the rest on the batch).
     const bool on_device = options_.train && options_.data.augment.on == AugmentPlace::kDevice;
-    std::optional<torch::Tensor> image = load_augmented_image(
-        sample.path, image_size_at(epoch), on_device ? crop_only(params) : params, error, limits_,
-        budget, options_.cache.get());
+    std::optional<torch::Tensor> image =
+        load_augmented_image(sample, image_size_at(epoch), on_device ? crop_only(params) : params,
+                             error, limits_, budget, options_.cache.get());
     if (image && options_.train &&
         options_.data.augment.policy != AugmentPolicy::kNone) {  // not TTA
       image = apply_augment_policy(*image, options_.data.augment.policy,

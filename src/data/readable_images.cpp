@@ -33,7 +33,7 @@ ReadableImages check_readable(const std::vector<Sample>& samples, const ImageLim
   const auto body = [&] {
     try {
       for (std::size_t i = next++; i < samples.size(); i = next++) {
-        reasons[i] = probe_image_file(samples[i].path, limits);
+        reasons[i] = probe_image_file(samples[i], limits);
       }
     } catch (...) {
       std::lock_guard lock(mutex);
@@ -65,7 +65,7 @@ ReadableImages check_readable(const std::vector<Sample>& samples, const ImageLim
 
 std::int64_t first_readable(const std::vector<Sample>& samples, const ImageLimits& limits) {
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    if (probe_image_file(samples[i].path, limits).empty()) return static_cast<std::int64_t>(i);
+    if (probe_image_file(samples[i], limits).empty()) return static_cast<std::int64_t>(i);
   }
   return -1;
 }

@@ -43,6 +43,9 @@ const std::array<const char*, 2>& class_names(const std::string& task) {
 }
 
 bool is_shapes_task(const SynthOptions& o) { return o.task == "shapes"; }
+bool is_cifar_layout(const SynthOptions& o) {
+  return o.layout == "cifar10" || o.layout == "cifar100";
+}
 
 std::uint64_t image_seed(std::uint64_t seed, int split, int index) {
   SplitMix64 mix(seed ^ (0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(split + 1)));
@@ -123,8 +126,10 @@ void write_job(const Job& job, const SynthOptions& o) {
   write_file_atomic(path.string(), {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
-// Runs write_job over contiguous ranges on a few threads; rethrows the first worker error.
-void write_all(const std::vector<Job>& jobs, const SynthOptions& o) {
+// Runs `each(i)` for every job over contiguous ranges on a few threads; rethrows the first
+// worker error.
+template <typename Each>
+void for_each_job(const std::vector<Job>& jobs, const Each& each) {
   const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
   const size_t chunk = (jobs.size() + workers - 1) / workers;
   std::vector<std::exception_ptr> errors(workers);
@@ -134,7 +139,7 @@ void write_all(const std::vector<Job>& jobs, const SynthOptions& o) {
       threads.emplace_back([&, w] {
         try {
           for (size_t i = w * chunk; i < std::min(jobs.size(), (w + 1) * chunk); ++i) {
-            write_job(jobs[i], o);
+            each(i);
           }
         } catch (...) {
           errors[w] = std::current_exception();
@@ -174,9 +179,11 @@ void validate(const SynthOptions& o) {
   if (o.valid < 2)
     throw ConfigError("synth: --valid: expected at least 2 images (one per class), got " +
                       std::to_string(o.valid));
-  if (o.layout != "folders" && o.layout != "kaggle" && o.layout != "csv" && o.layout != "pattern") {
-    throw ConfigError("synth: --layout: expected folders, kaggle, csv or pattern, got '" +
-                      o.layout + "'");
+  if (o.layout != "folders" && o.layout != "kaggle" && o.layout != "csv" && o.layout != "pattern" &&
+      !is_cifar_layout(o)) {
+    throw ConfigError(
+        "synth: --layout: expected folders, kaggle, csv, pattern, cifar10 or cifar100, got '" +
+        o.layout + "'");
   }
   if (o.task != "cats_dogs" && o.task != "bears_rabbits" && o.task != "shapes") {
     throw ConfigError("synth: --task: expected cats_dogs, bears_rabbits or shapes, got '" + o.task +
@@ -215,13 +222,28 @@ void create_directories(const std::vector<Job>& jobs, const fs::path& root) {
   }
 }
 
+// The cifar10 and cifar100 layouts: every image drawn, then written as records of the batch
+// files (synth_cifar.cpp) instead of one file each.
+SynthResult write_cifar_set(const SynthOptions& options, const std::vector<Job>& jobs) {
+  std::vector<CifarSynthImage> images(jobs.size());
+  for_each_job(jobs, [&](std::size_t i) {
+    images[i] = {jobs[i].second_class ? 1 : 0, draw_job(jobs[i], options)};
+  });
+  const auto first_valid = static_cast<std::ptrdiff_t>(options.train);
+  const std::vector<CifarSynthImage> train(images.begin(), images.begin() + first_valid);
+  const std::vector<CifarSynthImage> test(images.begin() + first_valid, images.end());
+  write_cifar_batches(options, class_names(options.task), train, test);
+  return {options.train, options.valid};
+}
+
 }  // namespace
 
 SynthResult write_synthetic_dataset(const SynthOptions& options) {
   validate(options);
   const std::vector<Job> jobs = plan_jobs(options);
+  if (is_cifar_layout(options)) return write_cifar_set(options, jobs);
   create_directories(jobs, options.out_dir);
-  write_all(jobs, options);
+  for_each_job(jobs, [&](std::size_t i) { write_job(jobs[i], options); });
   if (options.layout == "csv") {
     const std::string csv = (fs::path(options.out_dir) / kSynthLabelsFile).string();
     write_text_atomic(csv, labels_csv_text(jobs));

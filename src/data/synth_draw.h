@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -19,6 +20,23 @@ class SplitMix64;
 // A [H,W] CV_8UC3 BGR image with sides in [options.min_side, options.max_side]: a cat or bear
 // (`second_class` false) or a dog or rabbit (true), as options.task says.
 cv::Mat draw_synthetic_image(std::uint64_t seed, bool second_class, const SynthOptions& options);
+
+// ---- the cifar10 and cifar100 layouts (synth_cifar.cpp) -------------------------------------
+
+// One drawn image as a CIFAR record: its class (0: the task's first, 1: its second) and the
+// image, any size (shrunk to 32×32 with area averaging when written).
+struct CifarSynthImage {
+  int label = 0;
+  cv::Mat image;  // CV_8UC3 BGR
+};
+
+// Writes the layout's batch folder under options.out_dir (cifar-10-batches-bin: training images
+// spread over data_batch_1.bin to data_batch_5.bin, test_batch.bin, batches.meta.txt;
+// cifar-100-binary: train.bin, test.bin, fine_label_names.txt and coarse_label_names.txt, the
+// task's classes as fine labels and a coarse name for each), each file written atomically.
+void write_cifar_batches(const SynthOptions& options, const std::array<const char*, 2>& classes,
+                         const std::vector<CifarSynthImage>& train,
+                         const std::vector<CifarSynthImage>& test);
 
 // ---- the multi-label `shapes` task ------------------------------------------------------------
 

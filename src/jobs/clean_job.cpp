@@ -116,7 +116,7 @@ std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
   limits.image = image_limits(data);
   std::vector<std::size_t> usable;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const ImageCheck check = check_image_file(all[i].sample.path, limits);
+    const ImageCheck check = check_image_file(all[i].sample, limits);
     if (check.problem == ImageProblem::kNone) {
       usable.push_back(i);
       continue;
@@ -134,9 +134,10 @@ void find_duplicate_rows(const std::vector<CleanSample>& all,
                          const std::vector<std::size_t>& usable,
                          const std::vector<std::string>& classes, const DataConfig& data,
                          bool multi_label, int max_distance, std::vector<Suggestion>& out) {
-  std::vector<std::string> paths;
-  for (const std::size_t i : usable) paths.push_back(all[i].sample.path);
-  const std::vector<ImageFingerprint> prints = fingerprint_images(paths, 0, {}, image_limits(data));
+  std::vector<ImageInput> inputs;
+  for (const std::size_t i : usable) inputs.emplace_back(all[i].sample);
+  const std::vector<ImageFingerprint> prints =
+      fingerprint_images(inputs, 0, {}, image_limits(data));
   for (const DuplicateGroup& group : find_duplicates(prints, max_distance)) {
     std::vector<std::int64_t> members = group.members;
     const auto split_of = [&](std::int64_t m) { return all[usable[static_cast<size_t>(m)]].split; };

@@ -118,7 +118,8 @@ TEST_CASE("the reference's types, defaults and rules come from the loader, confi
           "[config]") {
   const auto keys = keys_by_path();
   // Enumerations list their table's names; custom readers say what they accept.
-  CHECK(keys.at("data.layout").type == "one of auto, folders, kaggle, csv, pattern");
+  CHECK(keys.at("data.layout").type ==
+        "one of auto, folders, kaggle, csv, pattern, cifar10, cifar100");
   CHECK(keys.at("train.precision").type == "one of fp32, fp16, bf16");
   CHECK(keys.at("eval.tta_mode").type == "one of v1, v2");
   CHECK(keys.at("train.schedule").type ==

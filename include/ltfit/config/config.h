@@ -117,10 +117,11 @@ struct CsvConfig {
 
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
-  DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle
+  DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle | csv | pattern | cifar*
   int valid_count = 0;  // kaggle layout: validation images, drawn by seed; 0: by valid_pct
   CsvConfig csv;        // csv layout
   std::string label_pattern = R"(^(.+)_\d+\.jpg$)";  // pattern layout: group 1 is the label
+  CifarLabel cifar_label = CifarLabel::kFine;        // cifar100 layout: which label trains
   double valid_pct = 0.2;                            // split drawn by run.seed where none is given
   std::string train_folder = "train";                // folders layout: the training split's folder
   std::string valid_folder = "valid";  // folders layout: the validation split's folder

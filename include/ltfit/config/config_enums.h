@@ -19,13 +19,15 @@ namespace ltfit {
 
 // `data.layout`: how the images under data.root are arranged.
 enum class DataLayout {
-  kAuto,     // folders (train/<class>/), else csv (data.csv.file), else kaggle, else <class>/
-  kFolders,  // {train,valid}/<class>/*.jpg, or <class>/*.jpg split by data.valid_pct
-  kKaggle,   // <class>.<N>.jpg (in root/train or root), validation split by run.seed
-  kCsv,      // a CSV of file names and labels (data.csv)
-  kPattern,  // the label in the file name (data.label_pattern), split by data.valid_pct
+  kAuto,      // folders (train/<class>/), else csv (data.csv.file), else kaggle, else <class>/
+  kFolders,   // {train,valid}/<class>/*.jpg, or <class>/*.jpg split by data.valid_pct
+  kKaggle,    // <class>.<N>.jpg (in root/train or root), validation split by run.seed
+  kCsv,       // a CSV of file names and labels (data.csv)
+  kPattern,   // the label in the file name (data.label_pattern), split by data.valid_pct
+  kCifar10,   // CIFAR-10's batch files (data_batch_1..5 train, test_batch validates)
+  kCifar100,  // CIFAR-100's (train, test; data.cifar_label: fine or coarse labels)
 };
-// "auto" | "folders" | "kaggle" | "csv" | "pattern"
+// "auto" | "folders" | "kaggle" | "csv" | "pattern" | "cifar10" | "cifar100"
 DataLayout parse_data_layout(std::string_view text);
 const std::string& data_layout_name(DataLayout layout);
 
@@ -44,6 +46,14 @@ enum class DataCache {
 };
 DataCache parse_data_cache(std::string_view text);  // "none" | "ram"
 const std::string& data_cache_name(DataCache cache);
+
+// `data.cifar_label`: which of CIFAR-100's two labels trains.
+enum class CifarLabel {
+  kFine,    // the 100 classes
+  kCoarse,  // the 20 superclasses
+};
+CifarLabel parse_cifar_label(std::string_view text);  // "fine" | "coarse"
+const std::string& cifar_label_name(CifarLabel label);
 
 // `model.task`: one label per image (softmax) or a set of labels (sigmoid per class).
 enum class Task {

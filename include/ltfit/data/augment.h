@@ -19,6 +19,7 @@
 #include "ltfit/config/config.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/sample.h"
 
 namespace ltfit {
 
@@ -57,13 +58,14 @@ std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width
 // The lighting lookup table: out = 255 * sigmoid((logit(v/255) + logit(brightness)) * contrast).
 std::array<std::uint8_t, 256> lighting_lut(const AugmentParams& params);
 
-// Decodes `path` (reduced-scale JPEG decode when possible) and applies `params` in one pass.
+// Decodes `input` (a file, reduced-scale JPEG decode when possible, or pixels a sample holds) and
+// applies `params` in one pass.
 // Returns uint8 [size,size,3] RGB, or nullopt with `error` set; never throws for a bad file (the
 // system's failures throw, as image_io.h says). The file must
 // pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds its
 // estimated memory from `budget` (nullptr: the process-wide default_decode_budget()); with `cache`
 // (data.cache: ram), the decoded image is looked up there first and kept there (decode_cache.h).
-std::optional<torch::Tensor> load_augmented_image(const std::string& path, int size,
+std::optional<torch::Tensor> load_augmented_image(const ImageInput& input, int size,
                                                   const AugmentParams& params, std::string* error,
                                                   const ImageLimits& limits = {},
                                                   DecodeBudget* budget = nullptr,

@@ -9,6 +9,8 @@
 //            column or split by data.valid_pct (fastai's ImageDataLoaders.from_csv).
 //   pattern: every image under the root, labelled by data.label_pattern's first group on the
 //            file name (fastai's from_name_re), split by data.valid_pct.
+//   cifar10, cifar100: CIFAR's binary batch files; the images are records held in memory
+//            (Sample::image), named "<file>#<record>"; the test batch validates.
 // The data.valid_pct split is fastai's RandomSplitter(valid_pct, seed) on the sorted paths, so
 // the index is the same on every machine, rank and resume. Each layout lives in its own file
 // (src/data/layout_*.cpp). Thread-safe (pure functions).
@@ -19,19 +21,12 @@
 #include <vector>
 
 #include "ltfit/config/config.h"
+#include "ltfit/data/sample.h"  // Sample
 
 namespace ltfit {
 
-struct Sample {
-  std::string path;    // image file
-  std::int64_t label;  // single-label: index into DatasetIndex::classes; multi-label: the first
-                       // of `labels`, or -1 when the set is empty
-  std::vector<std::int64_t> labels = {};  // multi-label only: sorted unique class indices (may
-                                          // be empty); empty for single-label
-};
-
 struct DatasetIndex {
-  std::string layout;                // resolved layout: folders | kaggle | csv | pattern
+  std::string layout;  // resolved layout: folders | kaggle | csv | pattern | cifar10 | cifar100
   std::vector<std::string> classes;  // sorted class names (multi-label: every label seen)
   bool multi_label = false;          // samples carry label sets
   std::vector<Sample> train;         // training samples, sorted by path
@@ -66,17 +61,19 @@ struct EvalDataSet {
   std::vector<Sample> samples;  // sorted by path; labels index the model's classes
   std::string folder;           // where the images are: DIR, DIR/<split>, or the Kaggle folder
   std::string split;            // train | valid | test; empty at a class-folder level
-  std::string layout;           // "class folders" | folders | kaggle
+  std::string layout;           // "class folders" | folders | kaggle | cifar10 | cifar100
 };
 
 // Indexes `dir` for evaluating a model of `classes`. `dir` is either a class-folder level
 // (<dir>/<class>/*, as index_class_folders) or a dataset root: train/ valid/ (test/) folders of
 // class folders (layout folders), or Kaggle's flat <class>.<N>.jpg files (in `dir` or
 // `dir`/train), whose train and valid splits are drawn as training drew them (`data`'s
-// valid_count or valid_pct, and `seed`). A root is recognized when none of its subfolders is one of
-// `classes`. `split` picks the root's split (empty: valid). DataError (exit 3) when the split does
-// not exist (naming the splits that do) or the images do not match `classes`; ConfigError (exit 2)
-// for a `split` given with a class-folder level.
+// valid_count or valid_pct, and `seed`), or CIFAR's batches (cifar10, cifar100: train is the
+// training batches, valid and test the test batch; data.cifar_label picks CIFAR-100's label). A
+// root is recognized when none of its subfolders is one of `classes`. `split` picks the root's
+// split (empty: valid). DataError (exit 3) when the split does not exist (naming the splits that
+// do) or the images do not match `classes`; ConfigError (exit 2) for a `split` given with a
+// class-folder level.
 EvalDataSet index_eval_data(const std::string& dir, const std::vector<std::string>& classes,
                             const std::string& split, const DataConfig& data, std::uint64_t seed);
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/sample.h"
 
 namespace ltfit {
 
@@ -29,7 +30,8 @@ inline constexpr int kDefaultDuplicateDistance = 8;
 
 struct ImageFingerprint {
   std::string path;
-  std::string sha256;       // of the file's bytes, lower-case hex; "" when the file cannot be read
+  std::string sha256;       // of the file's bytes (a held image's: its pixels), lower-case hex;
+                            // "" when the file cannot be read
   std::uint64_t phash = 0;  // valid only when decoded
   bool decoded = false;
   std::string error;  // why not decoded (or not hashed); "" when decoded
@@ -38,13 +40,18 @@ struct ImageFingerprint {
 // The fingerprint of one file; never throws for a bad file (decoded = false, error says why);
 // throws a RuntimeError (exit 5) when the system keeps failing to open or read it (image_io.h).
 // `limits` are what the file must pass before it is decoded (data.max_pixels, data.formats).
-ImageFingerprint fingerprint_image(const std::string& path, const ImageLimits& limits = {});
+ImageFingerprint fingerprint_image(const ImageInput& input, const ImageLimits& limits = {});
 
 // Called with the number of files done so far and the total, from any worker thread, one call
 // at a time.
 using FingerprintProgress = std::function<void(std::int64_t done, std::int64_t total)>;
 
 // Fingerprints `paths` on `threads` workers (0: the hardware's concurrency), in input order.
+std::vector<ImageFingerprint> fingerprint_images(const std::vector<ImageInput>& inputs,
+                                                 int threads = 0,
+                                                 const FingerprintProgress& progress = {},
+                                                 const ImageLimits& limits = {});
+// The same over files named by their paths.
 std::vector<ImageFingerprint> fingerprint_images(const std::vector<std::string>& paths,
                                                  int threads = 0,
                                                  const FingerprintProgress& progress = {},

@@ -15,6 +15,7 @@
 
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/sample.h"
 
 namespace ltfit {
 
@@ -28,13 +29,14 @@ struct CropFlip {
   bool flip = false;      // mirror horizontally
 };
 
-// Decodes `path` to RGB, takes the square crop described by `crop` (centre crop of the shorter
-// side when scale is 1 and offsets 0.5), resizes it to size×size with area/bilinear filtering.
-// Returns uint8 [size,size,3] RGB, or nullopt with `error` set. The file must pass `limits`
-// (data.max_pixels, data.formats) before it is decoded; the decode holds its estimated memory
-// from `budget` (nullptr: the process-wide default_decode_budget()); with `cache`
-// (data.cache: ram), the decoded image is looked up there first and kept there (decode_cache.h).
-std::optional<torch::Tensor> load_square_image(const std::string& path, int size,
+// Decodes `input` (a file, or pixels a sample holds) to RGB, takes the square crop described by
+// `crop` (centre crop of the shorter side when scale is 1 and offsets 0.5), resizes it to size×size
+// with area/bilinear filtering. Returns uint8 [size,size,3] RGB, or nullopt with `error` set. The
+// file must pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds
+// its estimated memory from `budget` (nullptr: the process-wide default_decode_budget()); with
+// `cache` (data.cache: ram), the decoded image is looked up there first and kept there
+// (decode_cache.h).
+std::optional<torch::Tensor> load_square_image(const ImageInput& input, int size,
                                                const CropFlip& crop, std::string* error,
                                                const ImageLimits& limits = {},
                                                DecodeBudget* budget = nullptr,
@@ -56,11 +58,11 @@ struct EvalTransform {
   ResampleFilter filter = ResampleFilter::kBilinear;
 };
 
-// Decodes `path` at full size (no reduced JPEG decode) and applies `transform`: uint8
+// Decodes `input` at full size (no reduced JPEG decode) and applies `transform`: uint8
 // [crop,crop,3] RGB, byte for byte what torchvision's transform gives on the same decoded pixels
 // (only the crop window is computed). Unlike torchvision's ImageFolder, EXIF orientation is
 // applied first. nullopt with `error` set for a bad file or transform; never throws for one.
-std::optional<torch::Tensor> load_eval_image(const std::string& path,
+std::optional<torch::Tensor> load_eval_image(const ImageInput& input,
                                              const EvalTransform& transform, std::string* error,
                                              const ImageLimits& limits = {},
                                              DecodeBudget* budget = nullptr);

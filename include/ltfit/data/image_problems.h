@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/sample.h"
 
 namespace ltfit {
 
@@ -32,7 +33,7 @@ struct ImageCheck {
 // Checks one file: the first problem of unreadable, over_pixel_budget, too_small,
 // extreme_aspect, in that order. Never throws for a bad file; throws a RuntimeError (exit 5) when
 // the system keeps failing to open or read it (EMFILE, EIO, ...: image_io.h).
-ImageCheck check_image_file(const std::string& path, const ImageProblemLimits& limits = {});
+ImageCheck check_image_file(const ImageInput& input, const ImageProblemLimits& limits = {});
 
 // "none" | "unreadable" | "over_pixel_budget" | "too_small" | "extreme_aspect"
 std::string image_problem_name(ImageProblem problem);

@@ -25,6 +25,12 @@
 //            the images.
 //   pattern: images/<class>_<N>.jpg, both splits in one pool, matching the default
 //            data.label_pattern `^(.+)_\d+\.jpg$` (the split is then data.valid_pct's).
+//   cifar10:  cifar-10-batches-bin/ with data_batch_1.bin to data_batch_5.bin (the training
+//             images spread over them), test_batch.bin (the validation ones) and
+//             batches.meta.txt (the task's two class names): CIFAR's binary records, each image
+//             shrunk to 32×32 (area averaging), no image files.
+//   cifar100: cifar-100-binary/ with train.bin, test.bin, fine_label_names.txt (the task's
+//             classes) and coarse_label_names.txt (one superclass per class).
 // The shapes task needs the csv layout: no other holds a set of labels per image.
 #pragma once
 
@@ -37,7 +43,7 @@ struct SynthOptions {
   std::string out_dir;  // destination root (created if missing)
   int train = 1000;     // training images, split evenly between the classes (of two-class tasks)
   int valid = 200;      // validation images, split evenly between the classes (of two-class tasks)
-  std::string layout = "folders";  // folders | kaggle | csv | pattern (see above)
+  std::string layout = "folders";  // folders | kaggle | csv | pattern | cifar10 | cifar100
   // cats_dogs (cat, dog) | bears_rabbits (bear, rabbit) | shapes (multi-label; csv layout only)
   std::string task = "cats_dogs";
   std::uint64_t seed = 0;  // drives every random choice
