@@ -1,0 +1,104 @@
+// Fuzz target: the cifar10 and cifar100 layouts' reader of CIFAR's binary batch files
+// (src/data/layout_cifar.cpp).
+//
+// The input is a folder's files: its first byte picks CIFAR-10 (even) or CIFAR-100 (odd); the
+// bytes up to the first NUL after it are the class-names file (batches.meta.txt, or
+// fine_label_names.txt and coarse_label_names.txt), the rest the training batch; the test batch
+// is the training batch's first half (whole records or not). A malformed folder must end in
+// DataError and nothing else. Findings, besides crashes, sanitizer reports and memory beyond the
+// files' size: an accepted index whose classes are not sorted and unique, a label outside them,
+// a sample without its held image or one whose image lies outside its block, or a split whose
+// record count is not its files' bytes over the record size.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "data/layouts.h"
+#include "fuzz_checks.h"
+#include "ltfit/util/error.h"
+#include "targets.h"
+
+namespace ltfit::fuzz {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One folder for the process, emptied and refilled for each input.
+const fs::path& work_folder() {
+  static const fs::path folder = [] {
+    std::string pattern = (fs::temp_directory_path() / "ltfit-fuzz-cifar-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) invariant_failed("cannot create a temp folder");
+    return fs::path(pattern);
+  }();
+  return folder;
+}
+
+void write(const fs::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) invariant_failed("cannot write a fuzz input file");
+}
+
+void check_split(const std::vector<Sample>& samples, const DatasetIndex& index,
+                 std::size_t batch_bytes, std::size_t record) {
+  if (samples.size() != batch_bytes / record) invariant_failed("records != bytes / record size");
+  for (const Sample& s : samples) {
+    if (s.label < 0 || static_cast<std::size_t>(s.label) >= index.classes.size()) {
+      invariant_failed("a label outside the classes");
+    }
+    const SampleImage& image = s.image;
+    if (!image || image.width != 32 || image.height != 32) invariant_failed("no 32x32 image");
+    if (image.offset > image.block->size() || image.bytes() > image.block->size() - image.offset) {
+      invariant_failed("an image outside its block");
+    }
+    // Read the image's first and last byte (AddressSanitizer sees an out-of-range view).
+    volatile std::uint8_t sink = image.data()[0];
+    sink = image.data()[image.bytes() - 1];
+    (void)sink;
+  }
+}
+
+}  // namespace
+
+Outcome run_cifar(std::string_view input) {
+  if (input.empty()) return Outcome::kRefused;
+  const bool hundred = (static_cast<unsigned char>(input[0]) & 1U) != 0;
+  input.remove_prefix(1);
+  const std::size_t nul = input.find('\0');
+  const std::string_view names = input.substr(0, nul);
+  const std::string_view batch = nul == std::string_view::npos ? "" : input.substr(nul + 1);
+  const std::string_view test = batch.substr(0, batch.size() / 2);
+  const fs::path& dir = work_folder();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
+  write(dir / (hundred ? "fine_label_names.txt" : "batches.meta.txt"), names);
+  if (hundred) write(dir / "coarse_label_names.txt", names);
+  write(dir / (hundred ? "train.bin" : "data_batch_1.bin"), batch);
+  write(dir / (hundred ? "test.bin" : "test_batch.bin"), test);
+  DataConfig data;
+  data.root = dir.string();
+  DatasetIndex index;
+  try {
+    index = hundred ? layouts::index_cifar100_layout(data, 0, false)
+                    : layouts::index_cifar10_layout(data, 0, false);
+  } catch (const DataError& e) {
+    note_refusal(e.what());
+    return Outcome::kRefused;
+  }
+  if (!std::is_sorted(index.classes.begin(), index.classes.end()) ||
+      std::adjacent_find(index.classes.begin(), index.classes.end()) != index.classes.end()) {
+    invariant_failed("classes not sorted and unique");
+  }
+  const std::size_t record = hundred ? 3074 : 3073;
+  check_split(index.train, index, batch.size(), record);
+  check_split(index.valid, index, test.size(), record);
+  return Outcome::kAccepted;
+}
+
+}  // namespace ltfit::fuzz
