@@ -233,6 +233,7 @@ std::vector<Sample> split_samples(const std::vector<fs::path>& files, const Cifa
 
 DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int label_at) {
   const fs::path dir = batch_folder(data, format);
+  if (dir.empty()) refuse_cifar_python(data);
   if (dir.empty()) {
     const fs::path root(data.root);
     throw DataError("no CIFAR batches (" + format.train_files.front() + " and " + format.test_file +
@@ -266,6 +267,23 @@ DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int 
 }
 
 }  // namespace
+
+void refuse_cifar_python(const DataConfig& data) {
+  const fs::path root(data.root);
+  for (const fs::path& dir : {root, root / "cifar-10-batches-py", root / "cifar-100-python"}) {
+    const bool ten = is_file(dir / "data_batch_1") && is_file(dir / "batches.meta");
+    const bool hundred = is_file(dir / "train") && is_file(dir / "meta");
+    if (!ten && !hundred) continue;
+    const std::string archive = ten ? "cifar-10-binary.tar.gz" : "cifar-100-binary.tar.gz";
+    throw DataError("'" + dir.string() +
+                        "' holds CIFAR's Python version (pickles, as "
+                        "torchvision's CIFAR10 and Keras download it), which ltfit does not read "
+                        "yet; it reads the binary version",
+                    "fetch https://www.cs.toronto.edu/~kriz/" + archive +
+                        " and unpack it into data.root (or run `ltfit synth --layout " +
+                        (ten ? "cifar10" : "cifar100") + " --out DIR` for a synthetic set)");
+  }
+}
 
 bool has_cifar10_batches(const DataConfig& data) {
   return !batch_folder(data, cifar10_format()).empty();

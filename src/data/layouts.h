@@ -64,6 +64,9 @@ DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed);
 // mis-sized file, a label past the class names, or class names that are missing or repeated.
 DatasetIndex index_cifar10_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
 DatasetIndex index_cifar100_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
+// Throws DataError (exit 3) naming the binary archive when `data.root` (or its
+// cifar-10-batches-py / cifar-100-python folder) holds CIFAR's Python version, not yet read.
+void refuse_cifar_python(const DataConfig& data);
 // Whether `data.root` (or its cifar-10-batches-bin / cifar-100-binary folder) holds the batches.
 bool has_cifar10_batches(const DataConfig& data);
 bool has_cifar100_batches(const DataConfig& data);

@@ -195,13 +195,6 @@ void make_move(const Move& move, const std::string& hint) {
 
 void apply_clean(const CleanRequest& request, const std::string& root, const std::string& layout,
                  CleanResult& result) {
-  if (layout == data_layout_name(DataLayout::kCifar10) ||
-      layout == data_layout_name(DataLayout::kCifar100)) {
-    throw ConfigError("clean --apply moves image files, and layout " + layout +
-                          " holds its images as records of its batch files; nothing was moved",
-                      "drop --apply: suggestions.csv names each record (<file>#<record>) to "
-                      "leave out or relabel");
-  }
   const fs::path quarantine = fs::path(result.out_dir) / "quarantine";
   const std::vector<Move> moves = plan_moves(request, root, layout, quarantine, result.suggestions);
   check_moves(moves);

@@ -85,11 +85,12 @@ torch::Tensor cross_fitted_probabilities(const Config& config, const std::string
                                          const std::string& work, const CleanRequest& request) {
   // Each fold trains from a CSV of image files: records held in memory (CIFAR's) have none.
   if (!train.empty() && train.front().image) {
-    throw ConfigError("clean --folds trains on image files, and data.layout " +
-                          data_layout_name(config.data.layout) + " holds its images as records ('" +
-                          train.front().path + "', ...)",
-                      "judge with the checkpoint's own model: drop --folds (its training images "
-                      "then count as seen, as clean's report says)");
+    throw ConfigError(
+        "clean --folds trains on image files, and this dataset's images are "
+        "records of its batch files ('" +
+            train.front().path + "', ...)",
+        "judge with the checkpoint's own model: drop --folds (its training images "
+        "then count as seen, as clean's report says)");
   }
   // Folds drawn as the valid_pct split is: a permutation of the sorted samples by run.seed.
   torch::manual_seed(config.run.seed);

@@ -122,9 +122,15 @@ std::vector<std::size_t> find_unusable(const std::vector<CleanSample>& all,
       continue;
     }
     out.push_back(
-        {all[i].sample.path, "unusable", all[i].split,
-         given_labels(classes, all[i].sample, multi_label), "", 0.0,
-         image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") + check.detail});
+        {all[i].sample.path,
+         "unusable",
+         all[i].split,
+         given_labels(classes, all[i].sample, multi_label),
+         "",
+         0.0,
+         image_problem_name(check.problem) + (check.detail.empty() ? "" : ": ") + check.detail,
+         all[i].sample.image,
+         {}});
   }
   return usable;
 }
@@ -145,6 +151,8 @@ void find_duplicate_rows(const std::vector<CleanSample>& all,
     std::stable_partition(members.begin(), members.end(),
                           [&](std::int64_t m) { return split_of(m) == "train"; });
     const ImageFingerprint& kept = prints[static_cast<std::size_t>(members.front())];
+    const SampleImage& kept_image =
+        all[usable[static_cast<std::size_t>(members.front())]].sample.image;
     const bool leak = split_of(members.front()) == "train" && split_of(members.back()) == "valid";
     for (std::size_t j = 1; j < members.size(); ++j) {
       const CleanSample& s = all[usable[static_cast<std::size_t>(members[j])]];
@@ -155,7 +163,8 @@ void find_duplicate_rows(const std::vector<CleanSample>& all,
       out.push_back({s.sample.path, is_leak ? "leak" : "duplicate", s.split,
                      given_labels(classes, s.sample, multi_label), "",
                      static_cast<double>(distance),
-                     std::string(exact ? "same bytes as " : "near copy of ") + kept.path});
+                     std::string(exact ? "same bytes as " : "near copy of ") + kept.path,
+                     s.sample.image, kept_image});
     }
   }
 }
@@ -212,6 +221,15 @@ CleanResult run_clean_job(const CleanRequest& request) {
                           join(index.classes, ", ") + ") are not those of checkpoint '" +
                           request.checkpoint + "' (" + join(meta.classes, ", ") + ")",
                       "pass the dataset the checkpoint was trained on as --data");
+  }
+  // --apply moves image files: records held in memory (CIFAR's) are refused before any work.
+  const auto held = [](const Sample& s) { return static_cast<bool>(s.image); };
+  if (request.apply && (std::any_of(index.train.begin(), index.train.end(), held) ||
+                        std::any_of(index.valid.begin(), index.valid.end(), held))) {
+    throw ConfigError("clean --apply moves image files, and layout " + index.layout +
+                          " holds its images as records of its batch files; nothing was moved",
+                      "drop --apply: suggestions.csv names each record (<file>#<record>) to "
+                      "leave out or relabel");
   }
   CleanResult result;
   result.root = config.data.root;

@@ -73,7 +73,9 @@ Suggestion mislabeled_row(const CleanSample& s, const LabelIssue& issue,
             class_name(classes, issue.given),
             class_name(classes, issue.suggested),
             issue.score,
-            source};
+            source,
+            s.sample.image,
+            {}};
   }
   std::vector<std::int64_t> set = s.sample.labels;
   std::vector<std::string> flagged;
@@ -95,7 +97,9 @@ Suggestion mislabeled_row(const CleanSample& s, const LabelIssue& issue,
           given_labels(classes, s.sample, true),
           given_labels(classes, suggested, true),
           issue.score,
-          "classes " + join(flagged, " ") + "; " + source};
+          "classes " + join(flagged, " ") + "; " + source,
+          s.sample.image,
+          {}};
 }
 
 // Confident learning on rows `rows` of (`probs`, `labels`); each issue's index is a position in

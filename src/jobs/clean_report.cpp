@@ -19,13 +19,16 @@ namespace {
 constexpr int kCleanThumb = 176;         // side of a picture's thumbnails
 constexpr std::size_t kCleanShown = 36;  // rows of one kind drawn at most
 
-// A square thumbnail of `path`, or a grey square when it should not be (unusable) or cannot be
-// decoded.
-torch::Tensor clean_thumbnail(const std::string& path, bool decode, const ImageLimits& limits) {
+// A square thumbnail of the file at `path` or of `held` (the pixels a source holds), or a grey
+// square when it should not be (unusable) or cannot be decoded.
+torch::Tensor clean_thumbnail(const std::string& path, const SampleImage& held, bool decode,
+                              const ImageLimits& limits) {
   if (decode) {
     std::string error;
+    ImageInput input(path);
+    input.image = held;
     if (std::optional<torch::Tensor> rgb =
-            load_square_image(path, kCleanThumb, CropFlip{}, &error, limits)) {
+            load_square_image(input, kCleanThumb, CropFlip{}, &error, limits)) {
       return *rgb;
     }
   }
@@ -72,10 +75,10 @@ std::optional<EncodedPng> suggestions_png(const std::vector<Suggestion>& suggest
     // An unusable file is drawn only when it decodes within the budget (too small, too long).
     const bool drawable = problem != "unusable" || s.detail.rfind("too_small", 0) == 0 ||
                           s.detail.rfind("extreme_aspect", 0) == 0;
-    torch::Tensor tile = clean_thumbnail(s.path, drawable, limits);
+    torch::Tensor tile = clean_thumbnail(s.path, s.image, drawable, limits);
     if (problem == "duplicate") {  // the kept copy | this one
       const torch::Tensor gap = torch::full({kCleanThumb, 4, 3}, 255, torch::kUInt8);
-      tile = torch::cat({clean_thumbnail(kept_path(s), true, limits), gap, tile}, 1);
+      tile = torch::cat({clean_thumbnail(kept_path(s), s.kept_image, true, limits), gap, tile}, 1);
     }
     tiles.push_back(tile);
     captions.push_back(clean_caption(s));

@@ -2,12 +2,14 @@
 // records read as CIFAR's documentation lays them out (checked against hand-made bytes, through
 // the loader), auto-detection, sorted class numbering, CIFAR-100's two labels, every malformed
 // file refused with exit 3 naming it, and a run trained end to end from the batches.
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "data/index_test_support.h"
 #include "ltfit/config/config_loader.h"
@@ -171,6 +173,16 @@ TEST_CASE("cifar: malformed batches and names are refused with exit 3, naming th
     write_file(folder / "batches.meta.txt", "cat\n\nbird\n");
     CHECK_THAT(cifar_index_error(dir.path()), Contains("a blank one among them"));
   }
+  SECTION("the Python version (torchvision's download) is named, with the binary archive") {
+    TempDir py;
+    write_file(py.path() / "cifar-10-batches-py" / "data_batch_1", "pickle");
+    write_file(py.path() / "cifar-10-batches-py" / "batches.meta", "pickle");
+    CHECK_THAT(cifar_index_error(py.path()),
+               Contains("holds CIFAR's Python version") && Contains("cifar-10-batches-py"));
+    ltfit::DataConfig data = cifar_config(py.path(), "cifar10");
+    CHECK_THAT(data_error_message([&] { ltfit::index_dataset(data, 0, false); }),
+               Contains("holds CIFAR's Python version"));
+  }
   SECTION("a batch that is a directory") {
     fs::remove(folder / "test_batch.bin");
     fs::create_directory(folder / "test_batch.bin");
@@ -245,6 +257,36 @@ TEST_CASE("ltfit trains and evaluates from CIFAR batches, and split.csv names th
   CHECK(train_split.exit_code == 0);
   CHECK_THAT(ltfit::testing::read_file(dir.path() / "eval-train" / "predictions.csv"),
              Contains("data_batch_5.bin#0"));
+
+  // clean judges the records with the model, and its pictures show them (not grey squares);
+  // --folds and --apply, which train on and move image files, refuse them.
+  const std::string checkpoint = (run_dir / "checkpoints" / "best.ckpt").string();
+  const auto clean = ltfit::testing::run_ltfit("clean --checkpoint " + checkpoint + " --out " +
+                                               (dir.path() / "clean").string());
+  INFO(clean.output);
+  REQUIRE(clean.exit_code == 0);
+  CHECK_THAT(ltfit::testing::read_file(dir.path() / "clean" / "suggestions.csv"),
+             Contains(".bin#"));
+  const cv::Mat picture = cv::imread((dir.path() / "clean" / "mislabeled.png").string());
+  REQUIRE_FALSE(picture.empty());
+  int colourful = 0;
+  for (int y = 0; y < picture.rows; ++y) {
+    for (int x = 0; x < picture.cols; ++x) {
+      const cv::Vec3b p = picture.at<cv::Vec3b>(y, x);
+      colourful += std::max({p[0], p[1], p[2]}) - std::min({p[0], p[1], p[2]}) > 30;
+    }
+  }
+  CHECK(colourful > 1000);
+  const auto folds =
+      ltfit::testing::run_ltfit("clean --checkpoint " + checkpoint + " --folds 2 --out " +
+                                (dir.path() / "clean-folds").string());
+  CHECK(folds.exit_code == 2);
+  CHECK_THAT(folds.output, Contains("clean --folds trains on image files"));
+  const auto apply =
+      ltfit::testing::run_ltfit("clean --checkpoint " + checkpoint + " --apply --out " +
+                                (dir.path() / "clean-apply").string());
+  CHECK(apply.exit_code == 2);
+  CHECK_THAT(apply.output, Contains("nothing was moved"));
 }
 
 TEST_CASE("data.cifar_label: read, written back, warned about outside cifar100",

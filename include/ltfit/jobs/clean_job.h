@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "ltfit/data/sample.h"
+
 namespace ltfit {
 
 struct CleanRequest {
@@ -64,6 +66,10 @@ struct Suggestion {
   std::string suggested;
   double score = 0.0;
   std::string detail;  // e.g. the kept copy, the problem's reason
+  // The pictures: the sample's pixels and, for a duplicate, the kept copy's, where the source
+  // holds them (CIFAR's records); empty for files, which the report reads from `path`.
+  SampleImage image = {};
+  SampleImage kept_image = {};
 };
 
 struct Move {
