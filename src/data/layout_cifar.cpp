@@ -22,6 +22,7 @@
 #include "data/layouts.h"
 #include "data/regular_file.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/utf8.h"
 
 namespace ltfit::layouts {
 namespace {
@@ -127,14 +128,20 @@ std::vector<std::string> read_class_names(const fs::path& path, const CifarForma
   std::sort(sorted.begin(), sorted.end());
   const bool blank = std::find(names.begin(), names.end(), "") != names.end();
   const bool repeated = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
-  if (names.size() < 2 || names.size() > kMaxClasses || blank || repeated) {
-    throw DataError("'" + path.string() + "' (" + layout_words(format) +
-                        ") should name the classes, one per line: 2 to 256 names, none blank or "
-                        "repeated; it has " +
-                        std::to_string(names.size()) + " line(s)" +
-                        (blank ? ", a blank one among them" : "") +
-                        (repeated ? ", a name repeated" : ""),
-                    "restore it from the CIFAR archive");
+  // A class name goes into checkpoints, CSVs, JSON and captions: UTF-8 text, no control bytes.
+  const bool garbled = std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return !is_valid_utf8(name) || std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+  });
+  if (names.size() < 2 || names.size() > kMaxClasses || blank || repeated || garbled) {
+    throw DataError(
+        "'" + path.string() + "' (" + layout_words(format) +
+            ") should name the classes, one per line: 2 to 256 names of UTF-8 text, "
+            "none blank or repeated; it has " +
+            std::to_string(names.size()) + " line(s)" + (blank ? ", a blank one among them" : "") +
+            (repeated ? ", a name repeated" : "") + (garbled ? ", a name that is not text" : ""),
+        "restore it from the CIFAR archive");
   }
   return names;
 }

@@ -172,6 +172,10 @@ TEST_CASE("cifar: malformed batches and names are refused with exit 3, naming th
     CHECK_THAT(cifar_index_error(dir.path()), Contains("a name repeated"));
     write_file(folder / "batches.meta.txt", "cat\n\nbird\n");
     CHECK_THAT(cifar_index_error(dir.path()), Contains("a blank one among them"));
+    write_file(folder / "batches.meta.txt", std::string("cat\ndo\0g\nbird\n", 14));
+    CHECK_THAT(cifar_index_error(dir.path()), Contains("a name that is not text"));
+    write_file(folder / "batches.meta.txt", "cat\n\xff\xfe\nbird\n");
+    CHECK_THAT(cifar_index_error(dir.path()), Contains("a name that is not text"));
   }
   SECTION("the Python version (torchvision's download) is named, with the binary archive") {
     TempDir py;
