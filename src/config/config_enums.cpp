@@ -29,6 +29,11 @@ const EnumNames<CifarLabel>& cifar_labels() {
   return names;
 }
 
+const EnumNames<Stem>& stems() {
+  static const EnumNames<Stem> names{"model.stem", {"imagenet", "cifar"}};
+  return names;
+}
+
 const EnumNames<Task>& tasks() {
   static const EnumNames<Task> names{"model.task", {"auto", "single_label", "multi_label"}};
   return names;
@@ -98,6 +103,9 @@ const std::string& data_cache_name(DataCache cache) { return data_caches().name(
 
 CifarLabel parse_cifar_label(std::string_view text) { return cifar_labels().parse(text); }
 const std::string& cifar_label_name(CifarLabel label) { return cifar_labels().name(label); }
+
+Stem parse_stem(std::string_view text) { return stems().parse(text); }
+const std::string& stem_name(Stem stem) { return stems().name(stem); }
 
 Task parse_task(std::string_view text) { return tasks().parse(text); }
 const std::string& task_name(Task task) { return tasks().name(task); }

@@ -68,7 +68,13 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
        field("task", parse_task, task_name, model.task,
              "single_label: one class per image (softmax, cross-entropy); multi_label: a set of "
              "labels per image (a sigmoid per class, binary cross-entropy, fastai's "
-             "`MultiCategoryBlock`); auto: multi_label when `data.csv.label_delim` is set")});
+             "`MultiCategoryBlock`); auto: multi_label when `data.csv.label_delim` is set"),
+       field("stem", parse_stem, stem_name, model.stem,
+             "a ResNet's first layers: imagenet (torchvision's 7×7 stride-2 conv and 3×3 "
+             "max-pool: a 224 px image reaches layer1 at 56 px) or cifar (the adaptation most "
+             "PyTorch CIFAR code uses: a 3×3 stride-1 conv and no max-pool, so a 32 px image "
+             "reaches layer1 at 32 px, 16 times the compute); ResNet family only; with "
+             "`pretrained`, the 3×3 conv starts from random and the rest from the weights")});
 }
 
 void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {

@@ -136,7 +136,7 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   loaded.config = load_config_from_string(loaded.meta.config_yaml, checkpoint + " (config)");
   const ModelConfig& m = loaded.config.model;
   loaded.model = make_classifier(m.arch, static_cast<std::int64_t>(loaded.meta.classes.size()),
-                                 m.head, m.dropout);
+                                 m.head, m.dropout, m.stem);
   load_checkpoint(checkpoint, loaded.model, nullptr);
   const HookState* ema = find_ema_state(loaded.meta.hook_states);
   if (weights == WeightChoice::kEma && ema == nullptr) {

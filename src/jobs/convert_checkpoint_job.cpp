@@ -93,7 +93,7 @@ void convert(const std::string& old_path, const std::string& new_path) {
   const Config config = load_config_from_string(meta.config_yaml, old_path + " (config)");
   Classifier model =
       make_classifier(config.model.arch, static_cast<std::int64_t>(meta.classes.size()),
-                      config.model.head, config.model.dropout);
+                      config.model.head, config.model.dropout, config.model.stem);
   load_old_weights(archive, model);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   torch::serialize::InputArchive optimizer_archive;

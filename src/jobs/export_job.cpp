@@ -34,6 +34,7 @@ StateDict state_dict_of(Classifier& model) {
 ExportMeta export_meta_of(const LoadedModel& loaded) {
   ExportMeta meta;
   meta.arch = loaded.config.model.arch;
+  meta.stem = stem_name(loaded.config.model.stem);
   meta.head = head_kind_name(loaded.config.model.head);
   meta.classes = loaded.meta.classes;
   meta.feature_channels = loaded.model->feature_channels();

@@ -79,6 +79,10 @@ void parse_eval_transform(const nlohmann::json& transform, ExportMeta& m) {
 ExportMeta parse_meta(const nlohmann::json& j) {
   ExportMeta m;
   m.arch = j.at("arch").get<std::string>();
+  m.stem = j.value("stem", m.stem);
+  if (m.stem != "imagenet" && m.stem != "cifar") {
+    throw std::invalid_argument("stem must be imagenet or cifar");
+  }
   m.head = j.at("head").at("kind").get<std::string>();
   for (const auto& c : j.at("classes"))
     m.classes.push_back(unescape_json_string(c.get<std::string>()));
@@ -112,6 +116,7 @@ std::string export_meta_json(const ExportMeta& m) {
       {"format", kFormat},
       {"version", kVersion},
       {"arch", m.arch},
+      {"stem", m.stem},
       {"head", head_json(m)},
       {"num_classes", m.classes.size()},
       {"classes", m.classes},

@@ -73,7 +73,8 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   const StateDict state = read_torch_state_dict(request.weights);
   const WeightsHead head = weights_head(state, arch_name, request.weights);
   Predictor p;
-  p.model = make_classifier(arch_name, head.num_classes, head.kind, /*dropout=*/0.0);
+  p.model = make_classifier(arch_name, head.num_classes, head.kind, /*dropout=*/0.0,
+                            meta ? parse_stem(meta->stem) : Stem::kImagenet);
   load_state_dict_strict(p.model, state, request.weights);
   p.model->to(device);
   p.model->eval();

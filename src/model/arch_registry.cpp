@@ -45,10 +45,10 @@ const ArchInfo& arch_info(const std::string& name) {
 }
 
 Classifier make_classifier(const std::string& name, std::int64_t num_classes, HeadKind head,
-                           double dropout) {
+                           double dropout, Stem stem) {
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
   const ArchInfo& info = arch_info(name);
-  Classifier model = info.make(num_classes, head, dropout);
+  Classifier model = info.make(num_classes, head, dropout, stem);
   LTFIT_CHECK(model->arch() == name, "a registry row builds its own arch");
   model->set_input_normalization(info.normalization);
   return model;

@@ -10,14 +10,21 @@
 namespace ltfit {
 
 Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
-  Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout);
+  Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout, model.stem);
   if (model.pretrained.kind == PretrainedWeights::Kind::kNone) {
     spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
                  head_kind_name(model.head), num_classes, count_parameters(*net));
     return net;
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);
-  load_pretrained_body(net, read_torch_state_dict(file), file);
+  StateDict state = read_torch_state_dict(file);
+  if (model.stem == Stem::kCifar) {  // ImageNet's 7×7 conv1 has no place in the 3×3 stem
+    for (auto& [name, tensor] : state) {
+      if (name == "conv1.weight") tensor = net->named_parameters()["conv1.weight"].detach().clone();
+    }
+    spdlog::info("model.stem cifar: conv1 (3×3) starts from random; the rest from {}", file);
+  }
+  load_pretrained_body(net, state, file);
   spdlog::info("model: {} with a {} head for {} classes, {} parameters, body from {}", model.arch,
                head_kind_name(model.head), num_classes, count_parameters(*net), file);
   return net;

@@ -117,13 +117,17 @@ torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
 }
 
 ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKind head,
-                       double dropout)
-    : ClassifierImpl(spec.arch, spec.feature_channels()), spec_(spec) {
+                       double dropout, Stem stem)
+    : ClassifierImpl(spec.arch, spec.feature_channels()),
+      spec_(spec),
+      cifar_stem_(stem == Stem::kCifar) {
   LTFIT_CHECK(spec.blocks.size() == 4, "a ResNet has four stages");
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
   conv1_ = register_module(
       "conv1",
-      torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
+      torch::nn::Conv2d(cifar_stem_
+                            ? torch::nn::Conv2dOptions(3, 64, 3).stride(1).padding(1).bias(false)
+                            : torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
   bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
   layer1_ = register_module("layer1", make_stage(64, spec.blocks[0], 1));
   layer2_ = register_module("layer2", make_stage(128, spec.blocks[1], 2));
@@ -156,7 +160,7 @@ torch::nn::Sequential ResNetImpl::make_stage(std::int64_t planes, int blocks, st
 
 torch::Tensor ResNetImpl::features(const torch::Tensor& x) {
   torch::Tensor out = torch::relu(bn1_(conv1_(x)));
-  out = F::max_pool2d(out, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+  if (!cifar_stem_) out = F::max_pool2d(out, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
   return layer4_->forward(layer3_->forward(layer2_->forward(layer1_->forward(out))));
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `ltfit export` read back by Python, through the very script docs/export.md gives (extracted
-# from the page, so the documented text is the tested one): two tiny trained checkpoints
-# (resnet18 with fastai's head, efficientnet_b0 with torchvision's linear classifier; 32 px,
-# 1 epoch, CPU) are exported; load_export.py rebuilds each model from FILE.json and loads
+# from the page, so the documented text is the tested one): four tiny trained checkpoints
+# (resnet18 with fastai's head, efficientnet_b0 with torchvision's linear classifier, and
+# resnet18 with model.stem cifar under each head: parity with the same change made to
+# torchvision's model; 32 px, 1 epoch, CPU) are exported; load_export.py rebuilds each model from FILE.json and loads
 # FILE.pth with strict=True; its logits on 32 px PNGs (which both sides use as they are) equal
 # `ltfit predict --weights FILE.pth --logits` to 1e-4 (relative to the largest logit), with the same class names
 # (export_python_oracle.py); and the script run as a command prints ltfit's top class per image.
@@ -61,6 +62,8 @@ check() {  # name, then --set overrides
 }
 check fastai_resnet18
 check linear_efficientnet_b0 --set model.arch=efficientnet_b0 --set model.head=linear
+check cifar_stem_resnet18 --set model.stem=cifar
+check cifar_stem_linear_resnet18 --set model.stem=cifar --set model.head=linear
 
 if ((failures)); then
   echo "$failures failure(s)"

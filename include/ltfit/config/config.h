@@ -154,6 +154,7 @@ struct ModelConfig {
   HeadKind head = HeadKind::kFastai;  // fastai | linear
   double dropout = 0.5;               // fastai head: last dropout p (the first is half)
   Task task = Task::kAuto;            // auto | single_label | multi_label
+  Stem stem = Stem::kImagenet;        // imagenet | cifar (ResNets: 3×3 stride-1 conv, no pool)
 
   bool operator==(const ModelConfig&) const = default;
 };

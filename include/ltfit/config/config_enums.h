@@ -55,6 +55,14 @@ enum class CifarLabel {
 CifarLabel parse_cifar_label(std::string_view text);  // "fine" | "coarse"
 const std::string& cifar_label_name(CifarLabel label);
 
+// `model.stem`: the first layers of a ResNet.
+enum class Stem {
+  kImagenet,  // torchvision's: a 7×7 stride-2 conv and a 3×3 stride-2 max-pool
+  kCifar,     // the CIFAR adaptation: a 3×3 stride-1 conv, no max-pool
+};
+Stem parse_stem(std::string_view text);  // "imagenet" | "cifar"
+const std::string& stem_name(Stem stem);
+
 // `model.task`: one label per image (softmax) or a set of labels (sigmoid per class).
 enum class Task {
   kAuto,         // multi_label when data.csv.label_delim is set, else single_label

@@ -17,6 +17,7 @@ namespace ltfit {
 
 struct ExportMeta {
   std::string arch;                   // model.arch, e.g. "resnet18"
+  std::string stem = "imagenet";      // model.stem: imagenet | cifar (absent in older files)
   std::string head;                   // "fastai" | "linear" (head_kind_name)
   std::vector<std::string> classes;   // class names in label order
   std::int64_t feature_channels = 0;  // channels of the body's feature map (fastai head: 2x in)

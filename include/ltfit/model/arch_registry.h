@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ltfit/config/config.h"  // HeadKind
@@ -20,19 +21,41 @@
 namespace ltfit {
 
 // Builds a randomly initialised model (torchvision's init for the body) with `num_classes`
-// outputs and a `head` head (dropout: fastai head's p).
-using ArchConstructor =
-    std::function<Classifier(std::int64_t num_classes, HeadKind head, double dropout)>;
+// outputs, a `head` head (dropout: fastai head's p) and `stem` (model.stem; a family without a
+// CIFAR stem refuses it with a ConfigError, exit 2).
+struct ArchConstructor {
+  std::function<Classifier(std::int64_t num_classes, HeadKind head, double dropout, Stem stem)>
+      build;
+  Classifier operator()(std::int64_t num_classes, HeadKind head, double dropout,
+                        Stem stem = Stem::kImagenet) const {
+    return build(num_classes, head, dropout, stem);
+  }
+};
 
-// The constructor of a family whose module is `Impl(spec, num_classes, head, dropout)`. Goes
-// through shared_ptr<ClassifierImpl>: ModuleHolder's forwarding constructor would otherwise take a
+// The constructor of a family whose module is `Impl(spec, num_classes, head, dropout)`, or
+// `Impl(spec, num_classes, head, dropout, stem)` when the family has a CIFAR stem. Goes through
+// shared_ptr<ClassifierImpl>: ModuleHolder's forwarding constructor would otherwise take a
 // shared_ptr<Impl> as the arguments of the abstract ClassifierImpl's constructor.
 template <class Impl, class Spec>
 ArchConstructor family_constructor(Spec spec) {
-  return [spec = std::move(spec)](std::int64_t num_classes, HeadKind head, double dropout) {
-    return Classifier(
-        std::shared_ptr<ClassifierImpl>(std::make_shared<Impl>(spec, num_classes, head, dropout)));
-  };
+  return {
+      [spec = std::move(spec)](std::int64_t num_classes, HeadKind head, double dropout, Stem stem) {
+        if constexpr (std::is_constructible_v<Impl, const Spec&, std::int64_t, HeadKind, double,
+                                              Stem>) {
+          return Classifier(std::shared_ptr<ClassifierImpl>(
+              std::make_shared<Impl>(spec, num_classes, head, dropout, stem)));
+        } else {
+          if (stem != Stem::kImagenet) {
+            throw ConfigError("model.stem: " + stem_name(stem) +
+                                  " is the CIFAR adaptation of a "
+                                  "ResNet's first layers, and model.arch '" +
+                                  spec.arch + "' is no ResNet",
+                              "use model.stem: imagenet, or a ResNet (resnet18, resnet50, ...)");
+          }
+          return Classifier(std::shared_ptr<ClassifierImpl>(
+              std::make_shared<Impl>(spec, num_classes, head, dropout)));
+        }
+      }};
 }
 
 struct ArchInfo {
@@ -61,7 +84,8 @@ const ArchInfo& arch_info(const std::string& name);
 
 // arch_info(name).make(...): the model, randomly initialised.
 Classifier make_classifier(const std::string& name, std::int64_t num_classes,
-                           HeadKind head = HeadKind::kLinear, double dropout = 0.5);
+                           HeadKind head = HeadKind::kLinear, double dropout = 0.5,
+                           Stem stem = Stem::kImagenet);
 
 // `ltfit models`: a Markdown table of the registry (name, family, parameters, ImageNet acc@1,
 // weight file, eval transform, layer groups).

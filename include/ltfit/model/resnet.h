@@ -61,10 +61,15 @@ TORCH_MODULE(ResidualBlock);
 // The ResNet body (stem + four stages) and its classifier head.
 class ResNetImpl : public ClassifierImpl {
  public:
+  // `stem`: torchvision's (a 7×7 stride-2 conv, a 3×3 stride-2 max-pool) or the CIFAR
+  // adaptation (conv1 a 3×3 stride-1 conv, padding 1; no max-pool), the same change as
+  // `model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False); model.maxpool = nn.Identity()` on
+  // torchvision's model: the same module names, conv1's weight [64, 3, 3, 3].
   ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKind head = HeadKind::kLinear,
-             double dropout = 0.5);
+             double dropout = 0.5, Stem stem = Stem::kImagenet);
 
-  // [N,3,H,W] float, ImageNet-normalised -> [N,C,H/32,W/32] feature map (body[:-2]).
+  // [N,3,H,W] float, ImageNet-normalised -> [N,C,H/32,W/32] feature map (body[:-2]); the CIFAR
+  // stem: [N,C,H/8,W/8].
   torch::Tensor features(const torch::Tensor& x) override;
   const ResNetSpec& spec() const { return spec_; }
 
@@ -76,6 +81,7 @@ class ResNetImpl : public ClassifierImpl {
   torch::nn::Sequential make_stage(std::int64_t planes, int blocks, std::int64_t stride);
 
   ResNetSpec spec_;
+  bool cifar_stem_ = false;
   std::int64_t in_channels_ = 64;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr};
