@@ -154,12 +154,19 @@ struct Records {
   std::vector<std::string> names;
 };
 
-// Checks every file of a split and returns its record count, before anything is allocated.
-std::uint64_t count_records(const std::vector<fs::path>& files, const CifarFormat& format) {
-  std::uint64_t records = 0;
+// A batch file, open, and its size.
+struct BatchFile {
+  fs::path path;
+  FileHandle file;
+  std::uint64_t size = 0;
+};
+
+// Opens and checks every file of a split before anything is allocated for its records.
+std::vector<BatchFile> open_batches(const std::vector<fs::path>& files, const CifarFormat& format) {
+  std::vector<BatchFile> batches;
   for (const fs::path& path : files) {
     std::uint64_t size = 0;
-    open_data_file(path, &size, format);
+    FileHandle file = open_data_file(path, &size, format);
     if (size == 0 || size > kMaxBatchFileBytes || size % record_bytes(format) != 0) {
       throw DataError("'" + path.string() + "' is " + std::to_string(size) +
                           " bytes, not a whole number of " + std::to_string(record_bytes(format)) +
@@ -170,19 +177,19 @@ std::uint64_t count_records(const std::vector<fs::path>& files, const CifarForma
                           std::to_string(kMaxBatchFileBytes) + " bytes a file)",
                       "the file is truncated or of another format: restore it from the archive");
     }
-    records += size / record_bytes(format);
+    batches.push_back({path, std::move(file), size});
   }
-  return records;
+  return batches;
 }
 
-// Appends `path`'s records to `out`: the label byte at `label_at` mapped by `rank` (raw label ->
-// sorted class index), the planes turned into RGB rows.
-void read_records(const fs::path& path, const CifarFormat& format, int label_at,
+// Appends `batch`'s records to `out`: the label byte at `label_at` mapped by `rank` (raw label
+// -> sorted class index), the planes turned into RGB rows.
+void read_records(const BatchFile& batch, const CifarFormat& format, int label_at,
                   const std::vector<std::int64_t>& rank, const fs::path& names_file, Records& out) {
-  std::uint64_t size = 0;
-  const FileHandle file = open_data_file(path, &size, format);
+  const fs::path& path = batch.path;
+  const FileHandle& file = batch.file;
   const std::size_t record = record_bytes(format);
-  const std::uint64_t count = size / record;
+  const std::uint64_t count = batch.size / record;
   std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(count, kChunkRecords) * record);
   std::vector<std::uint8_t>& pixels = *out.pixels;
   const std::string base = path.string() + "#";
@@ -220,12 +227,15 @@ std::vector<Sample> split_samples(const std::vector<fs::path>& files, const Cifa
                                   int label_at, const std::vector<std::int64_t>& rank,
                                   const fs::path& names_file) {
   Records records;
-  const std::uint64_t count = count_records(files, format);
+  const std::vector<BatchFile> batches = open_batches(files, format);
+  std::uint64_t count = 0;
+  for (const BatchFile& batch : batches) count += batch.size / record_bytes(format);
   records.pixels->reserve(static_cast<std::size_t>(count) * kPixelBytes);
   records.labels.reserve(static_cast<std::size_t>(count));
   records.names.reserve(static_cast<std::size_t>(count));
-  for (const fs::path& path : files)
-    read_records(path, format, label_at, rank, names_file, records);
+  for (const BatchFile& batch : batches) {
+    read_records(batch, format, label_at, rank, names_file, records);
+  }
   std::shared_ptr<const std::vector<std::uint8_t>> block = std::move(records.pixels);
   std::vector<Sample> samples;
   samples.reserve(records.labels.size());
@@ -261,7 +271,8 @@ DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int 
     rank[raw] = std::lower_bound(index.classes.begin(), index.classes.end(), names[raw]) -
                 index.classes.begin();
   }
-  // The training batches present, in order (the archive has five; a rehearsal set may have fewer).
+  // The training batches present, in order (the archive has five; a rehearsal set may have
+  // fewer).
   std::vector<fs::path> train;
   for (const std::string& name : format.train_files) {
     if (!is_file(dir / name)) break;

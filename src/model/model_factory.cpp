@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <string>
+#include <vector>
+
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/torch_weights.h"
@@ -17,14 +20,10 @@ Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
     return net;
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);
-  StateDict state = read_torch_state_dict(file);
-  if (model.stem == Stem::kCifar) {  // ImageNet's 7×7 conv1 has no place in the 3×3 stem
-    for (auto& [name, tensor] : state) {
-      if (name == "conv1.weight") tensor = net->named_parameters()["conv1.weight"].detach().clone();
-    }
-    spdlog::info("model.stem cifar: conv1 (3×3) starts from random; the rest from {}", file);
-  }
-  load_pretrained_body(net, state, file);
+  // model.stem cifar: ImageNet's 7×7 conv1 has no place in the 3×3 stem.
+  load_pretrained_body(net, read_torch_state_dict(file), file,
+                       model.stem == Stem::kCifar ? std::vector<std::string>{"conv1.weight"}
+                                                  : std::vector<std::string>{});
   spdlog::info("model: {} with a {} head for {} classes, {} parameters, body from {}", model.arch,
                head_kind_name(model.head), num_classes, count_parameters(*net), file);
   return net;

@@ -1,6 +1,8 @@
 // Pretrained ImageNet weights: torchvision's file names and URLs, the torch hub cache, the
 // verified download, and copying a state dict into a Classifier body. See pretrained.h.
 #include "ltfit/model/pretrained.h"
+#include <algorithm>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -178,7 +180,8 @@ std::string file_classes(const StateDict& state, const std::string& prefix) {
 
 }  // namespace
 
-void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source) {
+void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source,
+                          const std::vector<std::string>& fresh) {
   const std::string& arch = model->arch();
   const std::string classifier = arch_info(arch).classifier_prefix;  // "fc.", "classifier."
   std::unordered_map<std::string, const torch::Tensor*> by_name;
@@ -200,6 +203,7 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
   for (const auto& [name, dst] : targets) {
     model_names.insert(name);
     if (starts_with(name, "head.")) continue;  // fastai's head is always new
+    if (std::find(fresh.begin(), fresh.end(), name) != fresh.end()) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
       if (optional_buffer(name)) continue;
@@ -238,6 +242,7 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
     spdlog::info("classifier {}* ({}) replaced by the new head for {} classes", classifier,
                  file_classes(state, classifier), model_num_classes(model));
   }
+  for (const std::string& name : fresh) spdlog::info("{} keeps its initialisation", name);
   spdlog::info("loaded {} pretrained tensors from {}", copies.size(), source);
 }
 

@@ -46,8 +46,11 @@ std::string fetch_cached_weights(const std::string& file_name, const std::string
 // differs (the usual 1000-class case) or the model has a fastai head. A missing BatchNorm
 // `num_batches_tracked` is allowed (files older than torch 0.4.1 lack it; torch allows it too).
 // Any other missing or unexpected key or shape mismatch throws CheckpointError naming `source`
-// and the key; the model is then unchanged.
-void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source);
+// and the key; the model is then unchanged. `fresh` names tensors that keep their initialisation
+// whatever the file holds for them (model.stem cifar's 3×3 conv1, which ImageNet's 7×7 cannot
+// fill); the log says so.
+void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source,
+                          const std::vector<std::string>& fresh = {});
 
 // The classifier a weight file holds, as `predict --weights` rebuilds the model around it.
 struct WeightsHead {
