@@ -16,6 +16,7 @@
 
 #include "ltfit/config/config.h"  // HeadKind
 #include "ltfit/model/classifier.h"
+#include "ltfit/util/error.h"  // ConfigError (model.stem)
 #include "ltfit/util/image_normalization.h"
 
 namespace ltfit {
