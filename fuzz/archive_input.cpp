@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 #include "model/zip_archive.h"
 
 namespace ltfit::fuzz {

@@ -1,10 +1,14 @@
-// Fuzz target: the cifar10 and cifar100 layouts' reader of CIFAR's binary batch files
-// (src/data/layout_cifar.cpp).
+// Fuzz target: the cifar10 and cifar100 layouts' readers of CIFAR's binary batch files
+// (src/data/layout_cifar.cpp) and of its Python version's pickles (layout_cifar_python.cpp,
+// numpy_pickle.cpp, the pickle machine).
 //
-// The input is a folder's files: its first byte picks CIFAR-10 (even) or CIFAR-100 (odd); the
-// bytes up to the first NUL after it are the class-names file (batches.meta.txt, or
-// fine_label_names.txt and coarse_label_names.txt), the rest the training batch; the test batch
-// is the training batch's first half (whole records or not). A malformed folder must end in
+// The input is a folder's files: its first byte picks CIFAR-10 (bit 0 clear) or CIFAR-100 (set),
+// and the binary version (bit 1 clear) or the Python one (set). Binary: the bytes up to the first
+// NUL after it are the class-names file (batches.meta.txt, or fine_label_names.txt and
+// coarse_label_names.txt), the rest the training batch; the test batch is the training batch's
+// first half (whole records or not). Python: a 4-byte little-endian length, that many bytes of
+// meta pickle (batches.meta or meta), the rest the training batch's pickle (data_batch_1 or
+// train), also written as the test batch. A malformed folder must end in
 // DataError and nothing else. Findings, besides crashes, sanitizer reports and memory beyond the
 // files' size: an accepted index whose classes are not sorted and unique, a label outside them,
 // a sample without its held image or one whose image lies outside its block, or a split whose
@@ -45,9 +49,19 @@ void write(const fs::path& path, std::string_view bytes) {
   if (!out) invariant_failed("cannot write a fuzz input file");
 }
 
+void check_classes(const DatasetIndex& index) {
+  if (!std::is_sorted(index.classes.begin(), index.classes.end()) ||
+      std::adjacent_find(index.classes.begin(), index.classes.end()) != index.classes.end()) {
+    invariant_failed("classes not sorted and unique");
+  }
+}
+
+// `batch_bytes` SIZE_MAX: the record count is not checked.
 void check_split(const std::vector<Sample>& samples, const DatasetIndex& index,
                  std::size_t batch_bytes, std::size_t record) {
-  if (samples.size() != batch_bytes / record) invariant_failed("records != bytes / record size");
+  if (batch_bytes != SIZE_MAX && samples.size() != batch_bytes / record) {
+    invariant_failed("records != bytes / record size");
+  }
   for (const Sample& s : samples) {
     if (s.label < 0 || static_cast<std::size_t>(s.label) >= index.classes.size()) {
       invariant_failed("a label outside the classes");
@@ -64,12 +78,45 @@ void check_split(const std::vector<Sample>& samples, const DatasetIndex& index,
   }
 }
 
+// The Python version's folder: the index's splits are checked, not their sizes.
+Outcome run_cifar_python(std::string_view input, bool hundred) {
+  if (input.size() < 4) return Outcome::kRefused;
+  std::size_t meta_size = 0;
+  for (int i = 3; i >= 0; --i) meta_size = meta_size * 256 + static_cast<unsigned char>(input[i]);
+  input.remove_prefix(4);
+  const std::string_view meta = input.substr(0, std::min(meta_size, input.size()));
+  const std::string_view batch = input.substr(meta.size());
+  const fs::path& dir = work_folder();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
+  write(dir / (hundred ? "meta" : "batches.meta"), meta);
+  write(dir / (hundred ? "train" : "data_batch_1"), batch);
+  write(dir / (hundred ? "test" : "test_batch"), batch);
+  DataConfig data;
+  data.root = dir.string();
+  DatasetIndex index;
+  try {
+    index = hundred ? layouts::index_cifar100_layout(data, 0, false)
+                    : layouts::index_cifar10_layout(data, 0, false);
+  } catch (const DataError& e) {
+    note_refusal(e.what());
+    return Outcome::kRefused;
+  }
+  check_classes(index);
+  check_split(index.train, index, SIZE_MAX, 1);
+  if (index.valid.size() != index.train.size())
+    invariant_failed("the same batch read twice differs");
+  return Outcome::kAccepted;
+}
+
 }  // namespace
 
 Outcome run_cifar(std::string_view input) {
   if (input.empty()) return Outcome::kRefused;
-  const bool hundred = (static_cast<unsigned char>(input[0]) & 1U) != 0;
+  const auto flags = static_cast<unsigned char>(input[0]);
+  const bool hundred = (flags & 1U) != 0;
   input.remove_prefix(1);
+  if ((flags & 2U) != 0) return run_cifar_python(input, hundred);
   const std::size_t nul = input.find('\0');
   const std::string_view names = input.substr(0, nul);
   const std::string_view batch = nul == std::string_view::npos ? "" : input.substr(nul + 1);
@@ -91,10 +138,7 @@ Outcome run_cifar(std::string_view input) {
     note_refusal(e.what());
     return Outcome::kRefused;
   }
-  if (!std::is_sorted(index.classes.begin(), index.classes.end()) ||
-      std::adjacent_find(index.classes.begin(), index.classes.end()) != index.classes.end()) {
-    invariant_failed("classes not sorted and unique");
-  }
+  check_classes(index);
   const std::size_t record = hundred ? 3074 : 3073;
   check_split(index.train, index, batch.size(), record);
   check_split(index.valid, index, test.size(), record);

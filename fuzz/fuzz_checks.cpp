@@ -53,6 +53,7 @@ void check_tree(const pickle::PickleValue& root) {
     switch (v->kind) {
       case Kind::kTuple:
       case Kind::kList:
+      case Kind::kObject:
         for (const auto& item : v->items) todo.push_back(item.get());
         break;
       case Kind::kDict:

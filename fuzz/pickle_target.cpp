@@ -1,4 +1,4 @@
-// Fuzz target: the pickle machine (src/model/pickle.cpp) with torch.save's allow-list and
+// Fuzz target: the pickle machine (src/util/pickle.cpp) with torch.save's allow-list and
 // tensor rebuilds (src/model/torch_archive.cpp), on archive contents (archive_input.h) packed into
 // a valid zip, so mutations reach the pickle instead of failing a CRC.
 //

@@ -12,8 +12,8 @@
 #include <c10/util/Exception.h>
 
 #include "fuzz_checks.h"
-#include "ltfit/model/read_limits.h"
 #include "ltfit/model/torch_archive.h"
+#include "ltfit/util/read_limits.h"
 #include "model/zip_archive.h"
 #include "targets.h"
 

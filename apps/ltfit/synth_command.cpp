@@ -25,7 +25,8 @@ void add_synth_command(CLI::App& app, int* exit_code) {
                   "validation split is drawn at training time); "
                   "cifar10: cifar-10-batches-bin/ (data_batch_1..5.bin, test_batch.bin) and "
                   "cifar100: cifar-100-binary/ (train.bin, test.bin), CIFAR's binary records of "
-                  "32x32 images")
+                  "32x32 images, each beside its Python version (cifar-10-batches-py/, "
+                  "cifar-100-python/: the pickles torchvision downloads)")
       ->capture_default_str()
       ->check(CLI::IsMember({"folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"}));
   cmd->add_option("--task", options->task,

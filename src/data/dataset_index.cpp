@@ -55,7 +55,6 @@ DataLayout detect_layout(const DataConfig& data) {
   for (const layouts::LayoutEntry& entry : layouts::layout_registry()) {
     if (entry.detect != nullptr && entry.detect(data)) return entry.layout;
   }
-  layouts::refuse_cifar_python(data);
   if (layouts::has_plain_class_folders(root)) return DataLayout::kFolders;
   // Images lying in the root itself, not named <class>.<N>.jpg: the label may be in the name.
   const auto flat =

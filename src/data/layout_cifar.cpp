@@ -1,10 +1,11 @@
 // The cifar10 and cifar100 layouts (layouts.h): CIFAR's binary batch files, as
-// https://www.cs.toronto.edu/~kriz/cifar.html describes them and torchvision's CIFAR10 reads
-// their Python twins. A record is a label byte (CIFAR-100: a coarse, then a fine one) and a
-// 32×32 image as 1,024 red, 1,024 green and 1,024 blue bytes, rows top to bottom. CIFAR-10's
-// folder (cifar-10-batches-bin) holds data_batch_1.bin to data_batch_5.bin (training) and
-// test_batch.bin, its class names in batches.meta.txt; CIFAR-100's (cifar-100-binary) train.bin
-// and test.bin, with fine_label_names.txt and coarse_label_names.txt.
+// https://www.cs.toronto.edu/~kriz/cifar.html describes them, and the records both versions
+// share (cifar_records.h); the Python version is layout_cifar_python.cpp's. A record is a label
+// byte (CIFAR-100: a coarse, then a fine one) and a 32×32 image as 1,024 red, 1,024 green and 1,024
+// blue bytes, rows top to bottom. CIFAR-10's folder (cifar-10-batches-bin) holds data_batch_1.bin
+// to data_batch_5.bin (training) and test_batch.bin, its class names in batches.meta.txt;
+// CIFAR-100's (cifar-100-binary) train.bin and test.bin, with fine_label_names.txt and
+// coarse_label_names.txt.
 //
 // Every record's pixels are read once into one block per split, as RGB rows (HWC), which every
 // sample's SampleImage views: no per-image files, no per-image allocations. A file is checked
@@ -19,22 +20,99 @@
 #include <string>
 #include <vector>
 
+#include "data/cifar_records.h"
 #include "data/layouts.h"
 #include "data/regular_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/utf8.h"
 
 namespace ltfit::layouts {
-namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kSide = 32;
-constexpr std::size_t kPixelBytes = 3 * kSide * kSide;
-constexpr std::uint64_t kMaxBatchFileBytes = 1ULL << 30;  // CIFAR-100's train.bin: 154 MB
+namespace cifar {
+
+void append_record(Records& records, const std::uint8_t* planes, std::int64_t label,
+                   std::string name) {
+  std::vector<std::uint8_t>& pixels = *records.pixels;
+  const std::size_t at = pixels.size();
+  pixels.resize(at + kPixelBytes);
+  for (std::size_t p = 0; p < kPlaneBytes; ++p) {
+    for (std::size_t c = 0; c < 3; ++c) pixels[at + p * 3 + c] = planes[c * kPlaneBytes + p];
+  }
+  records.labels.push_back(label);
+  records.names.push_back(std::move(name));
+}
+
+std::vector<Sample> to_samples(Records records) {
+  std::shared_ptr<const std::vector<std::uint8_t>> block = std::move(records.pixels);
+  std::vector<Sample> samples;
+  samples.reserve(records.labels.size());
+  for (std::size_t i = 0; i < records.labels.size(); ++i) {
+    samples.push_back({std::move(records.names[i]),
+                       records.labels[i],
+                       {},
+                       {block, i * kPixelBytes, kSide, kSide}});
+  }
+  return samples;
+}
+
+std::string layout_words(DataLayout layout) { return "layout " + data_layout_name(layout); }
+
+FileHandle open_data_file(const fs::path& path, std::uint64_t* size, DataLayout layout) {
+  std::string error;
+  FileHandle file(open_regular_file(path.string(), size, &error));
+  if (file.get() < 0) {
+    throw DataError("cannot read '" + path.string() + "' (" + layout_words(layout) + "): " + error,
+                    "restore the file from the CIFAR archive, or set data.layout to the layout "
+                    "of the data under data.root");
+  }
+  return file;
+}
+
+void check_class_names(const std::vector<std::string>& names, const fs::path& path,
+                       DataLayout layout) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  const bool blank = std::find(names.begin(), names.end(), "") != names.end();
+  const bool repeated = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+  // A class name goes into checkpoints, CSVs, JSON and captions: UTF-8 text, no control bytes.
+  const bool garbled = std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return !is_valid_utf8(name) || std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+  });
+  if (names.size() < 2 || names.size() > kMaxClasses || blank || repeated || garbled) {
+    throw DataError("'" + path.string() + "' (" + layout_words(layout) +
+                        ") should name the classes: 2 to 256 names of UTF-8 text, "
+                        "none blank or repeated; it has " +
+                        std::to_string(names.size()) + (blank ? ", a blank one among them" : "") +
+                        (repeated ? ", a name repeated" : "") +
+                        (garbled ? ", a name that is not text" : ""),
+                    "restore it from the CIFAR archive");
+  }
+}
+
+std::vector<std::int64_t> number_classes(const std::vector<std::string>& names,
+                                         DatasetIndex& index) {
+  index.classes = names;
+  std::sort(index.classes.begin(), index.classes.end());
+  std::vector<std::int64_t> rank(names.size());
+  for (std::size_t raw = 0; raw < names.size(); ++raw) {
+    rank[raw] = std::lower_bound(index.classes.begin(), index.classes.end(), names[raw]) -
+                index.classes.begin();
+  }
+  return rank;
+}
+
+}  // namespace cifar
+
+namespace {
+
+using namespace cifar;
+
 constexpr std::uint64_t kMaxNamesFileBytes = 1 << 16;
 constexpr std::size_t kChunkRecords = 1024;  // records read at a time
-constexpr std::size_t kMaxClasses = 256;     // a label is one byte
 
 struct CifarFormat {
   DataLayout layout;
@@ -83,26 +161,12 @@ fs::path batch_folder(const DataConfig& data, const CifarFormat& format) {
   return {};
 }
 
-std::string layout_words(const CifarFormat& format) {
-  return "layout " + data_layout_name(format.layout);
-}
-
-// The regular file `path` opened, its size in `size`; DataError naming it otherwise.
-FileHandle open_data_file(const fs::path& path, std::uint64_t* size, const CifarFormat& format) {
-  std::string error;
-  FileHandle file(open_regular_file(path.string(), size, &error));
-  if (file.get() < 0) {
-    throw DataError("cannot read '" + path.string() + "' (" + layout_words(format) + "): " + error,
-                    "restore the file from the CIFAR archive, or set data.layout to the layout "
-                    "of the data under data.root");
-  }
-  return file;
-}
+std::string layout_words(const CifarFormat& format) { return cifar::layout_words(format.layout); }
 
 // The class names in `path`: one per line, trailing blanks and a final empty line ignored.
 std::vector<std::string> read_class_names(const fs::path& path, const CifarFormat& format) {
   std::uint64_t size = 0;
-  const FileHandle file = open_data_file(path, &size, format);
+  const FileHandle file = open_data_file(path, &size, format.layout);
   if (size > kMaxNamesFileBytes) {
     throw DataError("'" + path.string() + "' is " + std::to_string(size) +
                     " bytes, not a list of class names (at most " +
@@ -124,35 +188,9 @@ std::vector<std::string> read_class_names(const fs::path& path, const CifarForma
     start = end + 1;
   }
   while (!names.empty() && names.back().empty()) names.pop_back();
-  std::vector<std::string> sorted = names;
-  std::sort(sorted.begin(), sorted.end());
-  const bool blank = std::find(names.begin(), names.end(), "") != names.end();
-  const bool repeated = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
-  // A class name goes into checkpoints, CSVs, JSON and captions: UTF-8 text, no control bytes.
-  const bool garbled = std::any_of(names.begin(), names.end(), [](const std::string& name) {
-    return !is_valid_utf8(name) || std::any_of(name.begin(), name.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-  });
-  if (names.size() < 2 || names.size() > kMaxClasses || blank || repeated || garbled) {
-    throw DataError(
-        "'" + path.string() + "' (" + layout_words(format) +
-            ") should name the classes, one per line: 2 to 256 names of UTF-8 text, "
-            "none blank or repeated; it has " +
-            std::to_string(names.size()) + " line(s)" + (blank ? ", a blank one among them" : "") +
-            (repeated ? ", a name repeated" : "") + (garbled ? ", a name that is not text" : ""),
-        "restore it from the CIFAR archive");
-  }
+  check_class_names(names, path, format.layout);
   return names;
 }
-
-// One split's records: the pixels of all of them in one block (HWC), and each record's label
-// (already numbered in sorted class order) and name.
-struct Records {
-  std::shared_ptr<std::vector<std::uint8_t>> pixels = std::make_shared<std::vector<std::uint8_t>>();
-  std::vector<std::int64_t> labels;
-  std::vector<std::string> names;
-};
 
 // A batch file, open, and its size.
 struct BatchFile {
@@ -166,7 +204,7 @@ std::vector<BatchFile> open_batches(const std::vector<fs::path>& files, const Ci
   std::vector<BatchFile> batches;
   for (const fs::path& path : files) {
     std::uint64_t size = 0;
-    FileHandle file = open_data_file(path, &size, format);
+    FileHandle file = open_data_file(path, &size, format.layout);
     if (size == 0 || size > kMaxBatchFileBytes || size % record_bytes(format) != 0) {
       throw DataError("'" + path.string() + "' is " + std::to_string(size) +
                           " bytes, not a whole number of " + std::to_string(record_bytes(format)) +
@@ -191,7 +229,6 @@ void read_records(const BatchFile& batch, const CifarFormat& format, int label_a
   const std::size_t record = record_bytes(format);
   const std::uint64_t count = batch.size / record;
   std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(count, kChunkRecords) * record);
-  std::vector<std::uint8_t>& pixels = *out.pixels;
   const std::string base = path.string() + "#";
   for (std::uint64_t first = 0; first < count; first += kChunkRecords) {
     const std::uint64_t n = std::min<std::uint64_t>(kChunkRecords, count - first);
@@ -210,14 +247,7 @@ void read_records(const BatchFile& batch, const CifarFormat& format, int label_a
                         "the class names and the batches do not belong together: restore both "
                         "from the same archive");
       }
-      out.labels.push_back(rank[raw]);
-      out.names.push_back(base + std::to_string(first + k));
-      const std::uint8_t* planes = rec + format.label_bytes;
-      const std::size_t at = pixels.size();
-      pixels.resize(at + kPixelBytes);
-      for (std::size_t p = 0; p < kSide * kSide; ++p) {
-        for (std::size_t c = 0; c < 3; ++c) pixels[at + p * 3 + c] = planes[c * kSide * kSide + p];
-      }
+      append_record(out, rec + format.label_bytes, rank[raw], base + std::to_string(first + k));
     }
   }
 }
@@ -236,27 +266,22 @@ std::vector<Sample> split_samples(const std::vector<fs::path>& files, const Cifa
   for (const BatchFile& batch : batches) {
     read_records(batch, format, label_at, rank, names_file, records);
   }
-  std::shared_ptr<const std::vector<std::uint8_t>> block = std::move(records.pixels);
-  std::vector<Sample> samples;
-  samples.reserve(records.labels.size());
-  for (std::size_t i = 0; i < records.labels.size(); ++i) {
-    samples.push_back({std::move(records.names[i]),
-                       records.labels[i],
-                       {},
-                       {block, i * kPixelBytes, kSide, kSide}});
-  }
-  return samples;
+  return to_samples(std::move(records));
 }
 
 DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int label_at) {
   const fs::path dir = batch_folder(data, format);
-  if (dir.empty()) refuse_cifar_python(data);
   if (dir.empty()) {
+    const bool hundred = format.layout == DataLayout::kCifar100;
+    if (const fs::path py = python_folder(data, hundred); !py.empty()) {
+      return index_python(data, py, hundred);
+    }
     const fs::path root(data.root);
     throw DataError("no CIFAR batches (" + format.train_files.front() + " and " + format.test_file +
                         ") in '" + root.string() + "' or '" + (root / format.folder).string() +
                         "' (" + layout_words(format) + ")",
-                    "point data.root at the folder the CIFAR binary archive unpacks to, or run "
+                    "point data.root at the folder a CIFAR archive (binary or Python version) "
+                    "unpacks to, or run "
                     "`ltfit synth --layout " +
                         data_layout_name(format.layout) + " --out DIR` for a synthetic one");
   }
@@ -264,13 +289,7 @@ DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int 
   const std::vector<std::string> names = read_class_names(names_file, format);
   DatasetIndex index;
   index.layout = data_layout_name(format.layout);
-  index.classes = names;
-  std::sort(index.classes.begin(), index.classes.end());
-  std::vector<std::int64_t> rank(names.size());
-  for (std::size_t raw = 0; raw < names.size(); ++raw) {
-    rank[raw] = std::lower_bound(index.classes.begin(), index.classes.end(), names[raw]) -
-                index.classes.begin();
-  }
+  const std::vector<std::int64_t> rank = number_classes(names, index);
   // The training batches present, in order (the archive has five; a rehearsal set may have
   // fewer).
   std::vector<fs::path> train;
@@ -286,29 +305,13 @@ DatasetIndex index_cifar(const DataConfig& data, const CifarFormat& format, int 
 
 }  // namespace
 
-void refuse_cifar_python(const DataConfig& data) {
-  const fs::path root(data.root);
-  for (const fs::path& dir : {root, root / "cifar-10-batches-py", root / "cifar-100-python"}) {
-    const bool ten = is_file(dir / "data_batch_1") && is_file(dir / "batches.meta");
-    const bool hundred = is_file(dir / "train") && is_file(dir / "meta");
-    if (!ten && !hundred) continue;
-    const std::string archive = ten ? "cifar-10-binary.tar.gz" : "cifar-100-binary.tar.gz";
-    throw DataError("'" + dir.string() +
-                        "' holds CIFAR's Python version (pickles, as "
-                        "torchvision's CIFAR10 and Keras download it), which ltfit does not read "
-                        "yet; it reads the binary version",
-                    "fetch https://www.cs.toronto.edu/~kriz/" + archive +
-                        " and unpack it into data.root (or run `ltfit synth --layout " +
-                        (ten ? "cifar10" : "cifar100") + " --out DIR` for a synthetic set)");
-  }
-}
-
 bool has_cifar10_batches(const DataConfig& data) {
-  return !batch_folder(data, cifar10_format()).empty();
+  return !batch_folder(data, cifar10_format()).empty() || !python_folder(data, false).empty();
 }
 
 bool has_cifar100_batches(const DataConfig& data) {
-  return !batch_folder(data, cifar100_format(data.cifar_label)).empty();
+  return !batch_folder(data, cifar100_format(data.cifar_label)).empty() ||
+         !python_folder(data, true).empty();
 }
 
 DatasetIndex index_cifar10_layout(const DataConfig& data, std::uint64_t /*seed*/,

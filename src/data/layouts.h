@@ -57,17 +57,15 @@ DatasetIndex index_csv_layout(const DataConfig& data, std::uint64_t seed, bool m
 // pattern: every image under the root, labelled by data.label_pattern's first group.
 DatasetIndex index_pattern_layout(const DataConfig& data, std::uint64_t seed);
 
-// cifar10, cifar100: CIFAR's binary batch files (layout_cifar.cpp): records of a label byte (two
+// cifar10, cifar100: CIFAR's binary batch files (layout_cifar.cpp) or its Python version's
+// pickles (layout_cifar_python.cpp; the binary one wins where both are): records of a label (two
 // for CIFAR-100: coarse, fine) and a 32×32 image as its R, G and B planes, held as one block of
 // pixels; samples named "<file>#<record>"; the training batches train, the test batch validates
 // (split "test_batch"). DataError (exit 3) naming the file for a missing, truncated or
 // mis-sized file, a label past the class names, or class names that are missing or repeated.
 DatasetIndex index_cifar10_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
 DatasetIndex index_cifar100_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
-// Throws DataError (exit 3) naming the binary archive when `data.root` (or its
-// cifar-10-batches-py / cifar-100-python folder) holds CIFAR's Python version, not yet read.
-void refuse_cifar_python(const DataConfig& data);
-// Whether `data.root` (or its cifar-10-batches-bin / cifar-100-binary folder) holds the batches.
+// Whether `data.root` (or its archive folder) holds either version's batches.
 bool has_cifar10_batches(const DataConfig& data);
 bool has_cifar100_batches(const DataConfig& data);
 

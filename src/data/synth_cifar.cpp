@@ -1,6 +1,8 @@
-// The synthetic set in CIFAR's binary layouts (synth_draw.h): each drawn image shrunk to 32×32
-// with area averaging, written as a record of label byte(s) and R, G, B planes, the files as
-// layout_cifar.cpp reads them and the CIFAR archives hold them. Thread-safe: no shared state.
+// The synthetic set in CIFAR's layouts (synth_draw.h): each drawn image shrunk to 32×32 with
+// area averaging and written twice, as the CIFAR archives hold it: the binary version (records
+// of label byte(s) and R, G, B planes, layout_cifar.cpp) and the Python version (pickled dicts
+// of a NumPy array, as Python 2's cPickle wrote the published files, layout_cifar_python.cpp).
+// Thread-safe: no shared state.
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "data/cifar_records.h"
 #include "data/synth_draw.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
@@ -26,10 +29,9 @@ std::array<const char*, 2> coarse_names(const std::array<const char*, 2>& classe
   return {"felines", "canines"};
 }
 
-// `image`'s record: the label bytes, then its 32×32 red, green and blue planes.
-void append_record(std::string& out, const CifarSynthImage& image, bool cifar100) {
-  if (cifar100) out += static_cast<char>(image.label);  // coarse: one superclass per class
-  out += static_cast<char>(image.label);
+// `image` at 32×32 as its red, green and blue planes.
+std::string planes_of(const CifarSynthImage& image) {
+  std::string out;
   cv::Mat small;
   cv::resize(image.image, small, cv::Size(kCifarSide, kCifarSide), 0, 0, cv::INTER_AREA);
   for (int channel : {2, 1, 0}) {  // BGR -> the R, G, B planes
@@ -38,12 +40,19 @@ void append_record(std::string& out, const CifarSynthImage& image, bool cifar100
       for (int x = 0; x < kCifarSide; ++x) out += static_cast<char>(row[x][channel]);
     }
   }
+  return out;
 }
 
+// The binary records of images [begin, end): the label byte(s), then the planes. CIFAR-100's
+// coarse label is the class's own number (one superclass per class).
 std::string records_of(const std::vector<CifarSynthImage>& images, std::size_t begin,
                        std::size_t end, bool cifar100) {
   std::string out;
-  for (std::size_t i = begin; i < end; ++i) append_record(out, images[i], cifar100);
+  for (std::size_t i = begin; i < end; ++i) {
+    if (cifar100) out += static_cast<char>(images[i].label);
+    out += static_cast<char>(images[i].label);
+    out += planes_of(images[i]);
+  }
   return out;
 }
 
@@ -61,12 +70,60 @@ void make_folder(const fs::path& dir) {
   }
 }
 
+// The batch pickle of images [begin, end), named "synth_<i>.png".
+std::string python_batch(const std::vector<CifarSynthImage>& images, std::size_t begin,
+                         std::size_t end, bool cifar100, const std::string& batch_label) {
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> files;
+  std::string planes;
+  for (std::size_t i = begin; i < end; ++i) {
+    labels.push_back(images[i].label);
+    files.push_back("synth_" + std::to_string(i) + ".png");
+    planes += planes_of(images[i]);
+  }
+  return layouts::cifar::python_batch_pickle(labels, planes, files, cifar100, batch_label);
+}
+
+std::string python_meta(const std::array<const char*, 2>& classes, bool cifar100) {
+  const auto coarse = coarse_names(classes);
+  return layouts::cifar::python_meta_pickle({classes[0], classes[1]}, {coarse[0], coarse[1]},
+                                            cifar100);
+}
+
+// The Python version beside the binary one: cifar-10-batches-py or cifar-100-python.
+void write_python_batches(const fs::path& out, const std::array<const char*, 2>& classes,
+                          const std::vector<CifarSynthImage>& train,
+                          const std::vector<CifarSynthImage>& test, bool cifar100) {
+  const fs::path dir = out / (cifar100 ? "cifar-100-python" : "cifar-10-batches-py");
+  make_folder(dir);
+  if (cifar100) {
+    write_file_atomic((dir / "train").string(),
+                      python_batch(train, 0, train.size(), true, "training batch 1 of 1"));
+    write_file_atomic((dir / "test").string(),
+                      python_batch(test, 0, test.size(), true, "testing batch 1 of 1"));
+    write_file_atomic((dir / "meta").string(), python_meta(classes, true));
+    return;
+  }
+  const std::size_t batches = std::min<std::size_t>(kCifar10TrainBatches, train.size());
+  for (std::size_t b = 0; b < batches; ++b) {
+    const std::string label =
+        "training batch " + std::to_string(b + 1) + " of " + std::to_string(batches);
+    write_file_atomic((dir / ("data_batch_" + std::to_string(b + 1))).string(),
+                      python_batch(train, train.size() * b / batches,
+                                   train.size() * (b + 1) / batches, false, label));
+  }
+  write_file_atomic((dir / "test_batch").string(),
+                    python_batch(test, 0, test.size(), false, "testing batch 1 of 1"));
+  write_file_atomic((dir / "batches.meta").string(), python_meta(classes, false));
+}
+
 }  // namespace
 
 void write_cifar_batches(const SynthOptions& options, const std::array<const char*, 2>& classes,
                          const std::vector<CifarSynthImage>& train,
                          const std::vector<CifarSynthImage>& test) {
   const bool cifar100 = options.layout == "cifar100";
+  write_python_batches(options.out_dir, classes, train, test, cifar100);
   const fs::path dir =
       fs::path(options.out_dir) / (cifar100 ? "cifar-100-binary" : "cifar-10-batches-bin");
   make_folder(dir);

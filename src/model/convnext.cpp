@@ -45,8 +45,9 @@ torch::nn::Functional permute(std::vector<std::int64_t> dims) {
       [dims](torch::Tensor x) { return x.permute(dims); }));
 }
 
-torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                       std::int64_t stride) {
+// A biased convolution without padding (the stem's patchify, the downsampling layers).
+torch::nn::Conv2d patch_conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                             std::int64_t stride) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel).stride(stride).bias(true));
 }
 
@@ -123,7 +124,7 @@ void ConvNeXtImpl::build_features() {
   const auto& dims = spec_.dims;
   const int total_blocks = std::accumulate(spec_.blocks.begin(), spec_.blocks.end(), 0);
   LTFIT_CHECK(total_blocks > 1, "a ConvNeXt has more than one block");
-  parts_.push_back(torch::nn::Sequential(conv(3, dims[0], 4, 4), LayerNorm2d(dims[0])));
+  parts_.push_back(torch::nn::Sequential(patch_conv(3, dims[0], 4, 4), LayerNorm2d(dims[0])));
   int block_id = 0;
   for (std::size_t s = 0; s < spec_.blocks.size(); ++s) {
     torch::nn::Sequential stage;
@@ -136,7 +137,7 @@ void ConvNeXtImpl::build_features() {
     parts_.push_back(stage);
     if (s + 1 < spec_.blocks.size()) {
       parts_.push_back(
-          torch::nn::Sequential(LayerNorm2d(dims[s]), conv(dims[s], dims[s + 1], 2, 2)));
+          torch::nn::Sequential(LayerNorm2d(dims[s]), patch_conv(dims[s], dims[s + 1], 2, 2)));
     }
   }
   torch::nn::ModuleList features;

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 
 namespace ltfit::zip {
 

@@ -177,16 +177,6 @@ TEST_CASE("cifar: malformed batches and names are refused with exit 3, naming th
     write_file(folder / "batches.meta.txt", "cat\n\xff\xfe\nbird\n");
     CHECK_THAT(cifar_index_error(dir.path()), Contains("a name that is not text"));
   }
-  SECTION("the Python version (torchvision's download) is named, with the binary archive") {
-    TempDir py;
-    write_file(py.path() / "cifar-10-batches-py" / "data_batch_1", "pickle");
-    write_file(py.path() / "cifar-10-batches-py" / "batches.meta", "pickle");
-    CHECK_THAT(cifar_index_error(py.path()),
-               Contains("holds CIFAR's Python version") && Contains("cifar-10-batches-py"));
-    ltfit::DataConfig data = cifar_config(py.path(), "cifar10");
-    CHECK_THAT(data_error_message([&] { ltfit::index_dataset(data, 0, false); }),
-               Contains("holds CIFAR's Python version"));
-  }
   SECTION("a batch that is a directory") {
     fs::remove(folder / "test_batch.bin");
     fs::create_directory(folder / "test_batch.bin");
@@ -218,6 +208,74 @@ TEST_CASE("synth --layout cifar10 and cifar100 write what the layouts read", "[d
     CHECK(dogs == 6);
   }
   CHECK(fs::exists(dir.path() / "cifar10" / "cifar-10-batches-bin" / "data_batch_5.bin"));
+}
+
+TEST_CASE("cifar: the Python version is read as the binary one, and refused when malformed",
+          "[data][cifar]") {
+  TempDir dir;
+  for (const std::string layout : {"cifar10", "cifar100"}) {
+    INFO(layout);
+    ltfit::SynthOptions options;
+    options.out_dir = (dir.path() / layout).string();
+    options.layout = layout;
+    options.train = 10;
+    options.valid = 4;
+    ltfit::write_synthetic_dataset(options);
+    const bool ten = layout == "cifar10";
+    const fs::path bin = dir.path() / layout / (ten ? "cifar-10-batches-bin" : "cifar-100-binary");
+    const fs::path py = dir.path() / layout / (ten ? "cifar-10-batches-py" : "cifar-100-python");
+    const ltfit::DatasetIndex a = ltfit::index_dataset(cifar_config(bin), 0, false);
+    const ltfit::DatasetIndex b = ltfit::index_dataset(cifar_config(py), 0, false);
+    CHECK(b.layout == layout);
+    CHECK(b.classes == a.classes);
+    REQUIRE(b.train.size() == a.train.size());
+    REQUIRE(b.valid.size() == a.valid.size());
+    for (std::size_t i = 0; i < a.train.size(); ++i) {
+      CHECK(b.train[i].label == a.train[i].label);
+      CHECK(std::equal(a.train[i].image.data(), a.train[i].image.data() + a.train[i].image.bytes(),
+                       b.train[i].image.data()));
+    }
+    CHECK_THAT(b.valid[3].path, Contains(ten ? "test_batch#3" : "test#3"));
+  }
+  // Only the Python version under the root: found in its archive folder.
+  fs::remove_all(dir.path() / "cifar10" / "cifar-10-batches-bin");
+  const fs::path root = dir.path() / "cifar10";
+  const fs::path py = root / "cifar-10-batches-py";
+  CHECK(ltfit::index_dataset(cifar_config(root), 0, false).layout == "cifar10");
+  const std::string batch = ltfit::testing::read_file(py / "data_batch_1");
+  SECTION("a truncated pickle") {
+    write_file(py / "data_batch_1", batch.substr(0, batch.size() / 2));
+    CHECK_THAT(cifar_index_error(root),
+               Contains("data_batch_1' is not a pickled dict as CIFAR's Python version holds") &&
+                   Contains("truncated pickle"));
+  }
+  SECTION("a foreign pickle: a list, or a dict without 'data'") {
+    write_file(py / "data_batch_1", std::string("\x80\x02]q\x00.", 6));
+    CHECK_THAT(cifar_index_error(root), Contains("data_batch_1") && Contains("it holds a list"));
+    write_file(py / "data_batch_1", std::string("\x80\x02}q\x00.", 6));
+    CHECK_THAT(cifar_index_error(root), Contains("it has no 'data' entry"));
+  }
+  SECTION("a pickle naming a global outside NumPy's rebuilders") {
+    write_file(py / "data_batch_1", std::string("\x80\x02"
+                                                "cos\nsystem\nX\x01\x00\x00\x00"
+                                                "x\x85R.",
+                                                22));
+    CHECK_THAT(cifar_index_error(root), Contains("refused global 'os.system'"));
+  }
+  SECTION("labels that do not match the data") {
+    // The synthetic batch's label list: 'labels' ] ( K l K l ... e: drop the last label.
+    const std::size_t appends = batch.find('e', batch.find("labels") + 6);
+    REQUIRE(appends != std::string::npos);
+    std::string fewer = batch;
+    fewer.erase(appends - 2, 2);
+    write_file(py / "data_batch_1", fewer);
+    CHECK_THAT(cifar_index_error(root), Contains("'labels' should list 2 class numbers"));
+  }
+  SECTION("a meta file without the class names") {
+    write_file(py / "batches.meta", std::string("\x80\x02}q\x00.", 6));
+    CHECK_THAT(cifar_index_error(root),
+               Contains("batches.meta") && Contains("no 'label_names' entry"));
+  }
 }
 
 TEST_CASE("ltfit trains and evaluates from CIFAR batches, and split.csv names the records",

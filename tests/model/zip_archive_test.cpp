@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 #include "model/archive_builders.h"
 #include "model/zip_archive.h"
 

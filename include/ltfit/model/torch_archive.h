@@ -21,8 +21,8 @@
 
 #include <torch/types.h>
 
-#include "ltfit/model/pickle.h"
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/pickle.h"
+#include "ltfit/util/read_limits.h"
 
 namespace ltfit {
 

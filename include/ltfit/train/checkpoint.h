@@ -24,10 +24,10 @@
 #include <torch/optim/optimizer.h>
 
 #include "ltfit/model/classifier.h"
-#include "ltfit/model/read_limits.h"
 #include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/read_limits.h"
 
 namespace ltfit {
 

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // PickleWriter (pickle.h): protocol-2 opcodes, composed by the caller as Python's pickler would.
-#include "ltfit/model/pickle.h"
+#include "ltfit/util/pickle.h"
 
 #include <cstring>
 
@@ -22,6 +22,16 @@ void PickleWriter::string(std::string_view text) {
   out_.push_back('X');
   append_le(out_, text.size(), 4);
   out_.append(text);
+}
+void PickleWriter::byte_string(std::string_view bytes) {
+  if (bytes.size() < 0x100) {
+    out_.push_back('U');
+    append_le(out_, bytes.size(), 1);
+  } else {
+    out_.push_back('T');
+    append_le(out_, bytes.size(), 4);
+  }
+  out_.append(bytes);
 }
 void PickleWriter::integer(std::int64_t value) {
   if (value >= 0 && value < 0x100) {
@@ -53,6 +63,7 @@ void PickleWriter::appends() { out_.push_back('e'); }
 void PickleWriter::empty_dict() { out_.push_back('}'); }
 void PickleWriter::set_items() { out_.push_back('u'); }
 void PickleWriter::reduce() { out_.push_back('R'); }
+void PickleWriter::build() { out_.push_back('b'); }
 void PickleWriter::persistent_id() { out_.push_back('Q'); }
 std::string PickleWriter::finish() {
   out_.push_back('.');

@@ -1,4 +1,4 @@
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "ltfit/model/pickle.h"
+#include "ltfit/util/pickle.h"
 #include "model/archive_builders.h"
 
 namespace {

@@ -13,9 +13,9 @@
 //
 // Files: pickle_machine.h (the machine's state), pickle_opcodes.cpp (what each opcode does), this
 // file (the run to STOP, dict items, the value helpers), pickle_writer.cpp (PickleWriter).
-#include "ltfit/model/pickle.h"
+#include "ltfit/util/pickle.h"
 
-#include "model/pickle_machine.h"
+#include "util/pickle_machine.h"
 
 namespace ltfit::pickle {
 
@@ -108,6 +108,8 @@ const char* kind_name(PickleValue::Kind kind) {
       return "storage";
     case Kind::kTensor:
       return "tensor";
+    case Kind::kObject:
+      return "object";
   }
   return "?";
 }

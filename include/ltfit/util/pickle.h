@@ -1,12 +1,13 @@
-// A small Python pickle machine (read) and emitter (write), just enough for `torch.save` files.
+// A small Python pickle machine (read) and emitter (write): enough for `torch.save` files and for
+// data pickles such as CIFAR's Python batches.
 //
-// The reader runs the protocol-2 opcodes torch.save writes (plus a few protocol 3/4 ones) into a
-// tree of `PickleValue`s. It runs no code: a global is only a name, admitted or refused by the
-// caller (`PickleHooks::global_allowed`), and what applying one means (OrderedDict,
-// _rebuild_tensor_v2, ...) and what a persistent id loads are decided by the caller's hooks, so
-// this file knows nothing about torch. Every read is bounds-checked and everything the machine
-// allocates (objects, strings, container slots, memo entries) is charged to a ReadBudget, so a
-// flood of cheap opcodes ends in a LimitError, not in gigabytes. Dicts keep a hash index of
+// The reader runs the opcodes of protocols 0 to 5 that plain data uses (no INST/OBJ, no
+// out-of-band buffers) into a tree of `PickleValue`s. It runs no code: a global is only a name,
+// admitted or refused by the caller (`PickleHooks::global_allowed`), and what applying one means
+// (OrderedDict, _rebuild_tensor_v2, ...) and what a persistent id loads are decided by the caller's
+// hooks, so this file knows nothing about torch. Every read is bounds-checked and everything the
+// machine allocates (objects, strings, container slots, memo entries) is charged to a ReadBudget,
+// so a flood of cheap opcodes ends in a LimitError, not in gigabytes. Dicts keep a hash index of
 // their string and int keys: building one is linear in its size. Malformed input throws
 // PickleError, never reads out of range. Not thread-safe per instance; no globals.
 #pragma once
@@ -22,7 +23,7 @@
 
 #include <torch/types.h>
 
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/read_limits.h"
 
 namespace ltfit::pickle {
 
@@ -47,7 +48,8 @@ struct PickleValue {
     kDict,
     kGlobal,
     kStorage,  // a storage from a persistent id (`tensor` is its 1-D contents)
-    kTensor
+    kTensor,
+    kObject  // an instance a caller's hook made: `text` its class, `items` its arguments/state
   };
   Kind kind = Kind::kNone;
   std::int64_t integer = 0;                            // kBool, kInt
@@ -66,10 +68,12 @@ const char* kind_name(PickleValue::Kind kind);
 
 // What the caller decides. `global_allowed` admits a global ("module.name") when GLOBAL or
 // STACK_GLOBAL names it; a refused one stops the load. `reduce` applies an admitted global to an
-// argument tuple (REDUCE, NEWOBJ); `persistent_load` resolves a BINPERSID id. All may throw.
+// argument tuple (REDUCE, NEWOBJ); `build` gives an object its state (BUILD; without it the
+// state is dropped); `persistent_load` resolves a BINPERSID id. All may throw.
 struct PickleHooks {
   std::function<bool(const std::string& global)> global_allowed;
   std::function<ValuePtr(const std::string& global, const ValuePtr& args)> reduce;
+  std::function<ValuePtr(const ValuePtr& object, const ValuePtr& state)> build;
   std::function<ValuePtr(const ValuePtr& pid)> persistent_load;
 };
 
@@ -104,7 +108,8 @@ class PickleWriter {
   PickleWriter();  // writes PROTO 2
   void mark();
   void global(std::string_view module, std::string_view name);
-  void string(std::string_view text);
+  void string(std::string_view text);        // BINUNICODE (Python 3's str)
+  void byte_string(std::string_view bytes);  // SHORT_BINSTRING/BINSTRING (Python 2's str)
   void integer(std::int64_t value);
   void real(double value);  // BINFLOAT, exact
   void boolean(bool value);
@@ -116,6 +121,7 @@ class PickleWriter {
   void empty_dict();
   void set_items();  // SETITEMS from the last mark onto the dict below it
   void reduce();
+  void build();          // BUILD: the state on top, the object below it
   void persistent_id();  // BINPERSID: pops the id
   std::string finish();  // writes STOP, returns the bytes
 

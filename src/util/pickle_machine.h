@@ -1,4 +1,4 @@
-// The pickle machine's state (private to src/model): the stack, marks, memo and the budget every
+// The pickle machine's state (private to src/util): the stack, marks, memo and the budget every
 // object is charged to. pickle.cpp runs it to STOP; pickle_opcodes.cpp holds what each opcode
 // does to this state. Not thread-safe per instance.
 #pragma once
@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ltfit/model/pickle.h"
-#include "ltfit/model/read_limits.h"
+#include "ltfit/util/pickle.h"
+#include "ltfit/util/read_limits.h"
 
 namespace ltfit::pickle::detail {
 
@@ -38,8 +38,12 @@ class Machine {
  private:
   // Returns false at STOP.
   bool step(std::uint8_t op);
+  bool step_strings(std::uint8_t op);
+  bool step_objects(std::uint8_t op);
   bool step_containers(std::uint8_t op);
+  bool step_items(std::uint8_t op);
   bool step_memo(std::uint8_t op);
+  bool step_text(std::uint8_t op);
 
   std::string_view take(std::size_t n) {
     if (n > data_.size() - pos_) throw PickleError("truncated pickle (ends inside an opcode)");
@@ -52,6 +56,16 @@ class Machine {
     std::uint64_t v = 0;
     for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t(std::uint8_t(b[i])) << (8 * i);
     return v;
+  }
+  // A LONG1/LONG4 number of `n` little-endian two's complement bytes.
+  std::int64_t read_long(std::uint64_t n, const char* opcode) {
+    if (n > 8) {
+      throw PickleError(std::string("pickle ") + opcode + " of " + std::to_string(n) +
+                        " bytes overflows int64");
+    }
+    std::uint64_t v = n == 0 ? 0 : read_le(std::size_t(n));
+    if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t(0) << (8 * n);
+    return std::int64_t(v);
   }
   std::string_view read_line() {
     const std::size_t end = data_.find('\n', pos_);
@@ -87,7 +101,8 @@ class Machine {
   // costs memory too).
   void push(ValuePtr v) {
     budget_.charge(kSlotBytes, "the pickle stack");
-    if (v->kind == Kind::kTuple || v->kind == Kind::kList || v->kind == Kind::kDict) {
+    if (v->kind == Kind::kTuple || v->kind == Kind::kList || v->kind == Kind::kDict ||
+        v->kind == Kind::kObject) {
       budget_.charge(kSlotBytes, "the pickle stack");
       containers_.push_back(v);  // DUP, BINGET re-push one: harmless duplicates
     }
