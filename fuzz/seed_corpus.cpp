@@ -5,7 +5,7 @@
 //   ltfit_fuzz_seeds OUT_DIR [TORCH_DIR]
 //
 // OUT_DIR/<target>/<seed> for the targets zip, pickle, checkpoint, image_header, config,
-// resample, csv, cifar;
+// resample, csv, cifar, shards;
 // OUT_DIR/<target>.dict where a dictionary helps. TORCH_DIR holds torch.save files written by
 // Python (fuzz/torch_seeds.py), added to the zip and pickle corpora. Exits 0, or 1 when a seed
 // did not meet its expectation (listed).
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   corpora.push_back({"resample", resample_seeds(), run_resample});
   corpora.push_back({"csv", csv_seeds(), run_csv});
   corpora.push_back({"cifar", cifar_seeds(), run_cifar});
+  corpora.push_back({"shards", shards_seeds(), run_shards});
 #ifdef LTFIT_WITH_LIBJPEG_TURBO
   corpora.push_back({"jpeg", jpeg_seeds(), run_jpeg});
 #endif

@@ -30,6 +30,7 @@ std::vector<Seed> config_seeds(const std::filesystem::path& repo);  // seeds_ima
 std::vector<Seed> resample_seeds();                                 // seeds_image_config.cpp
 std::vector<Seed> csv_seeds();                                      // seeds_csv.cpp
 std::vector<Seed> cifar_seeds();                                    // seeds_cifar.cpp
+std::vector<Seed> shards_seeds();                                   // seeds_shards.cpp
 std::vector<Seed> jpeg_seeds();                                     // seeds_image_config.cpp
 
 // libFuzzer dictionaries (-dict=): pickle opcodes and torch's global names; config keys; CSV

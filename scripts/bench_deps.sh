@@ -26,7 +26,9 @@ fi
 
 # torchvision imports numpy at start-up (its datasets module), so it is needed too. nbconvert
 # and ipykernel run notebooks/kaggle_vs_colab.ipynb headless (CTest notebook_tiny).
-for module in PIL:pillow numpy:numpy nbconvert:nbconvert ipykernel:ipykernel; do
+# webdataset writes and reads the tar shards tests/data/shards_oracle.sh checks ltfit against.
+for module in PIL:pillow numpy:numpy nbconvert:nbconvert ipykernel:ipykernel \
+  webdataset:webdataset==1.0.2; do
   if "$PYTHON" -c "import ${module%%:*}" 2>/dev/null; then
     echo "${module#*:}: already installed"
   else

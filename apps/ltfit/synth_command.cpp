@@ -17,18 +17,22 @@ void add_synth_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--valid", options->valid, "validation images (both classes)")
       ->capture_default_str();
-  cmd->add_option("--layout", options->layout,
-                  "folders: {train,valid}/<class>/NNNNN.jpg; "
-                  "kaggle: flat train/<class>.<N>.jpg; "
-                  "csv: images/NNNNN.jpg with labels.csv (fname,labels,is_valid); "
-                  "pattern: flat images/<class>_<N>.jpg (kaggle and pattern: one pool, the "
-                  "validation split is drawn at training time); "
-                  "cifar10: cifar-10-batches-bin/ (data_batch_1..5.bin, test_batch.bin) and "
-                  "cifar100: cifar-100-binary/ (train.bin, test.bin), CIFAR's binary records of "
-                  "32x32 images, each beside its Python version (cifar-10-batches-py/, "
-                  "cifar-100-python/: the pickles torchvision downloads)")
+  cmd->add_option(
+         "--layout", options->layout,
+         "folders: {train,valid}/<class>/NNNNN.jpg; "
+         "kaggle: flat train/<class>.<N>.jpg; "
+         "csv: images/NNNNN.jpg with labels.csv (fname,labels,is_valid); "
+         "pattern: flat images/<class>_<N>.jpg (kaggle and pattern: one pool, the "
+         "validation split is drawn at training time); "
+         "cifar10: cifar-10-batches-bin/ (data_batch_1..5.bin, test_batch.bin) and "
+         "cifar100: cifar-100-binary/ (train.bin, test.bin), CIFAR's binary records of "
+         "32x32 images, each beside its Python version (cifar-10-batches-py/, "
+         "cifar-100-python/: the pickles torchvision downloads); shards: train-000000.tar, ... and "
+         "valid-000000.tar, ... as WebDataset writes them (NNNNNN.jpg with NNNNNN.cls) "
+         "and classes.txt")
       ->capture_default_str()
-      ->check(CLI::IsMember({"folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"}));
+      ->check(
+          CLI::IsMember({"folders", "kaggle", "csv", "pattern", "cifar10", "cifar100", "shards"}));
   cmd->add_option("--task", options->task,
                   "cats_dogs: classes cat, dog; bears_rabbits: classes bear, rabbit (same faces, "
                   "other ears; a second task for transfer-learning checks); shapes: multi-label, "

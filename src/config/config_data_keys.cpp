@@ -108,6 +108,17 @@ void convert_csv(const Walk& walk, const Located& at, CsvConfig& csv) {
              "appended to each path (fastai's `suffix`, e.g. .jpg for names without one)")});
 }
 
+void convert_shards(const Walk& walk, const Located& at, ShardsConfig& shards) {
+  read_fields(walk, at,
+              {field("train", shards.train,
+                     "the training shards, relative to `data.root`: a brace pattern as "
+                     "WebDataset writes (`train-{000000..000099}.tar`: every one must exist), "
+                     "brace lists (`{a,b}`), or `*` and `?` in the file name"),
+               field("valid", shards.valid,
+                     "the validation shards, as `train`; when the default matches no file, the "
+                     "training samples are split by `data.valid_pct`")});
+}
+
 }  // namespace
 
 void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
@@ -123,10 +134,13 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "names), cifar10 and cifar100 (CIFAR's binary batch files, in `data.root` or its "
              "`cifar-10-batches-bin` or `cifar-100-binary` folder, or the Python version's "
              "pickles in `cifar-10-batches-py` or `cifar-100-python`: the training batches train, "
-             "the test batch validates; every image held in memory, none a file); auto: folders "
+             "the test batch validates; every image held in memory, none a file), shards (tar "
+             "files as WebDataset writes them, `data.shards`: each sample the members sharing a "
+             "name, an image and its `.cls` or `.json` label); auto: folders "
              "when `train_folder` holds class folders, else csv when `data.csv.file` exists, "
              "else kaggle when `<class>.<N>.jpg` files do, else cifar10 or cifar100 when their "
-             "batch files do, else plain class folders"),
+             "batch files do, else shards when `data.shards.train` names files, else plain class "
+             "folders"),
        field("valid_count", data.valid_count,
              "kaggle layout: exactly this many images held out for validation, chosen by "
              "`run.seed` (the 2019 study's 2,000 of 25,000); 0 (the default): `valid_pct`, as "
@@ -143,6 +157,11 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
        field("cifar_label", parse_cifar_label, cifar_label_name, data.cifar_label,
              "cifar100 layout: which label of each record trains, fine (its 100 classes) or "
              "coarse (its 20 superclasses)"),
+       section("shards", convert_shards, data.shards,
+               "shards layout: WebDataset's tar files; each sample is the members sharing a "
+               "base name (`x.jpg` with `x.cls`: a class number or name, or `x.json`: "
+               "`{\"label\": ...}`); class numbers are named by `classes.txt` in `data.root` "
+               "(one name per line) when it is there"),
        field("valid_pct", data.valid_pct,
              "where no split is given (class folders without `valid_folder`, csv without "
              "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held "
@@ -184,10 +203,15 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "any other format are skipped as unreadable"),
        field("cache", parse_data_cache, data_cache_name, data.cache,
              "where decoded images are kept between epochs: none (decoded from the file every "
-             "time) or ram (the decoder's output, at the reduced scale it chose, kept in memory "
+             "time), ram (the decoder's output, at the reduced scale it chose, kept in memory "
              "up to `cache_bytes` and shared by the loader threads; each epoch augments it "
              "afresh, so batches are the same as without it; hits, misses and bytes are in the "
-             "log and `summary.json`'s `data_cache`)"),
+             "log and `summary.json`'s `data_cache`) or device (a set whose images its source "
+             "holds, CIFAR's, kept whole on the training device as uint8: each training batch "
+             "is drawn, cropped from a copy padded by 4 pixels and flipped there, CIFAR's "
+             "augmentation in place of `augment`'s host transforms, with no loader threads; "
+             "fastai's batch transforms follow when `augment.on: device`; on a CPU from host "
+             "memory)"),
        field("cache_bytes", read_byte_count, write_byte_count, data.cache_bytes,
              "bytes, e.g. 4294967296 or 4GiB (KiB, MiB, GiB, TiB; KB, MB, GB, TB)",
              "`cache: ram`: the most decoded pixels kept; images past it are decoded each time, "

@@ -10,7 +10,8 @@ namespace {
 
 const EnumNames<DataLayout>& data_layouts() {
   static const EnumNames<DataLayout> names{
-      "data.layout", {"auto", "folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"}};
+      "data.layout",
+      {"auto", "folders", "kaggle", "csv", "pattern", "cifar10", "cifar100", "shards"}};
   return names;
 }
 
@@ -20,7 +21,7 @@ const EnumNames<AugmentPlace>& augment_places() {
 }
 
 const EnumNames<DataCache>& data_caches() {
-  static const EnumNames<DataCache> names{"data.cache", {"none", "ram"}};
+  static const EnumNames<DataCache> names{"data.cache", {"none", "ram", "device"}};
   return names;
 }
 

@@ -40,8 +40,11 @@ BatchFeed::BatchFeed(const torch::Device& device, bool channels_last,
 BatchFeed::~BatchFeed() = default;
 
 StagedBatch BatchFeed::stage(const Batch& batch) const {
+  // A batch made on the device (data.cache: device) is normalised on the current stream, in
+  // order after the work that made it: there is no copy to overlap.
+  const bool on_host = batch.images.device().is_cpu();
 #ifdef LTFIT_HAS_CUDA_HEADERS
-  if (side_ != nullptr) {
+  if (side_ != nullptr && on_host) {
     // Pinned host memory is what lets the copy run without the host waiting (the loader pins
     // its images; the small label tensor is pinned here). The caching host allocator keeps a
     // pinned block until the copies that read it are done, so the batch may be dropped at once.
@@ -59,6 +62,7 @@ StagedBatch BatchFeed::stage(const Batch& batch) const {
     return staged;
   }
 #endif
+  (void)on_host;
   return {normalize_images(batch.images, device_, channels_last_, normalization_),
           batch.labels.to(device_), nullptr};
 }

@@ -21,6 +21,43 @@ namespace {
 constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
 constexpr std::size_t kProbeTailBytes = 64 * 1024;   // probe_image_file's look at a JPEG's end
 
+// An input's encoded bytes, open: its own file, or its member's range of another file (a tar
+// shard's). `error` says why not when !ok().
+class EncodedBytes {
+ public:
+  EncodedBytes(const ImageInput& input, std::string* error)
+      : file_(input.member ? *input.member.file : input.path),
+        fd_(open_regular_file(file_, &size_, error)) {
+    if (fd_.get() < 0 || !input.member) return;
+    const FileRange& range = input.member;
+    if (range.offset > size_ || range.size > size_ - range.offset) {
+      *error =
+          "its bytes lie past the end of '" + file_ + "' (the file changed since it was indexed?)";
+      outside_ = true;
+      return;
+    }
+    base_ = range.offset;
+    size_ = range.size;
+  }
+  bool ok() const { return fd_.get() >= 0 && !outside_; }
+  std::uint64_t size() const { return size_; }
+  std::size_t read(std::uint64_t offset, std::size_t n, std::uint8_t* out) const {
+    return read_at(fd_.get(), file_, base_ + offset, n, out);
+  }
+  ByteReader reader() const {
+    return [this](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
+      return read(offset, n, out);
+    };
+  }
+
+ private:
+  std::string file_;
+  std::uint64_t size_ = 0;
+  FileHandle fd_;
+  std::uint64_t base_ = 0;
+  bool outside_ = false;  // the range lies past the file's end
+};
+
 // Scanning back from the end of a JPEG's `bytes` (its last ones, or all): true when the EOI
 // marker comes before the start of the last scan (entropy-coded data never contains FF D9 or
 // FF DA), false when the scan start comes first, nullopt when neither is in `bytes`.
@@ -81,58 +118,46 @@ std::uint64_t decode_memory_estimate(const ImageHeader& header, std::uint64_t fi
 
 std::string probe_image_file(const ImageInput& input, const ImageLimits& limits) {
   if (input.image) return held_image_problem(input.image, limits);
-  const std::string& path = input.path;
   std::string error;
-  std::uint64_t size = 0;
-  const FileHandle fd(open_regular_file(path, &size, &error));
-  if (fd.get() < 0) return error;
+  const EncodedBytes file(input, &error);
+  if (!file.ok()) return error;
+  const std::uint64_t size = file.size();
   if (size == 0) return "empty file (0 bytes)";
   if (size > kMaxFileBytes) return "file too large (" + std::to_string(size) + " bytes)";
-  const ByteReader reader = [&fd, &path](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
-    return read_at(fd.get(), path, offset, n, out);
-  };
-  const std::optional<ImageHeader> header = read_image_header(reader, size, &error);
+  const std::optional<ImageHeader> header = read_image_header(file.reader(), size, &error);
   if (!header) return error.empty() ? "unknown error" : error;
   if (std::string refused = check_image_limits(*header, limits); !refused.empty()) return refused;
   if (header->format != ImageFormat::kJpeg) return "";
   const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(size, kProbeTailBytes));
   std::vector<uchar> bytes(tail);
-  if (read_at(fd.get(), path, size - tail, tail, bytes.data()) != tail) return "short read";
+  if (file.read(size - tail, tail, bytes.data()) != tail) return "short read";
   const std::optional<bool> complete = jpeg_end_seen(bytes);
   // Neither marker in the tail: only a whole-file scan (the decode's) can tell.
   if (complete.value_or(tail < size)) return "";
   return "truncated JPEG (no end-of-image marker)";
 }
 
-std::optional<ImageHeader> read_file_header(const std::string& path, std::string* error) {
-  std::uint64_t size = 0;
-  const FileHandle fd(open_regular_file(path, &size, error));
-  if (fd.get() < 0) return std::nullopt;
-  const ByteReader reader = [&](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
-    return read_at(fd.get(), path, offset, n, out);
-  };
-  return read_image_header(reader, size, error);
+std::optional<ImageHeader> read_file_header(const ImageInput& input, std::string* error) {
+  const EncodedBytes file(input, error);
+  if (!file.ok()) return std::nullopt;
+  return read_image_header(file.reader(), file.size(), error);
 }
 
 DecodedImage decode_bgr(const ImageInput& input, const DecodeRequest& request,
                         const DecodeLimits& limits, std::string* error) {
   if (input.image) return decode_held_image(input.image, limits, error);
-  const std::string& path = input.path;
   DecodedImage result;
   const auto fail = [&](std::string reason) {
     *error = std::move(reason);
     result.image.release();
     return std::move(result);
   };
-  std::uint64_t size = 0;
-  const FileHandle fd(open_regular_file(path, &size, error));
-  if (fd.get() < 0) return result;
+  const EncodedBytes file(input, error);
+  if (!file.ok()) return result;
+  const std::uint64_t size = file.size();
   if (size == 0) return fail("empty file (0 bytes)");
   if (size > kMaxFileBytes) return fail("file too large (" + std::to_string(size) + " bytes)");
-  const ByteReader reader = [&fd, &path](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
-    return read_at(fd.get(), path, offset, n, out);
-  };
-  const std::optional<ImageHeader> header = read_image_header(reader, size, error);
+  const std::optional<ImageHeader> header = read_image_header(file.reader(), size, error);
   if (!header) return result;
   if (std::string refused = check_image_limits(*header, limits.image); !refused.empty()) {
     return fail(std::move(refused));
@@ -145,8 +170,7 @@ DecodedImage decode_bgr(const ImageInput& input, const DecodeRequest& request,
   DecodeBudget& budget = limits.budget ? *limits.budget : default_decode_budget();
   result.lease = budget.acquire(decode_memory_estimate(*header, size, eighths));
   std::vector<uchar> bytes(static_cast<std::size_t>(size));
-  if (read_at(fd.get(), path, 0, bytes.size(), bytes.data()) != bytes.size())
-    return fail("short read");
+  if (file.read(0, bytes.size(), bytes.data()) != bytes.size()) return fail("short read");
   if (jpeg && !jpeg_complete(bytes)) return fail("truncated JPEG (no end-of-image marker)");
   result.scale = {eighths, jpeg, header->width, header->height};
   std::string jpeg_error;
@@ -185,7 +209,7 @@ DecodedImage decode_bgr_cached(const ImageInput& input, const DecodeRequest& req
     result.scale = hit->scale;
     return result;
   }
-  DecodedImage result = decode_bgr(path, DecodeRequest{request.min_short_side, {}}, limits, error);
+  DecodedImage result = decode_bgr(input, DecodeRequest{request.min_short_side, {}}, limits, error);
   if (!result.image.empty()) cache->insert(path, {result.image, result.scale});
   return result;
 }

@@ -89,10 +89,10 @@ std::string held_image_problem(const SampleImage& image, const ImageLimits& limi
 DecodedImage decode_held_image(const SampleImage& image, const DecodeLimits& limits,
                                std::string* error);
 
-// The header of `path`, or nullopt with `error` saying why not (decode_bgr's reasons). Like
-// decode_bgr and probe_image_file, throws SystemIoError (system_io.h) when the system keeps
-// failing to open or read the file.
-std::optional<ImageHeader> read_file_header(const std::string& path, std::string* error);
+// The header of `input` (a file or a member's range; not held pixels), or nullopt with `error`
+// saying why not (decode_bgr's reasons). Like decode_bgr and probe_image_file, throws SystemIoError
+// (system_io.h) when the system keeps failing to open or read the file.
+std::optional<ImageHeader> read_file_header(const ImageInput& input, std::string* error);
 
 // The peak bytes decoding `header` from a file of `file_bytes` is estimated to take, when the
 // output is scaled by `eighths`/8 on each side.

@@ -19,6 +19,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "data/decode.h"
+#include "data/regular_file.h"
 #include "ltfit/util/sha256.h"
 
 namespace ltfit {
@@ -93,6 +94,28 @@ std::string content_hash(const std::string& path, std::string* error) {
     *error = e.what();
     return "";
   }
+}
+
+// The SHA-256 of a member's bytes inside its file (a tar shard's); at most 1 GiB, as an image file.
+std::string member_hash(const FileRange& member, std::string* error) {
+  std::uint64_t size = 0;
+  const FileHandle fd(open_regular_file(*member.file, &size, error));
+  if (fd.get() < 0) return "";
+  if (member.offset > size || member.size > size - member.offset) {
+    *error = "its bytes lie past the end of '" + *member.file + "'";
+    return "";
+  }
+  if (member.size > (std::uint64_t{1} << 30)) {
+    *error = "file too large (" + std::to_string(member.size) + " bytes)";
+    return "";
+  }
+  std::string bytes(static_cast<std::size_t>(member.size), '\0');
+  if (read_at(fd.get(), *member.file, member.offset, bytes.size(),
+              reinterpret_cast<std::uint8_t*>(bytes.data())) != bytes.size()) {
+    *error = "short read";
+    return "";
+  }
+  return sha256_hex(bytes);
 }
 
 // Union-find over indices, with path halving.
@@ -213,6 +236,8 @@ ImageFingerprint fingerprint_image(const ImageInput& input, const ImageLimits& l
     if (!print.error.empty()) return print;
     print.sha256 =
         sha256_hex(std::string(reinterpret_cast<const char*>(held.data()), held.bytes()));
+  } else if (input.member) {
+    print.sha256 = member_hash(input.member, &print.error);
   } else {
     print.sha256 = content_hash(input.path, &print.error);
   }

@@ -18,10 +18,10 @@ int clamped_side(std::uint64_t side) {
 }
 
 // Decodes at the smallest scale the format allows: enough to prove every byte decodes.
-std::string decode_failure(const std::string& path, const ImageLimits& limits) {
+std::string decode_failure(const ImageInput& input, const ImageLimits& limits) {
   std::string error;
   try {
-    const DecodedImage decoded = decode_bgr(path, /*min_short_side=*/1, {limits, nullptr}, &error);
+    const DecodedImage decoded = decode_bgr(input, /*min_short_side=*/1, {limits, nullptr}, &error);
     return decoded.image.empty() ? (error.empty() ? "not a decodable image" : error) : "";
   } catch (const SystemIoError&) {
     throw;
@@ -87,7 +87,6 @@ ImageCheck check_held_image(const SampleImage& image, const ImageProblemLimits& 
 
 ImageCheck check_image_file(const ImageInput& input, const ImageProblemLimits& limits) {
   if (input.image) return check_held_image(input.image, limits);
-  const std::string& path = input.path;
   ImageCheck check;
   const auto unreadable = [&](std::string why) {
     check.problem = ImageProblem::kUnreadable;
@@ -97,11 +96,11 @@ ImageCheck check_image_file(const ImageInput& input, const ImageProblemLimits& l
   ImageLimits any_size = limits.image;
   any_size.max_pixels = 0;  // the budget is checked below, to tell it apart
   try {
-    if (std::string reason = probe_image_file(path, any_size); !reason.empty()) {
+    if (std::string reason = probe_image_file(input, any_size); !reason.empty()) {
       return unreadable(std::move(reason));
     }
     std::string error;
-    const std::optional<ImageHeader> header = read_file_header(path, &error);
+    const std::optional<ImageHeader> header = read_file_header(input, &error);
     if (!header) return unreadable(error);
     check.width = clamped_side(header->width);
     check.height = clamped_side(header->height);
@@ -115,7 +114,7 @@ ImageCheck check_image_file(const ImageInput& input, const ImageProblemLimits& l
   } catch (const std::exception& e) {
     return unreadable(std::string("header check failed: ") + e.what());
   }
-  if (std::string failure = decode_failure(path, limits.image); !failure.empty()) {
+  if (std::string failure = decode_failure(input, limits.image); !failure.empty()) {
     return unreadable(std::move(failure));
   }
   return shape_check(check, limits);

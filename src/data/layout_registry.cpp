@@ -47,6 +47,7 @@ const std::vector<LayoutEntry>& layout_registry() {
       {DataLayout::kKaggle, detect_kaggle, kaggle},
       {DataLayout::kCifar10, has_cifar10_batches, index_cifar10_layout},
       {DataLayout::kCifar100, has_cifar100_batches, index_cifar100_layout},
+      {DataLayout::kShards, has_shards, index_shards_layout},
       {DataLayout::kPattern, nullptr, pattern},  // needs data.label_pattern: never guessed
   };
   return entries;

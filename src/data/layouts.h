@@ -69,6 +69,14 @@ DatasetIndex index_cifar100_layout(const DataConfig& data, std::uint64_t seed, b
 bool has_cifar10_batches(const DataConfig& data);
 bool has_cifar100_batches(const DataConfig& data);
 
+// shards: WebDataset's tar files named by data.shards (layout_shards.cpp): each sample the
+// members sharing a key, an image and its .cls/.json label, named "<shard>#<member>" and read by
+// offset (Sample::member); split by the validation shards ("shards") or data.valid_pct.
+// DataError naming the shard for a missing or malformed one or a bad label member; ConfigError
+// for a malformed pattern. has_shards: whether data.shards.train names files under data.root.
+DatasetIndex index_shards_layout(const DataConfig& data, std::uint64_t seed, bool multi_label);
+bool has_shards(const DataConfig& data);
+
 // index_eval_data's Kaggle root: its `split` (train | valid) as training drew it, labelled by
 // the model's `classes`. DataError when a class is not one of them or the split is empty.
 EvalDataSet kaggle_eval_data(const std::filesystem::path& root,

@@ -180,9 +180,10 @@ void validate(const SynthOptions& o) {
     throw ConfigError("synth: --valid: expected at least 2 images (one per class), got " +
                       std::to_string(o.valid));
   if (o.layout != "folders" && o.layout != "kaggle" && o.layout != "csv" && o.layout != "pattern" &&
-      !is_cifar_layout(o)) {
+      o.layout != "shards" && !is_cifar_layout(o)) {
     throw ConfigError(
-        "synth: --layout: expected folders, kaggle, csv, pattern, cifar10 or cifar100, got '" +
+        "synth: --layout: expected folders, kaggle, csv, pattern, cifar10, cifar100 or shards, "
+        "got '" +
         o.layout + "'");
   }
   if (o.task != "cats_dogs" && o.task != "bears_rabbits" && o.task != "shapes") {
@@ -236,12 +237,31 @@ SynthResult write_cifar_set(const SynthOptions& options, const std::vector<Job>&
   return {options.train, options.valid};
 }
 
+// The shards layout: every image drawn and encoded as the folders layout's, then written as
+// members of tar shards (synth_shards.cpp) instead of one file each.
+SynthResult write_shards_set(const SynthOptions& options, const std::vector<Job>& jobs) {
+  std::vector<ShardSynthImage> images(jobs.size());
+  for_each_job(jobs, [&](std::size_t i) {
+    std::vector<uchar> bytes;
+    if (!cv::imencode(".jpg", draw_job(jobs[i], options), bytes,
+                      {cv::IMWRITE_JPEG_QUALITY, options.jpeg_quality})) {
+      throw DataError("cannot encode a synthetic image as JPEG");
+    }
+    images[i] = {jobs[i].second_class ? 1 : 0, std::string(bytes.begin(), bytes.end())};
+  });
+  const auto first_valid = static_cast<std::ptrdiff_t>(options.train);
+  write_shards(options, class_names(options.task), {images.begin(), images.begin() + first_valid},
+               {images.begin() + first_valid, images.end()});
+  return {options.train, options.valid};
+}
+
 }  // namespace
 
 SynthResult write_synthetic_dataset(const SynthOptions& options) {
   validate(options);
   const std::vector<Job> jobs = plan_jobs(options);
   if (is_cifar_layout(options)) return write_cifar_set(options, jobs);
+  if (options.layout == "shards") return write_shards_set(options, jobs);
   create_directories(jobs, options.out_dir);
   for_each_job(jobs, [&](std::size_t i) { write_job(jobs[i], options); });
   if (options.layout == "csv") {

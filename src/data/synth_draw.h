@@ -38,6 +38,22 @@ void write_cifar_batches(const SynthOptions& options, const std::array<const cha
                          const std::vector<CifarSynthImage>& train,
                          const std::vector<CifarSynthImage>& test);
 
+// ---- the shards layout (synth_shards.cpp) ----------------------------------------------------
+
+// One encoded image as a shard sample: its class (0 or 1) and its JPEG bytes.
+struct ShardSynthImage {
+  int label = 0;
+  std::string jpeg;
+};
+
+// Writes train-000000.tar, ... (at most kSynthShardSamples samples each) and valid-000000.tar, ...
+// under options.out_dir, each sample NNNNNN.jpg with NNNNNN.cls (its class number), and
+// classes.txt naming the numbers; each file written atomically.
+inline constexpr std::size_t kSynthShardSamples = 1000;
+void write_shards(const SynthOptions& options, const std::array<const char*, 2>& classes,
+                  const std::vector<ShardSynthImage>& train,
+                  const std::vector<ShardSynthImage>& valid);
+
 // ---- the multi-label `shapes` task ------------------------------------------------------------
 
 // The shapes task's labels; bit i of a shape mask stands for kSynthShapeNames[i].

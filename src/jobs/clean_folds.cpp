@@ -83,11 +83,12 @@ torch::Tensor cross_fitted_probabilities(const Config& config, const std::string
                                          const std::vector<Sample>& train,
                                          const std::vector<std::string>& classes, int folds,
                                          const std::string& work, const CleanRequest& request) {
-  // Each fold trains from a CSV of image files: records held in memory (CIFAR's) have none.
-  if (!train.empty() && train.front().image) {
+  // Each fold trains from a CSV of image files: records held in memory (CIFAR's) and members of
+  // tar shards have none.
+  if (!train.empty() && !is_image_file(train.front())) {
     throw ConfigError(
         "clean --folds trains on image files, and this dataset's images are "
-        "records of its batch files ('" +
+        "inside other files ('" +
             train.front().path + "', ...)",
         "judge with the checkpoint's own model: drop --folds (its training images "
         "then count as seen, as clean's report says)");

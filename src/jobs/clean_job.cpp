@@ -222,14 +222,17 @@ CleanResult run_clean_job(const CleanRequest& request) {
                           request.checkpoint + "' (" + join(meta.classes, ", ") + ")",
                       "pass the dataset the checkpoint was trained on as --data");
   }
-  // --apply moves image files: records held in memory (CIFAR's) are refused before any work.
-  const auto held = [](const Sample& s) { return static_cast<bool>(s.image); };
+  // --apply moves image files: records held in memory (CIFAR's) or members of other files (tar
+  // shards') are refused before any work.
+  const auto held = [](const Sample& s) { return !is_image_file(s); };
   if (request.apply && (std::any_of(index.train.begin(), index.train.end(), held) ||
                         std::any_of(index.valid.begin(), index.valid.end(), held))) {
-    throw ConfigError("clean --apply moves image files, and layout " + index.layout +
-                          " holds its images as records of its batch files; nothing was moved",
-                      "drop --apply: suggestions.csv names each record (<file>#<record>) to "
-                      "leave out or relabel");
+    throw ConfigError(
+        "clean --apply moves image files, and layout " + index.layout +
+            " holds its images inside other files (records of batch files, members of shards); "
+            "nothing was moved",
+        "drop --apply: suggestions.csv names each record (<file>#<record>) to "
+        "leave out or relabel");
   }
   CleanResult result;
   result.root = config.data.root;

@@ -214,7 +214,8 @@ class TrainSession {
   // The recipe's stages from the start state. A stop request before the last epoch and its
   // checkpoint were complete rethrows (naming how to continue); a later one finishes the run.
   std::vector<EpochStats> fit() {
-    Loader& train = *setup_.train_loader;
+    BatchSource& train = setup_.device_batches ? *setup_.device_batches
+                                               : static_cast<BatchSource&>(*setup_.train_loader);
     trainer_.emplace(setup_.model, *setup_.optimizer,
                      tensorboard_ ? tensorboard_->tap(train) : train, setup_.valid_loader.get(),
                      trainer_options(config_, setup_, device_, dist_.group.get()), hooks_.hooks(),

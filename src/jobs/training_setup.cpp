@@ -176,10 +176,21 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
     const Span part = sample_range(static_cast<std::int64_t>(valid.size()), dist->shard());
     valid = std::vector<Sample>(valid.begin() + part.begin, valid.begin() + part.end);
   }
+  if (config.data.cache == DataCache::kDevice) {
+    // The training batches come from the device: the loader only checks and counts the images.
+    setup.train_options.data.workers = 1;
+    setup.device_batches =
+        std::make_unique<DeviceCacheSource>(setup.index.train, setup.train_options, device);
+  }
   setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
   if (with_valid)
     setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
   check_readable_splits(config, setup, with_valid);
+  if (setup.device_batches) {
+    spdlog::info("data.cache device: {} training images on {} ({:.1f} MiB), batches cropped there",
+                 setup.device_batches->sample_count(), device.str(),
+                 static_cast<double>(setup.device_batches->bytes()) / (1 << 20));
+  }
   spdlog::info(
       "loader: {} worker thread(s), batch {} at {} px{}", setup.train_loader->workers(),
       config.data.batch_size, config.data.image_size,

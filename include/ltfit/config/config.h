@@ -115,6 +115,15 @@ struct CsvConfig {
   bool operator==(const CsvConfig&) const = default;
 };
 
+// The shards layout's tar files (WebDataset's): names relative to data.root, with brace ranges
+// ({000000..000099}, zero-padded as written), brace lists ({a,b}) and * / ? in the file name.
+struct ShardsConfig {
+  std::string train = "train-*.tar";
+  std::string valid = "valid-*.tar";  // none matching the default: split by data.valid_pct
+
+  bool operator==(const ShardsConfig&) const = default;
+};
+
 struct DataConfig {
   std::string root = "data/dogs-vs-cats";  // dataset root directory
   DataLayout layout = DataLayout::kAuto;   // auto | folders | kaggle | csv | pattern | cifar*
@@ -122,6 +131,7 @@ struct DataConfig {
   CsvConfig csv;        // csv layout
   std::string label_pattern = R"(^(.+)_\d+\.jpg$)";  // pattern layout: group 1 is the label
   CifarLabel cifar_label = CifarLabel::kFine;        // cifar100 layout: which label trains
+  ShardsConfig shards;                               // shards layout
   double valid_pct = 0.2;                            // split drawn by run.seed where none is given
   std::string train_folder = "train";                // folders layout: the training split's folder
   std::string valid_folder = "valid";  // folders layout: the validation split's folder

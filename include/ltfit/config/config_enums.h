@@ -26,8 +26,9 @@ enum class DataLayout {
   kPattern,   // the label in the file name (data.label_pattern), split by data.valid_pct
   kCifar10,   // CIFAR-10's batch files (data_batch_1..5 train, test_batch validates)
   kCifar100,  // CIFAR-100's (train, test; data.cifar_label: fine or coarse labels)
+  kShards,    // tar shards as WebDataset writes them (data.shards)
 };
-// "auto" | "folders" | "kaggle" | "csv" | "pattern" | "cifar10" | "cifar100"
+// "auto" | "folders" | "kaggle" | "csv" | "pattern" | "cifar10" | "cifar100" | "shards"
 DataLayout parse_data_layout(std::string_view text);
 const std::string& data_layout_name(DataLayout layout);
 
@@ -41,10 +42,11 @@ const std::string& augment_place_name(AugmentPlace place);
 
 // `data.cache`: where decoded images are kept between epochs (ltfit/data/decode_cache.h).
 enum class DataCache {
-  kNone,  // decoded from the file every time
-  kRam,   // kept in memory, up to data.cache_bytes, shared by the loader threads
+  kNone,    // decoded from the file every time
+  kRam,     // kept in memory, up to data.cache_bytes, shared by the loader threads
+  kDevice,  // a held set (CIFAR's) kept whole on the training device (ltfit/data/device_cache.h)
 };
-DataCache parse_data_cache(std::string_view text);  // "none" | "ram"
+DataCache parse_data_cache(std::string_view text);  // "none" | "ram" | "device"
 const std::string& data_cache_name(DataCache cache);
 
 // `data.cifar_label`: which of CIFAR-100's two labels trains.

@@ -3,10 +3,12 @@
 // batch files) and everything that reads them (the loader, the readable check, the decode cache,
 // evaluation, TTA, interpret, split.csv and every CSV or JSON that names a sample).
 //
-// A sample is named by `path`: an image file's path, or, for a sample its source holds in memory,
-// a name that says where it came from ("data_batch_3.bin#417": record 417 of that file). Its
-// image is that file, or `image`: pixels the source already decoded, a view into one block the
-// source shares among its samples (a CIFAR set is one allocation, not 60,000). Readers take an
+// A sample is named by `path`: an image file's path, or, for a sample its source holds in memory
+// or inside another file, a name that says where it came from ("data_batch_3.bin#417": record 417
+// of that file; "train-000003.tar#cat_17.jpg": a member of that tar). Its image is that file;
+// or `image`: pixels the source already decoded, a view into one block the source shares among
+// its samples (a CIFAR set is one allocation, not 60,000); or `member`: the encoded bytes at a
+// range of another file (a tar shard's member), decoded as a file's would be. Readers take an
 // ImageInput, which a path or a sample converts to. Torch-free. Thread-safe: a SampleImage's
 // block is never written after its source made it.
 #pragma once
@@ -37,27 +39,44 @@ struct SampleImage {
   bool operator==(const SampleImage&) const = default;
 };
 
+// An image's encoded bytes inside another file: `size` bytes at `offset` of `file`. Empty (no
+// file): the sample is a file of its own, or held pixels.
+struct FileRange {
+  std::shared_ptr<const std::string> file;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+
+  explicit operator bool() const { return file != nullptr; }
+  bool operator==(const FileRange&) const = default;
+};
+
 struct Sample {
   std::string path;    // the image file; for a sample held in memory, its name (see above)
   std::int64_t label;  // single-label: index into DatasetIndex::classes; multi-label: the first
                        // of `labels`, or -1 when the set is empty
   std::vector<std::int64_t> labels = {};  // multi-label only: sorted unique class indices (may
                                           // be empty); empty for single-label
-  SampleImage image = {};                 // the pixels, when the source holds them; else a file
+  SampleImage image = {};                 // the pixels, when the source holds them
+  FileRange member = {};                  // the bytes inside another file, when they are there
 };
 
-// What a reader reads: the file at `path`, or, when `image` is set, those pixels (`path` then
-// only names them in messages and caches).
+// Whether `sample` is an image file of its own (what clean --apply may move, a CSV may list).
+inline bool is_image_file(const Sample& sample) { return !sample.image && !sample.member; }
+
+// What a reader reads: the file at `path`; or, when `image` is set, those pixels; or, when
+// `member` is set, those bytes of another file (`path` then only names them in messages and
+// caches).
 struct ImageInput {
   ImageInput(std::string file) : path(std::move(file)) {}  // NOLINT(google-explicit-constructor)
   ImageInput(const char* file) : path(file) {}             // NOLINT(google-explicit-constructor)
   ImageInput(const std::filesystem::path& file)            // NOLINT(google-explicit-constructor)
       : path(file.string()) {}
   ImageInput(const Sample& sample)  // NOLINT(google-explicit-constructor)
-      : path(sample.path), image(sample.image) {}
+      : path(sample.path), image(sample.image), member(sample.member) {}
 
   std::string path;
   SampleImage image;
+  FileRange member;
 };
 
 }  // namespace ltfit

@@ -15,6 +15,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/data/dataset_index.h"
+#include "ltfit/data/device_cache.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/model/classifier.h"
 #include "ltfit/train/trainer.h"
@@ -25,6 +26,8 @@ struct TrainingSetup {
   DatasetIndex index;  // classes, train and valid samples
   LoaderOptions train_options, valid_options;
   std::unique_ptr<Loader> train_loader;  // shuffled, augmented
+  // data.cache: device: the training batches, drawn on the device; null: train_loader's.
+  std::unique_ptr<DeviceCacheSource> device_batches;
   std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for
   Classifier model{nullptr};             // on the device, in channels_last if configured
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
