@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CIFAR-10-format training throughput, three ways on the same machine in one run:
 #   ltfit      `ltfit train` from CIFAR's binary batches (data.layout cifar10: the records held in
-#              memory, no image files), ResNet at 32 px, batch BATCH, fastai's augmentation;
-#              the last epoch's images_per_second from epochs.csv (the first pays the warm-up).
+#              memory, no image files), ResNet at 32 px, batch BATCH, twice: the host loader
+#              (data.cache none: fastai's augmentation in loader threads) and data.cache device
+#              (the set on the device, padded-4 crop and flip there, no loader threads); the last
+#              epoch's images_per_second from epochs.csv (the first pays the warm-up).
 #   torchvision  torchvision's CIFAR10 (the Python pickles, as `datasets.CIFAR10` downloads them;
 #              written here from the same records) + DataLoader(RandomCrop(32, padding=4),
 #              RandomHorizontalFlip, ToTensor, Normalize; WORKERS workers): the guides' way.
@@ -41,19 +43,25 @@ fi
 have_torch=1
 "$PYTHON" -c "import torchvision" 2>/dev/null || have_torch=0
 
-run="$WORK/run"
-rm -rf "$run"
-ours="failed" cold="-"
-if "$LTFIT" train --config quickstart --set "data.root=$data" --set data.layout=cifar10 \
-    --set "model.arch=$ARCH" --set "model.stem=$STEM" --set model.pretrained=none \
-    --set data.image_size=32 \
-    --set "data.batch_size=$BATCH" --set "train.epochs=$EPOCHS" --set "data.workers=$WORKERS" \
-    --set "train.device=$DEVICE" --set run.tensorboard=false --run-dir "$run" \
-    >"$WORK/ltfit.log" 2>&1; then
-  read -r cold ours < <("$PYTHON" -c 'import csv,sys
+# ltfit_rate CACHE: "first last" images per second of a run with data.cache CACHE.
+ltfit_rate() {
+  local run="$WORK/run-$1"
+  rm -rf "$run"
+  if "$LTFIT" train --config quickstart --set "data.root=$data" --set data.layout=cifar10 \
+      --set "model.arch=$ARCH" --set "model.stem=$STEM" --set model.pretrained=none \
+      --set data.image_size=32 --set "data.cache=$1" \
+      --set "data.batch_size=$BATCH" --set "train.epochs=$EPOCHS" --set "data.workers=$WORKERS" \
+      --set "train.device=$DEVICE" --set run.tensorboard=false --run-dir "$run" \
+      >"$WORK/ltfit-$1.log" 2>&1; then
+    "$PYTHON" -c 'import csv,sys
 r = list(csv.DictReader(open(sys.argv[1])))
-print(r[0]["images_per_second"], r[-1]["images_per_second"])' "$run/epochs.csv")
-fi
+print(r[0]["images_per_second"], r[-1]["images_per_second"])' "$run/epochs.csv"
+  else
+    echo "- failed"
+  fi
+}
+read -r cold ours < <(ltfit_rate none)
+read -r dev_cold dev < <(ltfit_rate device)
 
 # torchvision's CIFAR10 reads cifar-10-batches-py: the same records as Python pickles.
 py_rates() {
@@ -131,7 +139,8 @@ except Exception: print("-")' "$1" "$2"
 }
 echo "| side | img/s (last epoch) | ltfit / it |"
 echo "|---|--:|--:|"
-echo "| ltfit (cifar10 batches, records in memory; epoch 1: $cold) | $ours | 1.00 |"
+echo "| ltfit (cifar10 batches, records in memory, host loader; epoch 1: $cold) | $ours | 1.00 |"
+echo "| ltfit, data.cache device (epoch 1: $dev_cold) | $dev | $(ratio "$ours" "$dev") |"
 echo "| torchvision CIFAR10 + DataLoader ($WORKERS workers) | $tv | $(ratio "$ours" "$tv") |"
 echo "| PyTorch, model only (random tensors in memory) | $ceiling | $(ratio "$ours" "$ceiling") |"
 echo

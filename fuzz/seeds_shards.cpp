@@ -47,10 +47,12 @@ std::vector<Seed> shards_seeds() {
   const std::string plain = ustar_archive(samples(6));
   // A GNU long name ('L') before a member: the member takes it.
   const std::string long_name(150, 'n');
-  std::string gnu = retyped(ustar_archive({{"x", long_name + ".jpg"}}), 'L', "././@LongLink") +
-                    ustar_archive(samples(3));
+  std::string gnu = retyped(ustar_archive({{"x", long_name + ".jpg"}}), 'L', "././@LongLink");
+  gnu.resize(gnu.size() - 1024);  // drop its end-of-archive blocks
+  gnu += ustar_archive(samples(3));
   // A pax header ('x') naming the next member.
-  const std::string pax_record = "30 path=dir/renamed_0001.jpg\n";
+  // "LEN path=...\n", LEN counting itself: 29 bytes.
+  const std::string pax_record = "29 path=dir/renamed_0001.jpg\n";
   std::string pax = retyped(ustar_archive({{"x", pax_record}}), 'x', "PaxHeader");
   pax.resize(pax.size() - 1024);  // drop its end-of-archive blocks
   pax += ustar_archive(samples(3));

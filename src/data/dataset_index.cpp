@@ -26,15 +26,6 @@ namespace ltfit {
 
 namespace fs = std::filesystem;
 
-bool has_image_extension(const std::string& path) {
-  static constexpr std::array<const char*, 7> kExtensions = {"jpg",  "jpeg", "png", "bmp",
-                                                             "webp", "tif",  "tiff"};
-  std::string ext = fs::path(path).extension().string();
-  if (ext.size() < 2) return false;
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::find(kExtensions.begin(), kExtensions.end(), ext.substr(1)) != kExtensions.end();
-}
-
 // ---- index_dataset -------------------------------------------------------------------------
 
 namespace {

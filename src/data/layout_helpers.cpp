@@ -6,6 +6,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -15,6 +17,16 @@
 #include "ltfit/util/error.h"
 
 namespace ltfit {
+
+// (dataset_index.h)
+bool has_image_extension(const std::string& path) {
+  static constexpr std::array<const char*, 7> kExtensions = {"jpg",  "jpeg", "png", "bmp",
+                                                             "webp", "tif",  "tiff"};
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (ext.size() < 2) return false;
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(kExtensions.begin(), kExtensions.end(), ext.substr(1)) != kExtensions.end();
+}
 
 namespace fs = std::filesystem;
 

@@ -45,15 +45,18 @@ TEST_CASE("ltfit configs lists the checkout's configs and plans with their first
   CHECK_THAT(r.stdout_text, Contains("configs/quickstart.yaml"));
   CHECK_THAT(r.stdout_text, Contains("  kaggle_vs_colab"));
   CHECK(r.stdout_text.find("study_2019") == std::string::npos);  // figures, not a plan
+  CHECK(r.stdout_text.find("study_cifar10_guides") == std::string::npos);
 
   const auto j = run_ltfit_in(ltfit::testing::source_dir(), "configs --json");
   REQUIRE(j.exit_code == 0);
   const auto doc = nlohmann::json::parse(j.stdout_text);
   std::vector<std::string> names;
   for (const auto& c : doc.at("configs")) names.push_back(c.at("name"));
-  CHECK(names == std::vector<std::string>{"cats_dogs", "cats_dogs_modern", "quickstart"});
-  REQUIRE(doc.at("plans").size() == 1);
-  CHECK(doc.at("plans")[0].at("name") == "kaggle_vs_colab");
+  CHECK(names ==
+        std::vector<std::string>{"cats_dogs", "cats_dogs_modern", "cifar10", "quickstart"});
+  REQUIRE(doc.at("plans").size() == 2);
+  CHECK(doc.at("plans")[0].at("name") == "cifar10_guides");
+  CHECK(doc.at("plans")[1].at("name") == "kaggle_vs_colab");
 
   const auto printed = run_ltfit_in(ltfit::testing::source_dir(), "configs cats_dogs");
   REQUIRE(printed.exit_code == 0);
@@ -111,7 +114,8 @@ TEST_CASE("a config or plan name that matches nothing exits 2 listing the names"
     CHECK_THAT(r.output, Contains(asked + " gamma: no such file, and no config of that name in "
                                           "configs/"));
     CHECK_THAT(r.output,
-               Contains("(shipped configs: alpha, beta, cats_dogs, cats_dogs_modern, quickstart)"));
+               Contains("(shipped configs: alpha, beta, cats_dogs, cats_dogs_modern, cifar10, "
+                        "quickstart)"));
     CHECK_THAT(r.output, Contains("ltfit configs"));
   }
   const auto typo = run_ltfit_in(dir.path(), "configs alpah");  // a did-you-mean for a typo
@@ -119,7 +123,7 @@ TEST_CASE("a config or plan name that matches nothing exits 2 listing the names"
   CHECK_THAT(typo.output, Contains("did you mean 'alpha'?"));
   const auto plan = run_ltfit_in(dir.path(), "experiment --plan nope");
   CHECK(plan.exit_code == 2);
-  CHECK_THAT(plan.output, Contains("(shipped plans: kaggle_vs_colab, plan_one)"));
+  CHECK_THAT(plan.output, Contains("(shipped plans: cifar10_guides, kaggle_vs_colab, plan_one)"));
 
   // An existing folder given as --config is not a config file (exit 2 naming it).
   fs::create_directories(dir.path() / "folder");

@@ -74,6 +74,48 @@ TEST_CASE("the shipped Kaggle-vs-Colab plan loads with the study's figures", "[e
   CHECK(fp16.data.batch_size == 16);
 }
 
+TEST_CASE("the shipped CIFAR-10 plan loads with the guides' figures, both stems and precisions",
+          "[experiment][cifar]") {
+  const auto dir = ltfit::testing::source_dir() / "configs" / "experiments";
+  const auto plan = ltfit::load_experiment_plan((dir / "cifar10_guides.yaml").string());
+  CHECK(plan.name == "cifar10_guides");
+  CHECK(plan.base == (ltfit::testing::source_dir() / "configs" / "cifar10.yaml").string());
+  REQUIRE(plan.study.platforms.size() == 5);
+  CHECK(plan.study.train_images == 50000);
+  CHECK(plan.study.valid_images == 10000);
+  const ltfit::StudyRun* r50 = plan.study.find("r50_bs128_e50");
+  REQUIRE(r50 != nullptr);
+  CHECK(r50->times[0].seconds == Approx(37 * 60));
+  CHECK(r50->times[1].seconds == Approx(40 * 60));
+  CHECK_THAT(r50->times[1].text, Contains("restarted from zero"));
+  CHECK(r50->times[2].seconds == Approx(35 * 60));
+  const ltfit::StudyRun* r18 = plan.study.find("r18_adam_bs128_e10");
+  REQUIRE(r18 != nullptr);
+  CHECK(r18->times[3].seconds == Approx(2 * 3600));
+  CHECK(r18->times[4].seconds == Approx(7 * 60 + 50));
+
+  int cifar_stems = 0, imagenet_stems = 0, half = 0;
+  for (const auto& run : plan.runs) {
+    INFO(run.id);
+    const auto config = ltfit::load_config(plan.base, ltfit::run_overrides(plan, run, {}));
+    CHECK(config.data.layout == ltfit::DataLayout::kCifar10);
+    CHECK(config.data.cache == ltfit::DataCache::kDevice);
+    CHECK(config.data.batch_size == 128);
+    CHECK(config.data.image_size == 32);
+    CHECK(config.model.pretrained.kind == ltfit::PretrainedWeights::Kind::kNone);
+    const bool r50_run = run.study_run == "r50_bs128_e50";
+    CHECK(config.model.arch == (r50_run ? "resnet50" : "resnet18"));
+    CHECK(config.train.epochs == (r50_run ? 50 : 10));
+    cifar_stems += config.model.stem == ltfit::Stem::kCifar;
+    imagenet_stems += config.model.stem == ltfit::Stem::kImagenet;
+    half += config.train.precision == ltfit::Precision::kFp16 ||
+            config.train.precision == ltfit::Precision::kBf16;
+  }
+  CHECK(imagenet_stems == 1);
+  CHECK(cifar_stems == static_cast<int>(plan.runs.size()) - 1);
+  CHECK(half == 3);
+}
+
 TEST_CASE("the shipped plan has 1, 2 and all-GPU rows at one global batch beside the 2xT4 1.8x",
           "[experiment][study]") {
   const auto dir = ltfit::testing::source_dir() / "configs" / "experiments";
