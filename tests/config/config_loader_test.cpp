@@ -188,7 +188,7 @@ TEST_CASE("enumerations list the allowed values", "[config]") {
   CHECK_THAT(
       load_error("data:\n  layout: foldrs\n"),
       Contains("test.yaml:2: data.layout: expected one of auto, folders, kaggle, csv, pattern, "
-               "cifar10, cifar100, got foldrs"));
+               "cifar10, cifar100, shards, got foldrs"));
   const std::string arch_error = error_of_string("model:\n  arch: resnet33\n");
   CHECK_THAT(arch_error, Contains("model.arch: expected one of resnet18, resnet34, resnet50, "
                                   "resnet101, resnet152, resnext50_32x4d, wide_resnet50_2, "
@@ -392,8 +392,9 @@ TEST_CASE("each enumeration has one parse and one name, in the order messages li
   check_names(parse_precision, precision_name, {"fp32", "fp16", "bf16"}, "train.precision");
   check_names(parse_recipe, recipe_name, {"fine_tune", "one_cycle"}, "train.recipe");
   check_names(parse_data_layout, data_layout_name,
-              {"auto", "folders", "kaggle", "csv", "pattern", "cifar10", "cifar100"},
+              {"auto", "folders", "kaggle", "csv", "pattern", "cifar10", "cifar100", "shards"},
               "data.layout");
+  check_names(parse_data_cache, data_cache_name, {"none", "ram", "device"}, "data.cache");
   check_names(parse_cifar_label, cifar_label_name, {"fine", "coarse"}, "data.cifar_label");
   check_names(parse_task, task_name, {"auto", "single_label", "multi_label"}, "model.task");
   check_names(parse_monitor, monitor_name,

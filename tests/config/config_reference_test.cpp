@@ -107,11 +107,12 @@ TEST_CASE("the reference's sections come in the config's order", "[config]") {
   for (const auto& entry : config_reference()) {
     if (entry.section) sections.push_back(entry.path);
   }
-  CHECK(sections == std::vector<std::string>{
-                        "run", "data", "data.csv", "data.augment", "data.augment.rand_augment",
-                        "data.augment.random_erasing", "model", "train", "train.optimizer",
-                        "train.one_cycle", "train.flat_cos", "train.mixup", "train.ema",
-                        "train.early_stopping", "train.checkpoint", "eval", "dist"});
+  CHECK(sections == std::vector<std::string>{"run", "data", "data.csv", "data.shards",
+                                             "data.augment", "data.augment.rand_augment",
+                                             "data.augment.random_erasing", "model", "train",
+                                             "train.optimizer", "train.one_cycle", "train.flat_cos",
+                                             "train.mixup", "train.ema", "train.early_stopping",
+                                             "train.checkpoint", "eval", "dist"});
 }
 
 TEST_CASE("the reference's types, defaults and rules come from the loader, config and rules",
@@ -119,7 +120,9 @@ TEST_CASE("the reference's types, defaults and rules come from the loader, confi
   const auto keys = keys_by_path();
   // Enumerations list their table's names; custom readers say what they accept.
   CHECK(keys.at("data.layout").type ==
-        "one of auto, folders, kaggle, csv, pattern, cifar10, cifar100");
+        "one of auto, folders, kaggle, csv, pattern, cifar10, cifar100, shards");
+  CHECK(keys.at("data.cache").type == "one of none, ram, device");
+  CHECK(keys.at("data.shards.train").default_value == "train-*.tar");
   CHECK(keys.at("train.precision").type == "one of fp32, fp16, bf16");
   CHECK(keys.at("eval.tta_mode").type == "one of v1, v2");
   CHECK(keys.at("train.schedule").type ==

@@ -84,7 +84,7 @@ check test -f runs/local_copy/config.yaml
 run train --config no_such_config >"$WORK/missing.log" 2>&1
 code=$?
 [[ $code -eq 2 ]] || fail "a missing config name exited $code, not 2"
-grep -q "cats_dogs, cats_dogs_modern, quickstart" "$WORK/missing.log" || fail "the missing-name message lists no configs"
+grep -q "cats_dogs, cats_dogs_modern, cifar10, quickstart" "$WORK/missing.log" || fail "the missing-name message lists no configs"
 run experiment --plan no_such_plan >"$WORK/plan.log" 2>&1
 [[ $? -eq 2 ]] || fail "a missing plan name did not exit 2"
 grep -q "kaggle_vs_colab" "$WORK/plan.log" || fail "the missing-plan message lists no plans"
