@@ -37,8 +37,13 @@ std::string tried_layouts(const DataConfig& data) {
          (root / "<class>" / "*.jpg").string() + ") and kaggle (" +
          (root / "<class>.<N>.jpg").string() + " or " +
          (root / "train" / "<class>.<N>.jpg").string() + "), cifar10 (" +
-         (root / "data_batch_1.bin").string() + ") and cifar100 (" + (root / "train.bin").string() +
-         ")";
+         (root / "data_batch_1.bin").string() +
+         " or data_batch_1, or in cifar-10-batches-bin/ "
+         "or cifar-10-batches-py/), cifar100 (" +
+         (root / "train.bin").string() +
+         " or train, or in cifar-100-binary/ or cifar-100-python/)"
+         " and shards (" +
+         (root / data.shards.train).string() + ")";
 }
 
 DataLayout detect_layout(const DataConfig& data) {
