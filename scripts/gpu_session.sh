@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One short GPU loan, start to finish, on a bare offline machine: builds ltfit from the carried
 # deps/device-deps.tar.xz (scripts/device_build.sh), then runs scripts/gpu_check.sh and
-# bench/gpu_study.sh, each in a time box, then (while time is left) a profiled epoch and
+# bench/gpu_study.sh, each in a time box, then (while time is left) a profiled epoch, the CIFAR-10
+# guides' throughput (bench/cifar_throughput.sh, ResNet-50 on CUDA) and
 # bench/torch_graph_ceiling.py. Logs and reports go to LOG_DIR; after each stage OUT_DIR (the
 # device tool's $OUT, which takes few files) gets session.log and LOG_DIR as session.tar.gz, so a
 # session cut short still returns what it did. Every stage runs even when one before it failed,
@@ -61,6 +62,16 @@ if ((SECONDS < ${EXTRA_UNTIL:-530})) && [[ -d "$data/train" ]]; then
     failed+=("profiled epoch (exit $?)")
   cp /tmp/gpu-profile/timing.json "$LOG_DIR/profile-timing.json" 2>/dev/null
   stamp "profiled epoch done"
+fi
+# The CIFAR-10 guides' workload (issue 41): ResNet-50 with the CIFAR stem at batch 128 from
+# CIFAR-format records, ltfit (host loader and data.cache device) beside torchvision's CIFAR10 +
+# DataLoader and the model-only loop; 50,000 / img/s is an epoch beside the P100's 42 s.
+if ((SECONDS < ${EXTRA_UNTIL:-530})); then
+  DEVICE=cuda ARCH=resnet50 TRAIN=10000 EPOCHS=2 WORK=/tmp/ltfit-cifar-gpu \
+    timeout -k 5 $((${EXTRA_UNTIL:-530} + 40 - SECONDS)) "$ROOT/bench/cifar_throughput.sh" \
+    >"$LOG_DIR/cifar_throughput.md" 2>"$LOG_DIR/cifar_throughput.err" ||
+    failed+=("cifar_throughput (exit $?)")
+  stamp "cifar throughput done"
 fi
 # PyTorch's step three ways (eager with a sync per step, eager, CUDA graph): the ceiling for ltfit.
 if ((SECONDS < ${EXTRA_UNTIL:-530})); then
