@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -78,6 +79,31 @@ void check_split(const std::vector<Sample>& samples, const DatasetIndex& index,
   }
 }
 
+// The work folder, emptied for the next input's files.
+const fs::path& emptied_work_folder() {
+  const fs::path& dir = work_folder();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
+  return dir;
+}
+
+// The layout's index of the work folder, with its classes checked; nullopt (noted) when the
+// reader refused the files with a DataError.
+std::optional<DatasetIndex> index_folder(bool hundred) {
+  DataConfig data;
+  data.root = work_folder().string();
+  DatasetIndex index;
+  try {
+    index = hundred ? layouts::index_cifar100_layout(data, 0, false)
+                    : layouts::index_cifar10_layout(data, 0, false);
+  } catch (const DataError& e) {
+    note_refusal(e.what());
+    return std::nullopt;
+  }
+  check_classes(index);
+  return index;
+}
+
 // The Python version's folder: the index's splits are checked, not their sizes.
 Outcome run_cifar_python(std::string_view input, bool hundred) {
   if (input.size() < 4) return Outcome::kRefused;
@@ -86,25 +112,14 @@ Outcome run_cifar_python(std::string_view input, bool hundred) {
   input.remove_prefix(4);
   const std::string_view meta = input.substr(0, std::min(meta_size, input.size()));
   const std::string_view batch = input.substr(meta.size());
-  const fs::path& dir = work_folder();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
+  const fs::path& dir = emptied_work_folder();
   write(dir / (hundred ? "meta" : "batches.meta"), meta);
   write(dir / (hundred ? "train" : "data_batch_1"), batch);
   write(dir / (hundred ? "test" : "test_batch"), batch);
-  DataConfig data;
-  data.root = dir.string();
-  DatasetIndex index;
-  try {
-    index = hundred ? layouts::index_cifar100_layout(data, 0, false)
-                    : layouts::index_cifar10_layout(data, 0, false);
-  } catch (const DataError& e) {
-    note_refusal(e.what());
-    return Outcome::kRefused;
-  }
-  check_classes(index);
-  check_split(index.train, index, SIZE_MAX, 1);
-  if (index.valid.size() != index.train.size())
+  const std::optional<DatasetIndex> index = index_folder(hundred);
+  if (!index) return Outcome::kRefused;
+  check_split(index->train, *index, SIZE_MAX, 1);
+  if (index->valid.size() != index->train.size())
     invariant_failed("the same batch read twice differs");
   return Outcome::kAccepted;
 }
@@ -121,27 +136,16 @@ Outcome run_cifar(std::string_view input) {
   const std::string_view names = input.substr(0, nul);
   const std::string_view batch = nul == std::string_view::npos ? "" : input.substr(nul + 1);
   const std::string_view test = batch.substr(0, batch.size() / 2);
-  const fs::path& dir = work_folder();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
+  const fs::path& dir = emptied_work_folder();
   write(dir / (hundred ? "fine_label_names.txt" : "batches.meta.txt"), names);
   if (hundred) write(dir / "coarse_label_names.txt", names);
   write(dir / (hundred ? "train.bin" : "data_batch_1.bin"), batch);
   write(dir / (hundred ? "test.bin" : "test_batch.bin"), test);
-  DataConfig data;
-  data.root = dir.string();
-  DatasetIndex index;
-  try {
-    index = hundred ? layouts::index_cifar100_layout(data, 0, false)
-                    : layouts::index_cifar10_layout(data, 0, false);
-  } catch (const DataError& e) {
-    note_refusal(e.what());
-    return Outcome::kRefused;
-  }
-  check_classes(index);
+  const std::optional<DatasetIndex> index = index_folder(hundred);
+  if (!index) return Outcome::kRefused;
   const std::size_t record = hundred ? 3074 : 3073;
-  check_split(index.train, index, batch.size(), record);
-  check_split(index.valid, index, test.size(), record);
+  check_split(index->train, *index, batch.size(), record);
+  check_split(index->valid, *index, test.size(), record);
   return Outcome::kAccepted;
 }
 

@@ -212,9 +212,8 @@ class ShardReader {
     std::vector<ShardSample> samples;
     std::unordered_map<std::string, std::size_t> slot;
     std::uint64_t shard_size = 0;
-    std::string error;
-    const FileHandle fd(open_regular_file(shard, &shard_size, &error));
-    for (const TarMember& m : list_tar_members(shard)) {
+    const FileHandle fd = open_tar(shard, &shard_size);
+    for (const TarMember& m : list_tar_members(shard, fd, shard_size)) {
       const auto [key, ext] = split_key(m.name);
       const auto [it, added] = slot.emplace(key, samples.size());
       if (added) samples.push_back({key});
@@ -223,7 +222,7 @@ class ShardReader {
         s.image = m.name;
         s.offset = m.offset;
         s.size = m.size;
-      } else if ((ext == "cls" || (ext == "json" && !s.labelled)) && fd.get() >= 0) {
+      } else if (ext == "cls" || (ext == "json" && !s.labelled)) {
         s.names = label_of(shard, fd, m, ext);
         s.labelled = !s.names.empty() || multi_label_;
       }

@@ -228,7 +228,7 @@ void create_directories(const std::vector<Job>& jobs, const fs::path& root) {
 SynthResult write_cifar_set(const SynthOptions& options, const std::vector<Job>& jobs) {
   std::vector<CifarSynthImage> images(jobs.size());
   for_each_job(jobs, [&](std::size_t i) {
-    images[i] = {jobs[i].second_class ? 1 : 0, draw_job(jobs[i], options)};
+    images[i] = {jobs[i].second_class ? 1 : 0, cifar_planes(draw_job(jobs[i], options))};
   });
   const auto first_valid = static_cast<std::ptrdiff_t>(options.train);
   const std::vector<CifarSynthImage> train(images.begin(), images.begin() + first_valid);

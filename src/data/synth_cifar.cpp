@@ -29,11 +29,12 @@ std::array<const char*, 2> coarse_names(const std::array<const char*, 2>& classe
   return {"felines", "canines"};
 }
 
-// `image` at 32×32 as its red, green and blue planes.
-std::string planes_of(const CifarSynthImage& image) {
+}  // namespace
+
+std::string cifar_planes(const cv::Mat& image) {
   std::string out;
   cv::Mat small;
-  cv::resize(image.image, small, cv::Size(kCifarSide, kCifarSide), 0, 0, cv::INTER_AREA);
+  cv::resize(image, small, cv::Size(kCifarSide, kCifarSide), 0, 0, cv::INTER_AREA);
   for (int channel : {2, 1, 0}) {  // BGR -> the R, G, B planes
     for (int y = 0; y < kCifarSide; ++y) {
       const auto* row = small.ptr<cv::Vec3b>(y);
@@ -43,6 +44,8 @@ std::string planes_of(const CifarSynthImage& image) {
   return out;
 }
 
+namespace {
+
 // The binary records of images [begin, end): the label byte(s), then the planes. CIFAR-100's
 // coarse label is the class's own number (one superclass per class).
 std::string records_of(const std::vector<CifarSynthImage>& images, std::size_t begin,
@@ -51,7 +54,7 @@ std::string records_of(const std::vector<CifarSynthImage>& images, std::size_t b
   for (std::size_t i = begin; i < end; ++i) {
     if (cifar100) out += static_cast<char>(images[i].label);
     out += static_cast<char>(images[i].label);
-    out += planes_of(images[i]);
+    out += images[i].planes;
   }
   return out;
 }
@@ -79,7 +82,7 @@ std::string python_batch(const std::vector<CifarSynthImage>& images, std::size_t
   for (std::size_t i = begin; i < end; ++i) {
     labels.push_back(images[i].label);
     files.push_back("synth_" + std::to_string(i) + ".png");
-    planes += planes_of(images[i]);
+    planes += images[i].planes;
   }
   return layouts::cifar::python_batch_pickle(labels, planes, files, cifar100, batch_label);
 }

@@ -23,12 +23,15 @@ cv::Mat draw_synthetic_image(std::uint64_t seed, bool second_class, const SynthO
 
 // ---- the cifar10 and cifar100 layouts (synth_cifar.cpp) -------------------------------------
 
-// One drawn image as a CIFAR record: its class (0: the task's first, 1: its second) and the
-// image, any size (shrunk to 32×32 with area averaging when written).
+// One drawn image as a CIFAR record: its class (0: the task's first, 1: its second) and its
+// pixels as cifar_planes gives them.
 struct CifarSynthImage {
   int label = 0;
-  cv::Mat image;  // CV_8UC3 BGR
+  std::string planes;  // 3,072 bytes: the R, G and B planes of 32×32
 };
+
+// `image` (CV_8UC3 BGR, any size) shrunk to 32×32 with area averaging, as its R, G, B planes.
+std::string cifar_planes(const cv::Mat& image);
 
 // Writes the layout's batch folder under options.out_dir (cifar-10-batches-bin: training images
 // spread over data_batch_1.bin to data_batch_5.bin, test_batch.bin, batches.meta.txt;

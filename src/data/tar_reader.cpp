@@ -138,14 +138,18 @@ std::string member_name(const Header& h, const PaxOverrides& pax, const std::str
 
 }  // namespace
 
-std::vector<TarMember> list_tar_members(const std::string& path) {
-  std::uint64_t file_size = 0;
+FileHandle open_tar(const std::string& path, std::uint64_t* size) {
   std::string error;
-  const FileHandle fd(open_regular_file(path, &file_size, &error));
+  FileHandle fd(open_regular_file(path, size, &error));
   if (fd.get() < 0) {
     throw DataError("cannot read shard '" + path + "' (layout shards): " + error,
                     "check data.root and data.shards");
   }
+  return fd;
+}
+
+std::vector<TarMember> list_tar_members(const std::string& path, const FileHandle& fd,
+                                        std::uint64_t file_size) {
   const auto read_bytes = [&](std::uint64_t at, std::uint64_t n, const char* what) {
     if (n > file_size || at > file_size - n)
       malformed(path, at, std::string(what) + " past the end");

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "data/regular_file.h"
+
 namespace ltfit::layouts {
 
 inline constexpr std::size_t kMaxTarMembers = 10'000'000;
@@ -27,9 +29,13 @@ struct TarMember {
   std::uint64_t size = 0;
 };
 
-// The regular members of the tar at `path`, in archive order. DataError naming it when it cannot
-// be read or is malformed.
-std::vector<TarMember> list_tar_members(const std::string& path);
+// The tar at `path` opened, its size in `size`; DataError naming it when it cannot be.
+FileHandle open_tar(const std::string& path, std::uint64_t* size);
+
+// The regular members of the tar at `path`, open as `fd` (`size` bytes), in archive order.
+// DataError naming it when it is malformed.
+std::vector<TarMember> list_tar_members(const std::string& path, const FileHandle& fd,
+                                        std::uint64_t size);
 
 // A ustar archive of `members` (name, bytes) in order: names of at most 100 bytes, ASCII.
 std::string ustar_archive(const std::vector<std::pair<std::string, std::string>>& members);

@@ -22,6 +22,14 @@ inline constexpr std::uint64_t kSlotBytes = 16;   // a ValuePtr in the stack, a 
 inline constexpr std::uint64_t kEntryBytes = 96;  // a dict entry and its slot in the key index
 inline constexpr std::uint64_t kMemoBytes = 64;   // a memo entry
 
+// The text opcodes' forms (pickle_text.cpp); each throws PickleError for a malformed one.
+// A decimal int64 (an optional sign, then digits); `opcode` names it in the message.
+std::int64_t parse_decimal(std::string_view text, const char* opcode);
+// A STRING opcode's bytes: Python 2's quoted repr of a str, with its escapes.
+std::string unquote(std::string_view line);
+// A UNICODE opcode's text as UTF-8: raw-unicode-escape (Latin-1 bytes, \uXXXX, \UXXXXXXXX).
+std::string raw_unicode(std::string_view line);
+
 // Empties every container in `containers`, breaking any reference cycle among them.
 void clear_containers(std::vector<ValuePtr>& containers);
 
