@@ -9,16 +9,13 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/tta_views.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/stopwatch.h"
 
 namespace ltfit {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // NoGradGuard + eval mode for the scope; the model's previous mode is restored.
 class InferenceScope {

@@ -31,6 +31,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/format.h"
 #include "ltfit/util/precision.h"
+#include "ltfit/util/stopwatch.h"
 
 namespace ltfit {
 
@@ -38,10 +39,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point from) {
-  return std::chrono::duration<double>(Clock::now() - from).count();
-}
 
 // Keeps the stats of every finished epoch, so a stop that arrives after the last one (when
 // Trainer::fit throws instead of returning them) still leaves the figures for the summary.

@@ -45,6 +45,12 @@ void log_result(std::size_t i, std::size_t n, const RunOutcome& outcome) {
                mm_ss(row.total_seconds), mm_ss(row.train_seconds), mm_ss(row.tta_seconds),
                100.0 * row.accuracy.value_or(0.0),
                row.tta_accuracy ? fmt::format(", TTA {:.2f} %", 100.0 * *row.tta_accuracy) : "");
+  if (const auto lost = row.time_lost_seconds()) {
+    spdlog::info(
+        "{}killed at epoch {:g} after {}, resumed: the cut cost {} (a restart from zero: {})", head,
+        outcome.cut->at_epoch, format_mm_ss(outcome.cut->cut_seconds), format_mm_ss(*lost),
+        format_mm_ss(outcome.cut->cut_seconds));
+  }
 }
 
 }  // namespace

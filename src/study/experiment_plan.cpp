@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -138,14 +139,33 @@ RunGpus read_gpus(const Context& context, const Located& at) {
   return gpus;
 }
 
+// `kill_at_epoch:` a number of epochs >= 1 (a whole number: at that epoch's end; 25.5: halfway
+// through the 26th), on a single-process run; absent or null: not given.
+std::optional<double> read_kill_at_epoch(const Context& context, const Located& at,
+                                         const RunGpus& gpus) {
+  if (!at.node.IsDefined() || at.node.IsNull()) return std::nullopt;
+  double epochs = 0.0;
+  yaml::read_value(context, at, epochs);
+  if (!(epochs >= 1.0) || !std::isfinite(epochs)) {
+    fail_type(context, at, "a number of epochs >= 1 (25.5: halfway through the 26th epoch)");
+  }
+  if (gpus.all || gpus.count >= 2) {
+    fail_at(context, at.node, at.path,
+            "is for a single-process run, not one with gpus: " + gpus.text(),
+            "cut a one-GPU (or CPU) run; a torchrun run's ranks would need killing one by one");
+  }
+  return epochs;
+}
+
 PlanRun read_run(const Context& context, const Located& at) {
-  expect_required_map(context, at, {"id", "label", "study_run", "set", "gpus"});
+  expect_required_map(context, at, {"id", "label", "study_run", "set", "gpus", "kill_at_epoch"});
   PlanRun run;
   run.id = read_id(context, child(at, "id"));
   run.label = read_string(context, child(at, "label"), /*required=*/false, run.id);
   run.study_run = read_string(context, child(at, "study_run"), /*required=*/false);
   run.overrides = read_overrides(context, child(at, "set"));
   run.gpus = read_gpus(context, child(at, "gpus"));
+  run.kill_at_epoch = read_kill_at_epoch(context, child(at, "kill_at_epoch"), run.gpus);
   run.line = line_of(at.node);
   return run;
 }

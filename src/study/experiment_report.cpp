@@ -19,13 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 const char* const kNone = "—";
 
-std::string cell(const std::string& text) {  // a markdown table cell
-  std::string out;
-  for (const char c : text)
-    out += c == '|' ? std::string("\\|") : c == '\n' ? " " : std::string(1, c);
-  return out;
-}
-
 std::string mm_ss(const std::optional<double>& seconds) {
   return seconds ? format_mm_ss(*seconds) : kNone;
 }
@@ -112,7 +105,7 @@ std::string machine_table(const nlohmann::json& env) {
                {"container", t("container")},
                {"ltfit", fmt::format("{} ({})", t("ltfit_version"), t("compiler"))}});
   std::string out = "| item | value |\n|---|---|\n";
-  for (const auto& [item, value] : rows) out += "| " + item + " | " + cell(value) + " |\n";
+  for (const auto& [item, value] : rows) out += "| " + item + " | " + markdown_cell(value) + " |\n";
   return out;
 }
 
@@ -183,7 +176,7 @@ std::string settings_section(const ExperimentPlan& plan, const std::vector<Exper
 std::string status_cell(const ExperimentRow& r) {
   const RunOutcome& o = r.outcome;
   if (o.status == RunStatus::kOk) return "ok";
-  return "**" + std::string(run_status_name(o.status)) + "**: " + cell(o.reason);
+  return "**" + std::string(run_status_name(o.status)) + "**: " + markdown_cell(o.reason);
 }
 
 std::string ratio(const std::optional<double>& study, const std::optional<double>& ours) {
@@ -195,7 +188,7 @@ std::string table_header(const ExperimentPlan& plan, bool rehearsal) {
   std::string head = "| run | status | train | TTA | total | images/s | accuracy | TTA accuracy |";
   if (rehearsal) head += " **estimated** full-size total |";
   for (const auto& p : plan.study.platforms) {
-    head += fmt::format(" {0} (study) | speed-up vs {0}{1} |", cell(p.name),
+    head += fmt::format(" {0} (study) | speed-up vs {0}{1} |", markdown_cell(p.name),
                         rehearsal ? " (from estimate)" : "");
   }
   std::string rule = "|";
@@ -205,7 +198,7 @@ std::string table_header(const ExperimentPlan& plan, bool rehearsal) {
 }
 
 std::string table_row(const ExperimentPlan& plan, const ExperimentRow& r, bool rehearsal) {
-  std::string line = "| " + cell(r.outcome.label) + " | " + status_cell(r) + " | " +
+  std::string line = "| " + markdown_cell(r.outcome.label) + " | " + status_cell(r) + " | " +
                      mm_ss(r.train_seconds) + " | " + mm_ss(r.tta_seconds) + " | " +
                      mm_ss(r.total_seconds) + " | " +
                      (r.images_per_second ? fmt::format("{:.1f}", *r.images_per_second) : kNone) +
@@ -217,7 +210,7 @@ std::string table_row(const ExperimentPlan& plan, const ExperimentRow& r, bool r
   const StudyRun* study = plan.study.find(r.outcome.study_run);
   for (std::size_t p = 0; p < plan.study.platforms.size(); ++p) {
     const StudyTime* t = study ? &study->times[p] : nullptr;
-    const std::string text = t && !t->text.empty() ? cell(t->text) : kNone;
+    const std::string text = t && !t->text.empty() ? markdown_cell(t->text) : kNone;
     line += " " + text + " | " + ratio(t ? t->seconds : std::nullopt, compared_seconds(r)) + " |";
   }
   return line + "\n";
@@ -258,7 +251,7 @@ const ExperimentRow* scaling_baseline(const std::vector<ExperimentRow>& rows) {
 
 std::string published_cell(const StudyFigures& study, int gpus) {
   for (const auto& s : study.scaling)
-    if (s.gpus == gpus) return fmt::format("{:.2f}× ({})", s.speedup, cell(s.platform));
+    if (s.gpus == gpus) return fmt::format("{:.2f}× ({})", s.speedup, markdown_cell(s.platform));
   return kNone;
 }
 
@@ -277,7 +270,7 @@ std::string scaling_row(const StudyFigures& study, const ExperimentRow& r,
   }
   const std::string images_per_second =
       r.images_per_second ? fmt::format("{:.1f}", *r.images_per_second) : kNone;
-  return "| " + cell(o.label) + " | " + gpus_text(o) + " | " + status_cell(r) + " | " +
+  return "| " + markdown_cell(o.label) + " | " + gpus_text(o) + " | " + status_cell(r) + " | " +
          mm_ss(r.train_seconds) + " | " + images_per_second + " | " + speedup + " | " + efficiency +
          " | " + published_cell(study, gpus) + " |\n";
 }
@@ -350,11 +343,18 @@ std::string title_section(const ExperimentPlan& plan, const std::vector<Experime
 
 }  // namespace
 
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text)
+    out += c == '|' ? std::string("\\|") : c == '\n' ? " " : std::string(1, c);
+  return out;
+}
+
 std::string experiment_report_markdown(const ExperimentPlan& plan,
                                        const std::vector<ExperimentRow>& rows,
                                        const ReportContext& context) {
   return title_section(plan, rows, context) + environment_section(rows) +
-         settings_section(plan, rows) + results_section(plan, rows) +
+         settings_section(plan, rows) + results_section(plan, rows) + cut_section(rows) +
          scaling_section(plan.study, rows) + study_section(plan.study) +
          "## Charts\n\n![Total time per run](total_time.png)\n\n"
          "![Training loss and learning rate per step](curves.png)\n";

@@ -118,7 +118,24 @@ std::string gpus_cell(const RunOutcome& o) {
   return "all (" + std::to_string(o.machine_gpus) + ")";
 }
 
+// A field of the run's cut; null for a run without kill_at_epoch.
+std::optional<double> cut_field(const RunOutcome& o, double RunCut::*field) {
+  if (!o.cut) return std::nullopt;
+  return (*o.cut).*field;
+}
+
+// The same, null also when the cut did not happen.
+std::optional<double> cut_happened(const RunOutcome& o, double RunCut::*field) {
+  if (!o.cut || !o.cut->happened) return std::nullopt;
+  return (*o.cut).*field;
+}
+
 }  // namespace
+
+std::optional<double> ExperimentRow::time_lost_seconds() const {
+  if (!outcome.cut) return std::nullopt;
+  return outcome.cut->time_lost(train_seconds);
+}
 
 std::optional<double> ExperimentRow::estimated_total_seconds() const {
   if (!total_seconds || subset >= 1.0 || subset <= 0.0) return std::nullopt;
@@ -151,7 +168,8 @@ std::string results_csv(const std::vector<ExperimentRow>& rows) {
   std::string text =
       "id,label,status,reason,epochs,batch_size,precision,channels_last,train_seconds,"
       "tta_seconds,total_seconds,images_per_second,accuracy,tta_accuracy,peak_rss,peak_gpu,"
-      "run_dir,subset,estimated_total_seconds,gpus,world_size\n";
+      "run_dir,subset,estimated_total_seconds,gpus,world_size,kill_at_epoch,killed_after_seconds,"
+      "time_lost_seconds\n";
   for (const auto& r : rows) {
     const RunOutcome& o = r.outcome;
     const std::string channels_last = r.channels_last ? (*r.channels_last ? "true" : "false") : "";
@@ -175,7 +193,10 @@ std::string results_csv(const std::vector<ExperimentRow>& rows) {
                                             csv_number(std::optional<double>(r.subset)),
                                             csv_number(r.estimated_total_seconds()),
                                             gpus_cell(o),
-                                            csv_number(r.world_size)};
+                                            csv_number(r.world_size),
+                                            csv_number(cut_field(o, &RunCut::at_epoch)),
+                                            csv_number(cut_happened(o, &RunCut::cut_seconds)),
+                                            csv_number(r.time_lost_seconds())};
     for (std::size_t i = 0; i < cells.size(); ++i) text += (i ? "," : "") + csv_cell(cells[i]);
     text += "\n";
   }

@@ -9,6 +9,8 @@
 // A Ctrl-C at the terminal reaches the child too (one process group); the SIGINT passed on comes
 // within the poll interval, well inside the 2 s in which the child takes a repeated signal for
 // the same request (util/signals.h), so it never turns into a "stop now".
+// A run with `kill_at_epoch:` is killed with SIGKILL at that point and started again with
+// `--resume auto` (run_cut.h), its second log <out>/runs/<id>.resumed.log.
 #include "ltfit/study/experiment.h"
 
 #include <fcntl.h>
@@ -26,13 +28,20 @@
 #include <fstream>
 #include <thread>
 
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 
 #include "ltfit/config/config_loader.h"
+#include "ltfit/train/checkpoint.h"
+#include "ltfit/train/checkpoint_writer.h"
+#include "ltfit/train/recipe.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/format.h"
 #include "ltfit/util/precision.h"
 #include "ltfit/util/signals.h"
+#include "ltfit/util/stopwatch.h"
 
 namespace ltfit {
 namespace {
@@ -113,8 +122,10 @@ struct ChildEnd {
   int status() const { return signal != 0 ? 128 + signal : code; }
 };
 
-// Waits for `pid`; passes a stop request on as one SIGINT.
-ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
+// Waits for `pid`; passes a stop request on as one SIGINT; kills it with SIGKILL once `cut` says
+// the cut is due (then `killed` is set), unless a stop request came first.
+ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal, CutClock* cut = nullptr,
+                    bool* killed = nullptr) {
   bool forwarded = false;
   while (true) {
     int status = 0;
@@ -127,13 +138,18 @@ ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal) {
       ::kill(pid, SIGINT);
       forwarded = true;
     }
+    if (!forwarded && cut != nullptr && cut->due()) {
+      ::kill(pid, SIGKILL);
+      *killed = true;
+      cut = nullptr;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(kChildPollMs));
   }
 }
 
-// Spawns `args` with stdout/stderr to the given files and waits for its end.
-ChildEnd spawn_and_wait(const std::vector<std::string>& args, const std::string& out_path,
-                        const std::string& err_path, const std::function<bool()>& stop_signal) {
+// Starts `args` with stdout/stderr to the given files; its pid.
+pid_t spawn(const std::vector<std::string>& args, const std::string& out_path,
+            const std::string& err_path) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -142,7 +158,37 @@ ChildEnd spawn_and_wait(const std::vector<std::string>& args, const std::string&
   if (pid < 0) {
     throw RuntimeError("cannot start '" + args[0] + "': " + std::strerror(error));
   }
-  return wait_child(pid, stop_signal);
+  return pid;
+}
+
+// The run `args` trains, killed at `cut.at_epoch` and started again with --resume auto (its log
+// <run_dir>.resumed.log, which `log_path` then names); fills `cut`.
+ChildEnd spawn_with_cut(std::vector<std::string> args, const std::string& run_dir,
+                        std::string& log_path, const std::function<bool()>& stop_signal,
+                        RunCut& cut) {
+  CutClock clock((fs::path(run_dir) / "epochs.csv").string(), cut.at_epoch);
+  const auto start = std::chrono::steady_clock::now();
+  ChildEnd end =
+      wait_child(spawn(args, run_dir + ".json", log_path), stop_signal, &clock, &cut.happened);
+  cut.cut_seconds = seconds_since(start);
+  if (!cut.happened) return end;
+  spdlog::info("{}: killed (SIGKILL) at epoch {:g}, after {}; starting it again with --resume auto",
+               run_dir, cut.at_epoch, format_mm_ss(cut.cut_seconds));
+  if (const auto checkpoint = find_resume_checkpoint(run_dir)) {
+    try {
+      const CheckpointMeta meta = read_checkpoint_meta(*checkpoint);
+      cut.resumed_epochs = meta.epochs_done;
+      cut.resumed_batch = meta.position.batch_in_epoch;
+      cut.kept_seconds = meta.train_seconds;
+    } catch (const Error&) {  // the resumed attempt says what is wrong with it
+    }
+  }
+  args.insert(args.end(), {"--resume", "auto"});
+  log_path = run_dir + ".resumed.log";
+  const auto restart = std::chrono::steady_clock::now();
+  end = wait_child(spawn(args, run_dir + ".json", log_path), stop_signal);
+  cut.resume_seconds = seconds_since(restart);
+  return end;
 }
 
 std::string exit_reason(const ChildEnd& end, const std::string& log_path) {
@@ -173,10 +219,11 @@ std::string real_executable(const std::string& executable) {
   return error ? executable : path.string();
 }
 
-// Spawns one run and records its outcome.
+// Spawns one run (killed and resumed when `kill_at_epoch` is given) and records its outcome.
 void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
-             const ExperimentOptions& options, RunOutcome& outcome) {
-  const std::string log_path = outcome.run_dir + ".log";
+             const std::optional<double>& kill_at_epoch, const ExperimentOptions& options,
+             RunOutcome& outcome) {
+  std::string log_path = outcome.run_dir + ".log";
   ChildCommand command{options.executable,
                        plan.base,
                        overrides,
@@ -186,8 +233,15 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
   if (command.processes >= 2) command.executable = real_executable(command.executable);
   ChildEnd end;
   try {
-    end = spawn_and_wait(child_argv(command), outcome.run_dir + ".json", log_path,
-                         options.stop_signal);
+    if (kill_at_epoch) {
+      outcome.cut = RunCut{};
+      outcome.cut->at_epoch = *kill_at_epoch;
+      end = spawn_with_cut(child_argv(command), outcome.run_dir, log_path, options.stop_signal,
+                           *outcome.cut);
+    } else {
+      end = wait_child(spawn(child_argv(command), outcome.run_dir + ".json", log_path),
+                       options.stop_signal);
+    }
     outcome.exit_code = end.status();
   } catch (const RuntimeError& e) {
     if (command.processes < 2) throw;  // no ltfit binary to run: nothing else can run either
@@ -205,6 +259,17 @@ void execute(const ExperimentPlan& plan, const std::vector<Override>& overrides,
                                           : exit_reason(end, log_path);
 }
 
+// A run's kill_at_epoch must come before its last epoch ends: ConfigError naming it.
+void check_kill_at_epoch(const ExperimentPlan& plan, const PlanRun& run, const Config& config) {
+  if (!run.kill_at_epoch) return;
+  const int epochs = total_epochs(plan_recipe(config.train));
+  if (*run.kill_at_epoch < epochs) return;
+  throw ConfigError(
+      "runs[" + run.id + "].kill_at_epoch: " + fmt::format("{:g}", *run.kill_at_epoch) +
+          " is not before the run's end (" + std::to_string(epochs) + " epochs)",
+      "cut it earlier, halfway for instance: kill_at_epoch: " + fmt::format("{:g}", epochs / 2.0));
+}
+
 // Every run's config, resolved before the first run starts: a typo in one run's set: (or a base
 // config that is not one) stops the plan with exit 2 naming the run, instead of failing each run
 // after the runs before it took their time.
@@ -214,6 +279,7 @@ std::vector<Config> resolve_run_configs(const ExperimentPlan& plan,
   for (const PlanRun& run : plan.runs) {
     try {
       configs.push_back(load_config(plan.base, run_overrides(plan, run, extra)));
+      check_kill_at_epoch(plan, run, configs.back());
     } catch (const ConfigError& e) {
       throw ConfigError("plan " + plan.source + ":" + std::to_string(run.line) + ": run '" +
                             run.id + "' has no valid config (base " + plan.base +
@@ -364,7 +430,7 @@ std::vector<RunOutcome> run_experiment(const ExperimentPlan& plan,
       outcome.status = RunStatus::kNotApplicable;
       outcome.reason = na;
     } else {
-      execute(plan, overrides, options, outcome);
+      execute(plan, overrides, run.kill_at_epoch, options, outcome);
     }
     if (options.on_end) options.on_end(i, plan.runs.size(), outcome);
     outcomes.push_back(std::move(outcome));

@@ -21,6 +21,7 @@
 
 // The CUDA allocator's headers exist only in a CUDA build of LibTorch.
 #include "ltfit/util/cuda_build.h"
+#include "ltfit/util/stopwatch.h"
 #ifdef LTFIT_HAS_CUDA_HEADERS
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
@@ -30,10 +31,6 @@ namespace ltfit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 bool is_oom_message(std::string message) {
   std::transform(message.begin(), message.end(), message.begin(),

@@ -12,6 +12,7 @@
 
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/stopwatch.h"
 
 namespace ltfit {
 
@@ -20,10 +21,6 @@ namespace {
 constexpr double kLossSmoothing = 0.98;  // fastai's SmoothenValue beta
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 GradScalerOptions scaler_options(const TrainerOptions& options) {
   if (options.scaler) return *options.scaler;

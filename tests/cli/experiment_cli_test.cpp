@@ -5,7 +5,10 @@
 // experiment takes its running child with it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include "support/test_support.h"
 
@@ -164,4 +167,78 @@ TEST_CASE("experiment: kill -9 of experiment ends its running train child", "[cl
   // The child finishes its step, checkpoints and exits: about a second on an idle machine; 10 s
   // leaves room for a loaded one.
   CHECK(tenths <= 100);
+}
+
+namespace {
+
+// Reads epochs.csv's columns that a resumed run must reproduce exactly (not its timings).
+std::string epoch_results(const fs::path& epochs_csv) {
+  std::istringstream in(read_file(epochs_csv));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::istringstream cells(line);
+    std::string cell;
+    for (int i = 0; i < 6 && std::getline(cells, cell, ','); ++i) out += cell + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("experiment: a kill_at_epoch row is killed mid-epoch, resumed, and ends as if never cut",
+          "[cli][experiment]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(
+      run_ltfit("synth --out " + dir.str() + "/data --train 48 --valid 16 --seed 0").exit_code ==
+      0);
+  write_file(dir.path() / "base.yaml",
+             "run: {seed: 5}\ndata: {root: " + dir.str() +
+                 "/data, image_size: 32, batch_size: 8, workers: 1}\n"
+                 "model: {arch: resnet18, pretrained: none}\n"
+                 "train: {recipe: one_cycle, epochs: 3, lr: 2.0e-3, device: cpu}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: p\nbase: base.yaml\nruns:\n  - {id: whole, label: never cut}\n"
+             "  - {id: cut, label: cut halfway, kill_at_epoch: 1.5}\n");
+  const fs::path out = dir.path() / "report";
+  const auto r = run_ltfit("experiment --plan " + dir.str() + "/plan.yaml --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("killed (SIGKILL) at epoch 1.5") &&
+                           Contains("[2/2] cut: killed at epoch 1.5 after"));
+  const fs::path runs = out / "runs";
+  // The first attempt died at SIGKILL without a word; the second resumed from epoch 1's end.
+  CHECK_THAT(read_file(runs / "cut.resumed.log"), Contains("resum"));
+  // Resumed exactly: the same losses and accuracy as the run never cut, epoch for epoch.
+  CHECK(epoch_results(runs / "cut" / "epochs.csv") == epoch_results(runs / "whole" / "epochs.csv"));
+  const std::string epochs = read_file(runs / "cut" / "epochs.csv");
+  CHECK(std::count(epochs.begin(), epochs.end(), '\n') == 4);  // header + 3 epochs, none twice
+
+  const std::string csv = read_file(out / "results.csv");
+  INFO(csv);
+  CHECK_THAT(csv, Contains(",kill_at_epoch,killed_after_seconds,time_lost_seconds\n"));
+  const std::string cut = ltfit::testing::line_with(csv, "cut,cut halfway,ok,");
+  CHECK_THAT(cut, Contains(",1.5,"));
+  CHECK_THAT(ltfit::testing::line_with(csv, "whole,never cut,ok,"), Contains(",,,"));
+  const std::string md = read_file(out / "report.md");
+  CHECK_THAT(md, Contains("## Killed and resumed"));
+  CHECK_THAT(ltfit::testing::line_with(md, "| cut halfway | ok | epoch 1.5 |"),
+             Contains("| epoch 1, batch 0 ("));
+}
+
+TEST_CASE("experiment: a kill_at_epoch at or past the run's end exits 2 before any run",
+          "[cli][experiment]") {
+  ltfit::testing::TempDir dir;
+  write_file(dir.path() / "base.yaml", "train: {recipe: one_cycle, device: cpu, epochs: 4}\n");
+  write_file(dir.path() / "plan.yaml",
+             "name: p\nbase: base.yaml\nruns:\n  - {id: late, kill_at_epoch: 4}\n");
+  const auto r = run_ltfit("experiment --plan " + dir.str() + "/plan.yaml --out " +
+                           (dir.path() / "o").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("'late'") &&
+                           Contains("kill_at_epoch: 4 is not before the run's "
+                                    "end (4 epochs)") &&
+                           Contains("kill_at_epoch: 2"));
+  CHECK_FALSE(fs::exists(dir.path() / "o"));
 }

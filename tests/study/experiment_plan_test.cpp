@@ -94,7 +94,7 @@ TEST_CASE("the shipped CIFAR-10 plan loads with the guides' figures, both stems 
   CHECK(r18->times[3].seconds == Approx(2 * 3600));
   CHECK(r18->times[4].seconds == Approx(7 * 60 + 50));
 
-  int cifar_stems = 0, imagenet_stems = 0, half = 0;
+  int cifar_stems = 0, imagenet_stems = 0, half = 0, cut = 0;
   for (const auto& run : plan.runs) {
     INFO(run.id);
     const auto config = ltfit::load_config(plan.base, ltfit::run_overrides(plan, run, {}));
@@ -110,10 +110,17 @@ TEST_CASE("the shipped CIFAR-10 plan loads with the guides' figures, both stems 
     imagenet_stems += config.model.stem == ltfit::Stem::kImagenet;
     half += config.train.precision == ltfit::Precision::kFp16 ||
             config.train.precision == ltfit::Precision::kBf16;
+    if (run.kill_at_epoch) {  // the run killed mid-run and resumed, as Colab's was cut
+      ++cut;
+      CHECK(run.study_run == "r50_bs128_e50");
+      CHECK(*run.kill_at_epoch == 25.5);
+      CHECK_FALSE(run.gpus.given);
+    }
   }
   CHECK(imagenet_stems == 1);
   CHECK(cifar_stems == static_cast<int>(plan.runs.size()) - 1);
   CHECK(half == 3);
+  CHECK(cut == 1);
 }
 
 TEST_CASE("the shipped plan has 1, 2 and all-GPU rows at one global batch beside the 2xT4 1.8x",
@@ -169,6 +176,34 @@ TEST_CASE("a plan run's gpus: is a count of GPUs or all - anything else names fi
   }
   CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    gpu: 2\n"),
              Contains("plan.yaml:5") && Contains("runs[0].gpu") && Contains("did you mean 'gpus'"));
+}
+
+TEST_CASE("a plan run's kill_at_epoch: a number of epochs >= 1 on a single-process run",
+          "[experiment][study]") {
+  const auto plan = ltfit::parse_experiment_plan(
+      "name: p\nbase: b.yaml\nruns:\n  - {id: a}\n  - {id: b, kill_at_epoch: 25.5}\n"
+      "  - {id: c, kill_at_epoch: 2, gpus: 1}\n  - {id: d, kill_at_epoch: null}\n",
+      "plan.yaml", "");
+  REQUIRE(plan.runs.size() == 4);
+  CHECK_FALSE(plan.runs[0].kill_at_epoch);
+  CHECK(plan.runs[1].kill_at_epoch == 25.5);
+  CHECK(plan.runs[2].kill_at_epoch == 2.0);
+  CHECK_FALSE(plan.runs[3].kill_at_epoch);
+  CHECK_THAT(plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    kill_at_epoch: 0.5\n"),
+             Contains("runs[0].kill_at_epoch: expected a number of epochs >= 1 (25.5: halfway "
+                      "through the 26th epoch), got 0.5"));
+  for (const std::string bad : {"0.5", "0", "-1", ".nan", ".inf", "half", "[2]", "'2'"}) {
+    INFO(bad);
+    CHECK_THAT(
+        plan_error("name: p\nbase: b.yaml\nruns:\n  - id: a\n    kill_at_epoch: " + bad + "\n"),
+        Contains("plan.yaml:5: runs[0].kill_at_epoch: expected a number"));
+  }
+  for (const std::string gpus : {"2", "all"}) {
+    CHECK_THAT(
+        plan_error("name: p\nbase: b.yaml\nruns:\n  - {id: a, gpus: " + gpus +
+                   ", kill_at_epoch: 2}\n"),
+        Contains("runs[0].kill_at_epoch: is for a single-process run, not one with gpus: " + gpus));
+  }
 }
 
 TEST_CASE("a study file's scaling: figures and their mistakes", "[experiment][study]") {

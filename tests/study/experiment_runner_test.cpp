@@ -3,11 +3,14 @@
 // scaling section for them beside the study's published 2xT4 speed-up.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "ltfit/study/experiment.h"
 #include "ltfit/study/experiment_plan.h"
 #include "ltfit/study/experiment_report.h"
+#include "ltfit/study/run_cut.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -172,4 +175,38 @@ TEST_CASE("a 2-GPU row runs its command under the real torchrun, one process per
   CHECK(read_file(runs / "two.rank1") == fs::canonical(fake).string() + " 1/2" + args + "\n");
   CHECK(read_file(runs / "two.json") == "{\"summary\": true}\n");  // rank 0's summary only
   CHECK(ltfit::read_experiment_row(outcomes[0]).world_size == 2);
+}
+
+TEST_CASE("the cut clock: due at the boundary epoch's end plus its fraction of that epoch's time",
+          "[experiment][study]") {
+  ltfit::testing::TempDir dir;
+  const fs::path csv = dir.path() / "epochs.csv";
+  const std::string header = "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds\n";
+  ltfit::CutClock whole(csv.string(), 2.0);
+  ltfit::CutClock half(csv.string(), 1.5);
+  CHECK_FALSE(whole.due());  // no file yet
+  write_file(csv, header);
+  CHECK_FALSE(half.due());
+  write_file(csv, header + "0,one_cycle,1,1,0.5,0.5,0.4");  // a row still being written
+  CHECK_FALSE(half.due());
+  write_file(csv, header + "0,one_cycle,1,1,0.5,0.5,0.4\n");
+  CHECK_FALSE(half.due());  // epoch 0 ended: due 0.2 s later
+  CHECK_FALSE(whole.due());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(half.due());
+  CHECK_FALSE(whole.due());
+  write_file(csv, header + "0,one_cycle,1,1,0.5,0.5,0.4\n1,one_cycle,1,1,0.5,0.5,bad\n");
+  CHECK(whole.due());  // a whole number: due at the epoch's end
+}
+
+TEST_CASE("a cut's time lost: both attempts' wall time less the run's training time",
+          "[experiment][study]") {
+  ltfit::RunCut cut;
+  cut.cut_seconds = 50.0;
+  cut.resume_seconds = 70.0;
+  CHECK_FALSE(cut.time_lost(100.0));  // the cut never came
+  cut.happened = true;
+  CHECK(cut.time_lost(100.0) == 20.0);
+  CHECK(cut.time_lost(130.0) == 0.0);  // never below 0
+  CHECK_FALSE(cut.time_lost(std::nullopt));
 }

@@ -28,6 +28,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/study/experiment_plan.h"
+#include "ltfit/study/run_cut.h"
 
 namespace ltfit {
 
@@ -48,6 +49,7 @@ struct RunOutcome {
   int exit_code = -1;            // the child's exit status (128 + signal if killed); -1: not run
   std::string run_dir;           // <out>/runs/<id> (absent when not run)
   std::optional<Config> config;  // the run's resolved config; null when it does not resolve
+  std::optional<RunCut> cut;     // a run with kill_at_epoch: its cut; null for the others
 };
 
 struct ExperimentOptions {

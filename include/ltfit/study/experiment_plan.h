@@ -3,7 +3,8 @@
 //
 // A plan names a base config, the study file, overrides shared by every run (`set:`) and the
 // runs, each a label, the study run it reproduces, its own `set:` overrides (key -> YAML value,
-// the same meaning as `--set key=value`) and optionally the GPUs it trains on (`gpus:`). Paths in
+// the same meaning as `--set key=value`), optionally the GPUs it trains on (`gpus:`) and the
+// point where it is killed and resumed (`kill_at_epoch:`). Paths in
 // a plan are relative to the plan file.
 // The study file holds the study's platforms and, per run, each platform's wall time or a note,
 // and optionally published multi-GPU speed-ups (`scaling:`) that the report compares with.
@@ -93,7 +94,11 @@ struct PlanRun {
   std::string study_run;            // the study run it reproduces; "" for none
   std::vector<Override> overrides;  // its `set:`, in file order, values as YAML text
   RunGpus gpus;                     // its `gpus:`
-  int line = 0;                     // 1-based line of the run in the plan file
+  // Its `kill_at_epoch:`: the run is killed (SIGKILL, as a machine that disconnects) this far
+  // into training, 25.5 halfway through the 26th epoch, and started again with --resume auto;
+  // the report states the time the cut cost. null: never killed.
+  std::optional<double> kill_at_epoch;
+  int line = 0;  // 1-based line of the run in the plan file
 };
 
 // A whole plan.

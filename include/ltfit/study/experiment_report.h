@@ -43,6 +43,8 @@ struct ExperimentRow {
 
   // total / subset when subset < 1 (an estimate for the whole data set), else null.
   std::optional<double> estimated_total_seconds() const;
+  // A run killed and resumed (kill_at_epoch): the time the cut cost (RunCut::time_lost).
+  std::optional<double> time_lost_seconds() const;
 };
 
 // Reads what `outcome.run_dir` holds (missing files leave fields empty).
@@ -56,6 +58,12 @@ struct ReportContext {
 
 // results.csv (RFC 4180 quoting).
 std::string results_csv(const std::vector<ExperimentRow>& rows);
+
+// `text` as a Markdown table cell: '|' escaped, line breaks as spaces.
+std::string markdown_cell(const std::string& text);
+
+// report.md's "Killed and resumed" section for the runs with kill_at_epoch; "" when none has it.
+std::string cut_section(const std::vector<ExperimentRow>& rows);
 
 // report.md's text.
 std::string experiment_report_markdown(const ExperimentPlan& plan,
