@@ -4,8 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "formats/zip_archive.h"
 #include "ltfit/util/read_limits.h"
-#include "model/zip_archive.h"
 
 namespace ltfit::fuzz {
 

@@ -6,7 +6,7 @@
 // pickle built cycles. A broken invariant aborts, which libFuzzer reports as a crash.
 #pragma once
 
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 
 namespace ltfit::fuzz {
 

@@ -1,6 +1,6 @@
-// Fuzz target: the pickle machine (src/util/pickle.cpp) with torch.save's allow-list and
-// tensor rebuilds (src/model/torch_archive.cpp), on archive contents (archive_input.h) packed into
-// a valid zip, so mutations reach the pickle instead of failing a CRC.
+// Fuzz target: the pickle machine (src/formats/pickle.cpp) with torch.save's allow-list and
+// tensor rebuilds (src/formats/torch_archive.cpp), on archive contents (archive_input.h) packed
+// into a valid zip, so mutations reach the pickle instead of failing a CRC.
 //
 // Expected outcomes are a std::runtime_error subclass (PickleError, LimitError, ...) or a
 // c10::Error (both exit 4 through load_torch_archive), or a tree whose tensors all lie inside
@@ -15,7 +15,7 @@
 
 #include "archive_input.h"
 #include "fuzz_checks.h"
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "targets.h"
 
 namespace ltfit::fuzz {

@@ -3,8 +3,8 @@
 #include <torch/torch.h>
 
 #include "archive_input.h"
-#include "ltfit/model/torch_archive.h"
-#include "model/zip_archive.h"
+#include "formats/zip_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "raw_pickle.h"
 #include "seeds.h"
 

@@ -10,8 +10,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "formats/zip_archive.h"
 #include "ltfit/config/config_loader.h"
-#include "model/zip_archive.h"
 #include "seeds.h"
 
 namespace ltfit::fuzz {

@@ -1,4 +1,4 @@
-// Fuzz target: the zip reader of torch.save archives (src/model/zip_archive.h) on raw bytes,
+// Fuzz target: the zip reader of torch.save archives (src/formats/zip_archive.h) on raw bytes,
 // then the whole archive reader (TorchScript refusal, record prefix, data.pkl) on the same bytes.
 //
 // Expected outcomes are a ZipError or LimitError (malformed or over the budget) or records whose
@@ -11,10 +11,10 @@
 
 #include <c10/util/Exception.h>
 
+#include "formats/zip_archive.h"
 #include "fuzz_checks.h"
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "ltfit/util/read_limits.h"
-#include "model/zip_archive.h"
 #include "targets.h"
 
 namespace ltfit::fuzz {

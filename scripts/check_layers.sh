@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The areas of src/ and include/ltfit/ depend one way, bottom to top:
 #
-#   util -> config -> {data, model, dist} -> run -> eval -> train -> jobs -> study -> (apps)
+#   util -> {formats, pictures} -> config -> {data, model, dist} -> run -> eval -> train -> jobs
+#   -> study -> (apps)
 #
-# An area may include its own headers and those of the areas below it; data, model and dist sit
-# side by side and may not include each other. This script lists every `#include "ltfit/<area>/..."`
+# An area may include its own headers and those of the areas below it; areas side by side (formats
+# and pictures; data, model and dist) may not include each other. This script lists every `#include "ltfit/<area>/..."`
 # (and `#include "<area>/..."` of a private header in src/) that points upward or sideways and
 # exits 1 if there is one; CTest runs it ("areas depend one way"), so CI refuses such an include.
 #
@@ -12,8 +13,8 @@
 set -euo pipefail
 
 ROOT="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-declare -A LEVEL=([util]=0 [config]=1 [data]=2 [model]=2 [dist]=2 [run]=3 [eval]=4 [train]=5 [jobs]=6
-                  [study]=7)
+declare -A LEVEL=([util]=0 [formats]=1 [pictures]=1 [config]=2 [data]=3 [model]=3 [dist]=3 [run]=4
+                  [eval]=5 [train]=6 [jobs]=7 [study]=8)
 
 bad=0
 checked=0
@@ -45,7 +46,7 @@ while IFS= read -r file; do
 done < <(find "$ROOT/src" "$ROOT/include/ltfit" -name '*.h' -o -name '*.cpp' | sort)
 
 if ((bad)); then
-  echo "check_layers: upward or sideways includes found (order: util -> config -> data|model -> run -> eval -> train -> jobs -> study)"
+  echo "check_layers: upward or sideways includes found (order: util -> formats|pictures -> config -> data|model|dist -> run -> eval -> train -> jobs -> study)"
   exit 1
 fi
 echo "check_layers: $checked files, every include points down the order"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/cifar_records.h"
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 
 namespace ltfit::layouts::cifar {
 

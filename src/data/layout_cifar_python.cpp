@@ -17,8 +17,8 @@
 
 #include "data/cifar_records.h"
 #include "data/numpy_pickle.h"
+#include "ltfit/formats/pickle.h"
 #include "ltfit/util/error.h"
-#include "ltfit/util/pickle.h"
 #include "ltfit/util/read_limits.h"
 
 namespace ltfit::layouts::cifar {

@@ -1,7 +1,7 @@
 // A reader of data pickles as Python and NumPy write them: dicts, lists, strings, numbers and
 // NumPy arrays (private to src/data; CIFAR's Python batches are such files).
 //
-// Nothing in the file is run. The pickle machine (util/pickle.h) admits only the globals that
+// Nothing in the file is run. The pickle machine (formats/pickle.h) admits only the globals that
 // rebuild these values: `numpy.core.multiarray._reconstruct` (NumPy 1) or
 // `numpy._core.multiarray._reconstruct` (NumPy 2) with `numpy.ndarray` and `numpy.dtype` (every
 // protocol up to 4), `numpy.core.numeric._frombuffer` / `numpy._core.numeric._frombuffer`
@@ -16,7 +16,7 @@
 #include <memory>
 #include <string_view>
 
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 #include "ltfit/util/read_limits.h"
 
 namespace ltfit {

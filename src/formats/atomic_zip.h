@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "formats/zip_archive.h"
 #include "ltfit/util/atomic_file.h"
-#include "model/zip_archive.h"
 
 namespace ltfit {
 

@@ -13,9 +13,9 @@
 //
 // Files: pickle_machine.h (the machine's state), pickle_opcodes.cpp (what each opcode does), this
 // file (the run to STOP, dict items, the value helpers), pickle_writer.cpp (PickleWriter).
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 
-#include "util/pickle_machine.h"
+#include "formats/pickle_machine.h"
 
 namespace ltfit::pickle {
 

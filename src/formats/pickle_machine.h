@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 #include "ltfit/util/read_limits.h"
 
 namespace ltfit::pickle::detail {

@@ -2,7 +2,7 @@
 // globals, containers and their items, the memo, then protocol 0's text forms; anything else is
 // refused. Opcode bytes and names follow
 // CPython's Lib/pickletools.py.
-#include "util/pickle_machine.h"
+#include "formats/pickle_machine.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "util/pickle_machine.h"
+#include "formats/pickle_machine.h"
 
 namespace ltfit::pickle::detail {
 

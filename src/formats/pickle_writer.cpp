@@ -1,5 +1,5 @@
 // PickleWriter (pickle.h): protocol-2 opcodes, composed by the caller as Python's pickler would.
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 
 #include <cstring>
 

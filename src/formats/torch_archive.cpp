@@ -2,7 +2,7 @@
 // refusing TorchScript and legacy files, then data.pkl through torch's allow-listed globals
 // (torch_archive_unpickler.h); errors become CheckpointErrors naming the file. Writing is in
 // torch_archive_writer.cpp.
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,9 +14,9 @@
 
 #include <torch/torch.h>
 
+#include "formats/torch_archive_unpickler.h"
+#include "formats/zip_archive.h"
 #include "ltfit/util/error.h"
-#include "model/torch_archive_unpickler.h"
-#include "model/zip_archive.h"
 
 namespace ltfit {
 

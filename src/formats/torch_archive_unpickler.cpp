@@ -1,7 +1,7 @@
 // torch's globals given meaning for our pickle machine (torch_archive_unpickler.h): the
 // allow-list, OrderedDict, the tensor and parameter rebuilds, and storages read from the archive's
 // records as views of its bytes, each view checked to lie inside its storage.
-#include "model/torch_archive_unpickler.h"
+#include "formats/torch_archive_unpickler.h"
 
 #include <bit>
 #include <cstring>
@@ -11,8 +11,8 @@
 
 #include <torch/torch.h>
 
+#include "formats/zip_archive.h"
 #include "ltfit/util/error.h"
-#include "model/zip_archive.h"
 
 namespace ltfit {
 

@@ -11,7 +11,7 @@
 
 #include <torch/types.h>
 
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 #include "ltfit/util/read_limits.h"
 
 namespace ltfit {

@@ -1,17 +1,17 @@
 // Writing torch.save archives (torch_archive.h): the pickle composed by the caller, each tensor a
 // _rebuild_tensor_v2 call on its own storage record, the records torch.save writes, in its order,
 // 64-byte aligned (zip_archive.h), and an atomic file write that names a full disk.
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 
 #include <bit>
 #include <cstdio>
 
 #include <torch/torch.h>
 
+#include "formats/atomic_zip.h"
+#include "formats/torch_archive_unpickler.h"
+#include "formats/zip_archive.h"
 #include "ltfit/util/error.h"
-#include "model/atomic_file.h"
-#include "model/torch_archive_unpickler.h"
-#include "model/zip_archive.h"
 
 namespace ltfit {
 

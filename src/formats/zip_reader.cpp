@@ -1,7 +1,7 @@
 // The zip reader (zip_archive.h): end records (zip64 too), central directory, local headers,
 // STORED and DEFLATE records, CRC-32 checks, every offset and size bounds-checked and every
 // allocation charged to a ReadBudget. Layouts: zip_format.h.
-#include "model/zip_archive.h"
+#include "formats/zip_archive.h"
 
 #include <zlib.h>
 
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "model/zip_format.h"
+#include "formats/zip_format.h"
 
 namespace ltfit::zip {
 

@@ -2,11 +2,11 @@
 // PyTorch's `FB` padding extra field), DEFLATE records for tests of the reader, zip64 fields where
 // sizes or offsets need them, fixed timestamps so that equal contents give equal files.
 // Layouts: zip_format.h.
-#include "model/zip_archive.h"
+#include "formats/zip_archive.h"
 
 #include <zlib.h>
 
-#include "model/zip_format.h"
+#include "formats/zip_format.h"
 
 namespace ltfit::zip {
 

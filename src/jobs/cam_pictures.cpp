@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
-#include "ltfit/data/image_grid.h"
 #include "ltfit/eval/grad_cam.h"
 #include "ltfit/jobs/output_check.h"
+#include "ltfit/pictures/image_grid.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/output_dir.h"
 

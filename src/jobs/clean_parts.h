@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "ltfit/data/dataset_index.h"
-#include "ltfit/data/image_grid.h"
 #include "ltfit/data/image_header.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/clean_job.h"
+#include "ltfit/pictures/image_grid.h"
 
 namespace ltfit {
 

@@ -9,9 +9,9 @@
 
 #include "jobs/eval_report_calibration.h"
 #include "jobs/eval_report_multi_label.h"
-#include "ltfit/data/confusion_plot.h"
 #include "ltfit/data/csv_table.h"
 #include "ltfit/eval/metrics.h"
+#include "ltfit/pictures/confusion_plot.h"
 #include "ltfit/util/json.h"
 #include "ltfit/util/utf8.h"
 

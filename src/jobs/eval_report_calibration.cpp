@@ -4,8 +4,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
-#include "ltfit/data/reliability_plot.h"
 #include "ltfit/jobs/eval_report.h"
+#include "ltfit/pictures/reliability_plot.h"
 
 namespace ltfit {
 

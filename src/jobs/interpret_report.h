@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "ltfit/data/image_grid.h"
 #include "ltfit/jobs/interpret_job.h"
+#include "ltfit/pictures/image_grid.h"
 
 namespace ltfit {
 

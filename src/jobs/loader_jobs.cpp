@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "ltfit/data/dataset_index.h"
-#include "ltfit/data/image_grid.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/jobs/output_check.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/pictures/image_grid.h"
 #include "ltfit/train/device_augment.h"
 #include "ltfit/train/mixup.h"
 #include "ltfit/train/random_erasing.h"

@@ -9,10 +9,10 @@
 #include <optional>
 #include <sstream>
 
-#include "ltfit/data/plot.h"
 #include "ltfit/jobs/output_check.h"
 #include "ltfit/jobs/standard_hook_set.h"
 #include "ltfit/jobs/training_setup.h"
+#include "ltfit/pictures/plot.h"
 #include "ltfit/run/run_dir.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/util/atomic_file.h"

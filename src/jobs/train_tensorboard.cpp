@@ -5,8 +5,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
-#include "ltfit/data/confusion_plot.h"
 #include "ltfit/eval/metrics.h"
+#include "ltfit/pictures/confusion_plot.h"
 
 namespace ltfit {
 

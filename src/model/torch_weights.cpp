@@ -3,7 +3,7 @@
 // OrderedDict): "Expected GenericDict but got None" (LibTorch 2.15.0; see pickle.cpp).
 #include "ltfit/model/torch_weights.h"
 
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

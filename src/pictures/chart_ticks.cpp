@@ -1,5 +1,5 @@
 // Axis ticks (chart_ticks.h).
-#include "ltfit/data/chart_ticks.h"
+#include "ltfit/pictures/chart_ticks.h"
 
 #include <algorithm>
 #include <cmath>

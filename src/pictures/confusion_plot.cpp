@@ -1,5 +1,5 @@
 // The confusion matrix heat map (confusion_plot.h).
-#include "ltfit/data/confusion_plot.h"
+#include "ltfit/pictures/confusion_plot.h"
 
 #include <algorithm>
 
@@ -8,32 +8,23 @@
 #include <opencv2/imgproc.hpp>
 
 #include "ltfit/util/error.h"
+#include "pictures/plot_internal.h"
 
 namespace ltfit {
 
 namespace {
+
+using plot_internal::ascii;
+using plot_internal::kBlack;
+using plot_internal::kFont;
+using plot_internal::kWhite;
+using plot_internal::text_width;
 
 constexpr int kMaxMatrixPixels = 800;       // the cells' side in total, at most
 constexpr int kMinCell = 1, kMaxCell = 72;  // pixels per cell side
 constexpr int kMinCellForCounts = 28, kMinCellForNames = 10;
 constexpr int kMaxNameChars = 20;
 constexpr int kPad = 10;
-const auto kFont = cv::FONT_HERSHEY_SIMPLEX;
-const cv::Scalar kBlack{0, 0, 0}, kWhite{255, 255, 255};
-
-// Hershey fonts draw ASCII only: each other UTF-8 character becomes '-'.
-std::string ascii(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x80) {
-      out += ch;
-    } else if ((c & 0xC0) == 0xC0) {
-      out += '-';
-    }
-  }
-  return out;
-}
 
 // A class name as drawn: ASCII, long ones cut.
 std::string label_text(const std::string& name) {
@@ -46,11 +37,6 @@ std::string label_text(const std::string& name) {
 cv::Scalar shade(double share) {
   const double t = std::clamp(share, 0.0, 1.0);
   return {255 - t * (255 - 107), 255 - t * (255 - 48), 255 - t * (255 - 8)};
-}
-
-int text_width(const std::string& text, double scale) {
-  int baseline = 0;
-  return cv::getTextSize(text, kFont, scale, 1, &baseline).width;
 }
 
 // `text` drawn left to right, centred in a strip `strip_height` high, turned to read bottom to

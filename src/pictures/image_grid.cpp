@@ -1,4 +1,4 @@
-#include "ltfit/data/image_grid.h"
+#include "ltfit/pictures/image_grid.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Line and bar charts drawn with OpenCV from their layouts (plot.h, plot_layout.cpp).
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,17 +7,15 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "data/plot_internal.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
+#include "pictures/plot_internal.h"
 
 namespace ltfit {
 
 using namespace plot_internal;
 
 namespace {
-
-const cv::Scalar kBlack{0, 0, 0}, kGrey{225, 225, 225}, kWhite{255, 255, 255};
 
 void put_text(cv::Mat& img, const std::string& text, cv::Point at, double scale,
               const cv::Scalar& color) {

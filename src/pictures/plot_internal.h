@@ -1,11 +1,11 @@
-// What plot_layout.cpp and plot.cpp share: the palette, the font and the margins. Internal.
+// What the pictures' sources share: the palette, the font, text widths and the margins. Internal.
 #pragma once
 
 #include <string>
 
 #include <opencv2/imgproc.hpp>
 
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 
 namespace ltfit::plot_internal {
 
@@ -20,6 +20,7 @@ constexpr int kLineInset = 6;          // line charts: data kept this far inside
 constexpr int kMinBarPixels = 4;       // a bar above the axis is at least this tall
 constexpr int kDashPixels = 12;        // a line's dash slot length (along the line)
 const auto kFont = cv::FONT_HERSHEY_SIMPLEX;
+const cv::Scalar kBlack{0, 0, 0}, kGrey{225, 225, 225}, kWhite{255, 255, 255};
 
 // tab10, in OpenCV's BGR order: series s is kColors[s % kColorCount]; markers follow the series.
 inline constexpr Bgr kColors[] = {{180, 119, 31},  {14, 127, 255}, {44, 160, 44},   {40, 39, 214},

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "data/plot_internal.h"
-#include "ltfit/data/chart_ticks.h"
+#include "ltfit/pictures/chart_ticks.h"
+#include "pictures/plot_internal.h"
 
 namespace ltfit {
 

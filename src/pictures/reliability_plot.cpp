@@ -1,5 +1,5 @@
 // The reliability diagram (reliability_plot.h): laid out, then drawn with OpenCV.
-#include "ltfit/data/reliability_plot.h"
+#include "ltfit/pictures/reliability_plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "data/plot_internal.h"
 #include "ltfit/util/error.h"
+#include "pictures/plot_internal.h"
 
 namespace ltfit {
 

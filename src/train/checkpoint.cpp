@@ -22,10 +22,10 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/pickle.h"
+#include "ltfit/formats/torch_archive.h"
 #include "ltfit/run/timing.h"
 #include "ltfit/util/error.h"
-#include "ltfit/util/pickle.h"
 #include "train/checkpoint_fields.h"
 #include "train/checkpoint_format.h"
 #include "train/optimizer_state.h"

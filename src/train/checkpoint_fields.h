@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "ltfit/formats/pickle.h"
 #include "ltfit/util/error.h"
-#include "ltfit/util/pickle.h"
 
 namespace ltfit::detail {
 

@@ -18,7 +18,7 @@
 
 #include <torch/optim/optimizer.h>
 
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "train/checkpoint_fields.h"
 
 namespace ltfit::detail {

@@ -47,7 +47,7 @@ std::vector<nlohmann::json> cam_json_lines(const std::string& text) {
 }
 
 // The picture's image beside its overlay, each with a caption row under it, as
-// data/image_grid.h lays out two tiles of `side` px (scaled up to 160 px when smaller).
+// pictures/image_grid.h lays out two tiles of `side` px (scaled up to 160 px when smaller).
 cv::Size expected_picture_size(int side) {
   const int tile = std::max(side, 160);
   return {2 * (tile + 6) + 6, tile + 22 + 6 + 6};

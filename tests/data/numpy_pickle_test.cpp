@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "data/numpy_pickle.h"
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "ltfit/util/pickle.h"
+#include "ltfit/formats/pickle.h"
 #include "model/archive_builders.h"
 
 namespace {

@@ -6,9 +6,9 @@
 
 #include <random>
 
+#include "formats/zip_archive.h"
 #include "ltfit/util/read_limits.h"
 #include "model/archive_builders.h"
-#include "model/zip_archive.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/zip_archive.h"
+#include "formats/zip_archive.h"
 #include "support/test_support.h"
 
 namespace ltfit::testing {

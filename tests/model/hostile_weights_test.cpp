@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include "ltfit/model/torch_archive.h"
+#include "ltfit/formats/torch_archive.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/error.h"
 #include "model/archive_builders.h"

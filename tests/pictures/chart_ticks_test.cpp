@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "ltfit/data/chart_ticks.h"
+#include "ltfit/pictures/chart_ticks.h"
 
 namespace {
 

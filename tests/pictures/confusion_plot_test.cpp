@@ -1,6 +1,6 @@
-// The confusion-matrix heat map (data/confusion_plot.h): a decodable PNG of the size it states,
+// The confusion-matrix heat map (pictures/confusion_plot.h): a decodable PNG of the size it states,
 // shaded by each row's share, bounded for a thousand classes.
-#include "ltfit/data/confusion_plot.h"
+#include "ltfit/pictures/confusion_plot.h"
 
 #include <catch2/catch.hpp>
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <set>
 
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 #include "ltfit/util/error.h"
 #include "support/chart_pixels.h"
 #include "support/test_support.h"

@@ -1,7 +1,7 @@
-// The reliability diagram (data/reliability_plot.h): bars as tall as each bin's accuracy, the gap
-// to its mean confidence shaded between them, counts in a panel of their own, and a decodable
+// The reliability diagram (pictures/reliability_plot.h): bars as tall as each bin's accuracy, the
+// gap to its mean confidence shaded between them, counts in a panel of their own, and a decodable
 // PNG of the size it states that shows them.
-#include "ltfit/data/reliability_plot.h"
+#include "ltfit/pictures/reliability_plot.h"
 
 #include <catch2/catch.hpp>
 

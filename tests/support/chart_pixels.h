@@ -1,4 +1,4 @@
-// Test helpers for charts (data/plot.h): a layout's tick labels, and how many pixels of a
+// Test helpers for charts (pictures/plot.h): a layout's tick labels, and how many pixels of a
 // colour a decoded PNG has inside a box.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 
 namespace ltfit::testing {
 

@@ -13,8 +13,8 @@
 #include <csignal>
 #include <filesystem>
 
+#include "ltfit/formats/torch_archive.h"
 #include "ltfit/model/arch_registry.h"
-#include "ltfit/model/torch_archive.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/util/error.h"

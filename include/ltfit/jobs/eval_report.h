@@ -19,9 +19,9 @@
 #include <filesystem>
 #include <string>
 
-#include "ltfit/data/image_grid.h"  // EncodedPng
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/evaluate_job.h"
+#include "ltfit/pictures/image_grid.h"  // EncodedPng
 
 namespace ltfit {
 
@@ -53,7 +53,7 @@ std::string predictions_csv(const CheckpointEvaluation& evaluation);
 // titled with the evaluation, its image count and accuracy.
 EncodedPng confusion_png(const CheckpointEvaluation& evaluation);
 
-// The reliability diagram (data/reliability_plot.h) of the reported probabilities (TTA's when
+// The reliability diagram (pictures/reliability_plot.h) of the reported probabilities (TTA's when
 // TTA ran), titled with the evaluation, its ECE, NLL and temperature.
 EncodedPng reliability_png(const CheckpointEvaluation& evaluation);
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ltfit/config/config.h"
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 #include "ltfit/train/lr_finder.h"
 
 namespace ltfit {

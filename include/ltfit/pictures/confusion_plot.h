@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/data/image_grid.h"
+#include "ltfit/pictures/image_grid.h"
 
 namespace ltfit {
 

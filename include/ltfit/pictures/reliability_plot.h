@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/data/image_grid.h"  // EncodedPng
-#include "ltfit/data/plot.h"        // PixelBox, Bgr
+#include "ltfit/pictures/image_grid.h"  // EncodedPng
+#include "ltfit/pictures/plot.h"        // PixelBox, Bgr
 
 namespace ltfit {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "ltfit/data/image_grid.h"
+#include "ltfit/pictures/image_grid.h"
 
 namespace ltfit {
 

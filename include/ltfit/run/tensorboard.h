@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/data/image_grid.h"
+#include "ltfit/pictures/image_grid.h"
 #include "ltfit/run/event_file.h"
 #include "ltfit/run/events.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ltfit/data/plot.h"
+#include "ltfit/pictures/plot.h"
 #include "ltfit/study/experiment_plan.h"
 #include "ltfit/study/experiment_report.h"
 
