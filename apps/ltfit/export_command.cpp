@@ -1,5 +1,6 @@
-// `ltfit export`: a checkpoint's weights as a torch.save state dict for Python, with FILE.json
-// beside it saying what it holds (jobs/export_job.h).
+// `ltfit export`: a checkpoint's weights as a torch.save state dict for Python (with FILE.json
+// beside it saying what it holds), or as an ONNX model for runtimes without Python
+// (jobs/export_job.h).
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -9,21 +10,31 @@
 namespace ltfit::cli {
 
 void add_export_command(CLI::App& app, int* exit_code) {
-  auto checkpoint = std::make_shared<std::string>();
-  auto out = std::make_shared<std::string>();
-  auto weights = std::make_shared<std::string>("auto");
+  auto request = std::make_shared<ExportRequest>();
   CLI::App* cmd = app.add_subcommand(
       "export",
-      "write a checkpoint's weights as a state dict for Python's torch.load, and FILE.json "
-      "beside FILE.pth: arch, head, classes, normalization, eval transform (docs/export.md)");
-  cmd->add_option("--checkpoint", *checkpoint, "checkpoint file (.ckpt)")->required();
-  cmd->add_option("--out", *out, "state dict to write (.pth)")->required();
-  cmd->add_option("--weights", *weights,
+      "write a checkpoint's weights as an ONNX model (FILE.onnx: ONNX Runtime, TensorRT, "
+      "OpenVINO; no Python) or as a state dict for Python's torch.load with FILE.json beside "
+      "FILE.pth (docs/export.md)");
+  cmd->add_option("--checkpoint", request->checkpoint, "checkpoint file (.ckpt)")->required();
+  cmd->add_option("--out", request->out, "file to write: .onnx or .pth (.pt)")->required();
+  cmd->add_option("--format", request->format,
+                  "onnx | pth; auto (default): from --out's extension");
+  cmd->add_option("--weights", request->weights,
                   "ema: the moving average of the weights (train.ema); model: the trained "
                   "weights; auto (default): the average when the checkpoint has one");
-  cmd->callback([checkpoint, out, weights, exit_code] {
+  cmd->add_option("--opset", request->opset, "ONNX: the opset, 17 (default) to 21");
+  cmd->add_flag("--dynamic-size", request->dynamic_size,
+                "ONNX: height and width as dynamic axes (the batch always is)");
+  cmd->add_flag("--probabilities", request->probabilities,
+                "ONNX: a second output, softmax (sigmoid for multi-label) of the logits divided "
+                "by the checkpoint's eval.temperature");
+  cmd->add_flag("--preprocess", request->preprocess,
+                "ONNX: the input is uint8 [N,H,W,3] RGB at the eval size, normalised inside the "
+                "graph");
+  cmd->callback([request, exit_code] {
     StopSignals signals(StopMode::kExitNow);  // nothing to save: exit 130, temporaries removed
-    run_export_job(*checkpoint, *out, *weights);
+    run_export_job(*request);
     *exit_code = 0;
   });
 }

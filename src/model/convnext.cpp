@@ -203,6 +203,7 @@ ArchInfo convnext_row(const std::string& arch, std::string weights_file, int eva
   info.parameters = parameters;
   info.imagenet_top1 = imagenet_top1;
   info.layer_groups = "features.0-3 / features.4-7 / head";
+  info.onnx = convnext_onnx();
   return info;
 }
 

@@ -280,6 +280,7 @@ std::vector<ArchInfo> efficientnet_archs() {
     info.parameters = w.parameters;
     info.imagenet_top1 = w.top1;
     info.layer_groups = "features.0-3 / features.4-8 / head";
+    info.onnx = efficientnet_onnx();
     rows.push_back(std::move(info));
   }
   return rows;

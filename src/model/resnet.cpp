@@ -78,6 +78,7 @@ std::vector<ArchInfo> resnet_archs() {
     info.parameters = p.parameters;
     info.imagenet_top1 = p.top1;
     info.layer_groups = "conv1, bn1, layer1, layer2 / layer3, layer4 / head";
+    info.onnx = resnet_onnx();
     rows.push_back(std::move(info));
   }
   return rows;

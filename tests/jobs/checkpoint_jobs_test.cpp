@@ -28,7 +28,7 @@ TEST_CASE("export_job writes the checkpoint's weights, every parameter and buffe
   ltfit::Classifier saved = ltfit::testing::write_job_checkpoint(
       ckpt, ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs"));
   const fs::path out = dir.path() / "model.pth";
-  ltfit::run_export_job(ckpt.string(), out.string());
+  ltfit::run_export_job({ckpt.string(), out.string()});
 
   std::map<std::string, torch::Tensor> expected;
   for (const auto& p : saved->named_parameters()) expected[p.key()] = p.value();
@@ -40,7 +40,7 @@ TEST_CASE("export_job writes the checkpoint's weights, every parameter and buffe
     REQUIRE(expected.count(name) == 1);
     CHECK(torch::equal(tensor, expected[name]));
   }
-  CHECK_THROWS_AS(ltfit::run_export_job((dir.path() / "missing.ckpt").string(), out.string()),
+  CHECK_THROWS_AS(ltfit::run_export_job({(dir.path() / "missing.ckpt").string(), out.string()}),
                   ltfit::CheckpointError);
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("export_job describes the weights in FILE.json: arch, head, classes, t
   ltfit::testing::write_job_checkpoint(
       ckpt, ltfit::testing::tiny_job_config(dir.path() / "data", dir.path() / "runs"));
   const fs::path out = dir.path() / "model.pth";
-  ltfit::run_export_job(ckpt.string(), out.string());
+  ltfit::run_export_job({ckpt.string(), out.string()});
   CHECK(ltfit::export_meta_path(out.string()) == (dir.path() / "model.json").string());
   CHECK(ltfit::export_meta_path("w.bin") == "w.bin.json");
   const std::optional<ltfit::ExportMeta> meta = ltfit::read_export_meta(out.string());

@@ -16,6 +16,7 @@
 
 #include "ltfit/config/config.h"  // HeadKind
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/onnx_emitter.h"
 #include "ltfit/util/error.h"  // ConfigError (model.stem)
 #include "ltfit/util/image_normalization.h"
 
@@ -74,6 +75,8 @@ struct ArchInfo {
   double imagenet_top1 = 0;           // torchvision's documented ImageNet-1K acc@1 for the file
   // fastai's layer groups, in words, for `ltfit models` and the docs.
   std::string layer_groups;
+  // How the family's model becomes ONNX (onnx_emitter.h); empty: export refuses the arch.
+  OnnxFamily onnx;
 };
 
 // Every registered arch, families in registration order.

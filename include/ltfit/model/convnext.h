@@ -48,6 +48,7 @@ class LayerNorm2dImpl : public torch::nn::Module, public NormalizationLayer {
   torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C,H,W]
 
   torch::Tensor weight, bias;
+  double eps() const { return eps_; }
 
  private:
   std::int64_t channels_;
@@ -101,6 +102,10 @@ class ConvNeXtImpl : public ClassifierImpl {
   torch::nn::Sequential classifier_{nullptr};  // linear head only
 };
 TORCH_MODULE(ConvNeXt);
+
+// The family's ONNX graph (convnext_onnx.cpp): LayerNorm2d, CNBlocks (layer scale; stochastic
+// depth gone), the classifier.
+OnnxFamily convnext_onnx();
 
 // The registry rows of the family: convnext_tiny, convnext_small.
 std::vector<ArchInfo> convnext_archs();

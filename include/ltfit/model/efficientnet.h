@@ -121,6 +121,10 @@ class EfficientNetImpl : public ClassifierImpl {
 };
 TORCH_MODULE(EfficientNet);
 
+// The family's ONNX graph (efficientnet_onnx.cpp): SiLU, squeeze-excitation, MBConv residuals
+// (stochastic depth gone), the classifier (its Dropout gone).
+OnnxFamily efficientnet_onnx();
+
 // The registry rows of efficientnet_b0 ... efficientnet_b3 (torchvision's IMAGENET1K_V1 files).
 std::vector<ArchInfo> efficientnet_archs();
 

@@ -40,6 +40,9 @@ struct ResNetSpec {
 // The family's registry rows (arch_registry.h).
 std::vector<ArchInfo> resnet_archs();
 
+// The family's ONNX graph (resnet_onnx.cpp): stem, residual blocks, avgpool and fc.
+OnnxFamily resnet_onnx();
+
 // The spec of a ResNet-family arch; ConfigError for any other name.
 ResNetSpec resnet_spec(const std::string& arch);
 
@@ -72,6 +75,7 @@ class ResNetImpl : public ClassifierImpl {
   // stem: [N,C,H/8,W/8].
   torch::Tensor features(const torch::Tensor& x) override;
   const ResNetSpec& spec() const { return spec_; }
+  bool cifar_stem() const { return cifar_stem_; }
 
  protected:
   std::vector<std::vector<torch::nn::Module*>> body_groups() override;
