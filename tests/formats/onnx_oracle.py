@@ -2,7 +2,7 @@
 
 write DIR: the cases (cases.json) and their inputs (in_<case>_<n>.bin, float32 [B,3,H,W]), for one
     arch of each family, both heads, the CIFAR stem, multi-label, batches 1 and 7, two sizes with
-    --dynamic-size, and a later opset. The hidden Catch2 test "[onnx_oracle]" builds each model,
+    --dynamic-size, later opsets, and weights in external data. The hidden Catch2 test "[onnx_oracle]" builds each model,
     exports it to DIR/<case>.onnx and writes ltfit's logits for each input (out_<case>_<n>.bin).
 compare DIR: onnx.checker.check_model(full_check=True) passes on every file; ONNX Runtime's
     logits equal ltfit's within 1e-4 on every input; the graph's inputs, outputs and metadata are
@@ -21,6 +21,7 @@ CASES = [
     ("resnet50_cifar_stem", "resnet50", "linear", "cifar", False, 32, [], 17),
     ("resnet18_multi_label", "resnet18", "fastai", "imagenet", True, 64, [], 17),
     ("resnet18_dynamic", "resnet18", "linear", "imagenet", False, 64, [96, 80], 17),
+    ("resnet18_external_data", "resnet18", "linear", "imagenet", False, 64, [], 17),
     ("convnext_tiny_linear", "convnext_tiny", "linear", "imagenet", False, 64, [], 17),
     ("convnext_tiny_fastai_opset20", "convnext_tiny", "fastai", "imagenet", False, 64, [96], 20),
     ("efficientnet_b0_linear", "efficientnet_b0", "linear", "imagenet", False, 64, [], 17),
@@ -42,7 +43,9 @@ def write(work):
             inputs.append({"file": name, "shape": list(x.shape)})
         cases.append({"id": cid, "arch": arch, "head": head, "stem": stem, "multi_label": multi,
                       "classes": CLASSES, "image_size": size, "dynamic_size": bool(dynamic),
-                      "opset": opset, "inputs": inputs})
+                      "opset": opset, "inputs": inputs,
+                      # weights over 1 MB go to external data, as a model over 2 GB's do
+                      "external_data_above": (1 << 20) if cid.endswith("external_data") else None})
     with open(os.path.join(work, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 
@@ -57,7 +60,7 @@ def compare(work):
     for case in cases:
         path = os.path.join(work, case["id"] + ".onnx")
         onnx.checker.check_model(path, full_check=True)
-        model = onnx.load(path)
+        model = onnx.load(path, load_external_data=False)  # as written, external data kept apart
         assert model.opset_import[0].version == case["opset"], model.opset_import
         meta = {p.key: p.value for p in model.metadata_props}
         assert meta["arch"] == case["arch"], meta
@@ -68,6 +71,12 @@ def compare(work):
         # every initializer is a tensor of the model, named as in its state dict
         names = {i.name for i in model.graph.initializer}
         assert any(n.endswith(".weight") for n in names), sorted(names)[:5]
+        external = [i.name for i in model.graph.initializer if i.data_location == 1]
+        if case["external_data_above"]:
+            assert external and os.path.exists(path + ".data"), "no external data"
+            assert os.path.getsize(path) < case["external_data_above"], os.path.getsize(path)
+        else:
+            assert not external, external
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])

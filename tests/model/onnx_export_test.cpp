@@ -112,10 +112,20 @@ TEST_CASE("export refuses an opset it does not write and a family without an emi
                     Contains("has no ONNX emitter"));
 }
 
-TEST_CASE("every registered arch has an ONNX emitter", "[onnx]") {
+TEST_CASE("every registered arch exports: a graph with each parameter, ending in the logits",
+          "[onnx]") {
+  ltfit::OnnxExportOptions options;
+  options.image_size = 64;
   for (const auto& arch : ltfit::arch_registry()) {
     INFO(arch.name);
-    CHECK(static_cast<bool>(arch.onnx));
+    REQUIRE(static_cast<bool>(arch.onnx));
+    ltfit::Classifier model = ltfit::make_classifier(arch.name, 3);
+    model->eval();
+    const auto graph = ltfit::onnx_graph_of(*model, arch, 3, options);
+    std::set<std::string> names;
+    for (const auto& init : graph.initializers()) names.insert(init.name);
+    for (const auto& p : model->named_parameters()) CHECK(names.count(p.key()) == 1);
+    CHECK(graph.nodes().back().outputs == std::vector<std::string>{"logits"});
   }
 }
 
@@ -140,6 +150,9 @@ TEST_CASE("ONNX oracle: export the cases and write ltfit's logits", "[.][onnx_or
     options.dynamic_size = c.at("dynamic_size");
     options.multi_label = c.at("multi_label");
     options.metadata = {{"arch", c.at("arch").get<std::string>()}};
+    if (!c.at("external_data_above").is_null()) {
+      options.external_data_above = c.at("external_data_above").get<std::uint64_t>();
+    }
     ltfit::export_onnx(*model, ltfit::arch_info(c.at("arch")), classes, options,
                        (dir / (id + ".onnx")).string());
     torch::NoGradGuard no_grad;
