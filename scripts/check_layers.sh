@@ -14,7 +14,7 @@ set -euo pipefail
 
 ROOT="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 declare -A LEVEL=([util]=0 [formats]=1 [pictures]=1 [config]=2 [data]=3 [model]=3 [dist]=3 [run]=4
-                  [eval]=5 [train]=6 [jobs]=7 [study]=8)
+                  [eval]=5 [train]=6 [jobs]=7 [study]=8 [serve]=8)
 
 bad=0
 checked=0

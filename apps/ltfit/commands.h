@@ -30,5 +30,6 @@ void add_find_batch_command(CLI::App& app, int* exit_code);
 void add_convert_checkpoint_command(CLI::App& app, int* exit_code);
 void add_configs_command(CLI::App& app, int* exit_code);  // configs (list, print)
 void add_models_command(CLI::App& app, int* exit_code);   // models (the arch registry)
+void add_serve_command(CLI::App& app, int* exit_code);    // serve (HTTP)
 
 }  // namespace ltfit::cli

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   ltfit::cli::add_convert_checkpoint_command(app, &exit_code);
   ltfit::cli::add_configs_command(app, &exit_code);
   ltfit::cli::add_models_command(app, &exit_code);
+  ltfit::cli::add_serve_command(app, &exit_code);
   app.parse_complete_callback([&] { ltfit::setup_logging(verbose); });
   if (const std::string unknown = unknown_command_message(app, argc, argv); !unknown.empty()) {
     std::cerr << unknown << std::endl;

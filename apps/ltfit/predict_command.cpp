@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "ltfit/jobs/predict_job.h"
+#include "ltfit/jobs/prediction_json.h"
 #include "ltfit/util/json.h"
 #include "ltfit/util/signals.h"
 #include "ltfit/util/standard_output.h"
@@ -22,32 +23,6 @@ struct PredictArgs {
   PredictRequest request;
   bool json = false;
 };
-
-// Multi-label (`thresholds` given): each class also with the threshold its probability is
-// compared with, so the label set can be explained.
-nlohmann::json ranked_json(const std::vector<RankedClass>& ranked,
-                           const std::vector<double>& thresholds) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : ranked) {
-    out.push_back({{"class", r.name}, {"label", r.label}, {"probability", r.probability}});
-    if (!thresholds.empty())
-      out.back()["threshold"] = thresholds.at(static_cast<std::size_t>(r.label));
-  }
-  return out;
-}
-
-nlohmann::json prediction_json(const ImagePrediction& p) {
-  if (p.error) return {{"image", p.image}, {"error", *p.error}};
-  nlohmann::json out = {{"image", p.image}, {"top", ranked_json(p.top, p.thresholds)}};
-  if (p.labels) out["labels"] = ranked_json(*p.labels, p.thresholds);
-  if (!p.tta_mode.empty()) {
-    out["tta"] = p.tta_mode;
-    out["plain_top"] = ranked_json(p.plain_top, p.thresholds);
-  }
-  if (p.logits) out["logits"] = *p.logits;
-  if (p.cam) out["cam"] = *p.cam;
-  return out;
-}
 
 bool is_label(const ImagePrediction& p, std::int64_t label) {
   return p.labels && std::any_of(p.labels->begin(), p.labels->end(),

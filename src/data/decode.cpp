@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -21,13 +22,18 @@ namespace {
 constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // refuse files over 1 GiB
 constexpr std::size_t kProbeTailBytes = 64 * 1024;   // probe_image_file's look at a JPEG's end
 
-// An input's encoded bytes, open: its own file, or its member's range of another file (a tar
-// shard's). `error` says why not when !ok().
+// An input's encoded bytes, open: its own file, its member's range of another file (a tar
+// shard's), or bytes held in memory (a request's body). `error` says why not when !ok().
 class EncodedBytes {
  public:
   EncodedBytes(const ImageInput& input, std::string* error)
       : file_(input.member ? *input.member.file : input.path),
-        fd_(open_regular_file(file_, &size_, error)) {
+        memory_(input.encoded),
+        fd_(memory_ ? -1 : open_regular_file(file_, &size_, error)) {
+    if (memory_) {
+      size_ = memory_->size();
+      return;
+    }
     if (fd_.get() < 0 || !input.member) return;
     const FileRange& range = input.member;
     if (range.offset > size_ || range.size > size_ - range.offset) {
@@ -39,10 +45,14 @@ class EncodedBytes {
     base_ = range.offset;
     size_ = range.size;
   }
-  bool ok() const { return fd_.get() >= 0 && !outside_; }
+  bool ok() const { return memory_ || (fd_.get() >= 0 && !outside_); }
   std::uint64_t size() const { return size_; }
   std::size_t read(std::uint64_t offset, std::size_t n, std::uint8_t* out) const {
-    return read_at(fd_.get(), file_, base_ + offset, n, out);
+    if (!memory_) return read_at(fd_.get(), file_, base_ + offset, n, out);
+    if (offset >= size_) return 0;
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - offset));
+    std::memcpy(out, memory_->data() + offset, count);
+    return count;
   }
   ByteReader reader() const {
     return [this](std::uint64_t offset, std::size_t n, std::uint8_t* out) {
@@ -52,6 +62,7 @@ class EncodedBytes {
 
  private:
   std::string file_;
+  std::shared_ptr<const std::string> memory_;
   std::uint64_t size_ = 0;
   FileHandle fd_;
   std::uint64_t base_ = 0;

@@ -21,6 +21,7 @@
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/eval_report.h"
 #include "ltfit/jobs/output_check.h"
+#include "ltfit/jobs/prediction_json.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
@@ -61,36 +62,6 @@ void check_outputs_not_images(const PredictRequest& request,
     check_output_not_input(request.out, "the predictions file (--out)", inputs);
   }
   if (!request.cam.empty()) check_cam_names(request.cam, images);
-}
-
-// Multi-label: the classes above their thresholds, most probable first (null: single-label).
-std::optional<std::vector<RankedClass>> labels_above(const torch::Tensor& probs,
-                                                     const std::vector<std::string>& classes,
-                                                     const std::vector<double>& thresholds) {
-  if (thresholds.empty()) return std::nullopt;
-  std::vector<RankedClass> out;
-  for (std::int64_t k = 0; k < probs.size(0); ++k) {
-    const double p = probs[k].item<double>();
-    if (predicted(static_cast<float>(p), thresholds[static_cast<std::size_t>(k)])) {
-      out.push_back({classes[static_cast<std::size_t>(k)], k, p});
-    }
-  }
-  std::stable_sort(out.begin(), out.end(), [](const RankedClass& a, const RankedClass& b) {
-    return a.probability > b.probability;
-  });
-  return out;
-}
-
-std::vector<RankedClass> ranked(const torch::Tensor& probs, const std::vector<std::string>& classes,
-                                int top) {
-  const auto best = probs.topk(std::min<std::int64_t>(top, probs.size(0)));
-  std::vector<RankedClass> out;
-  for (std::int64_t i = 0; i < std::get<0>(best).size(0); ++i) {
-    const auto label = std::get<1>(best)[i].item<std::int64_t>();
-    out.push_back(
-        {classes[static_cast<std::size_t>(label)], label, std::get<0>(best)[i].item<double>()});
-  }
-  return out;
 }
 
 // The --out file, written row by row into a temporary file, renamed over `path` by commit().

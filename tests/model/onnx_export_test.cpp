@@ -72,7 +72,7 @@ TEST_CASE("an exported ResNet's graph: inputs, outputs, state-dict initializers,
   CHECK(names.count("head.4.num_batches_tracked") == 0);  // not part of the computation
 }
 
-TEST_CASE("--preprocess takes uint8 NHWC and normalises inside; multi-label takes a sigmoid",
+TEST_CASE("ONNX with preprocess takes uint8 NHWC and normalises inside, and multi-label a sigmoid",
           "[onnx]") {
   ltfit::Classifier model =
       model_with_statistics("resnet18", 4, ltfit::HeadKind::kLinear, ltfit::Stem::kImagenet);

@@ -64,8 +64,9 @@ struct Sample {
 inline bool is_image_file(const Sample& sample) { return !sample.image && !sample.member; }
 
 // What a reader reads: the file at `path`; or, when `image` is set, those pixels; or, when
-// `member` is set, those bytes of another file (`path` then only names them in messages and
-// caches).
+// `member` is set, those bytes of another file; or, when `encoded` is set, those encoded bytes
+// held in memory (an image sent to `ltfit serve`). `path` then only names them in messages and
+// caches.
 struct ImageInput {
   ImageInput(std::string file) : path(std::move(file)) {}  // NOLINT(google-explicit-constructor)
   ImageInput(const char* file) : path(file) {}             // NOLINT(google-explicit-constructor)
@@ -77,6 +78,7 @@ struct ImageInput {
   std::string path;
   SampleImage image;
   FileRange member;
+  std::shared_ptr<const std::string> encoded;
 };
 
 }  // namespace ltfit

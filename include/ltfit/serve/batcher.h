@@ -1,0 +1,70 @@
+// Dynamic batching for `ltfit serve`: images submitted by many request threads are run through
+// the model together, up to `max_batch` at a time, each batch started at the latest `max_wait`
+// after its first image arrived (or as soon as it is full). The queue is bounded: submit() says
+// no when `queue` images wait, and the server answers 503 with Retry-After. One worker thread
+// owns the model; the destructor finishes what is queued, then joins it. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace ltfit {
+
+class Batcher {
+ public:
+  // The model on a batch: uint8 [N,S,S,3] -> float [N,classes] probabilities (and logits).
+  using Run = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& images)>;
+  struct Result {
+    torch::Tensor probabilities;       // [classes], CPU
+    torch::Tensor logits;              // [classes], CPU
+    std::optional<std::string> error;  // the batch failed (out of memory, ...)
+  };
+  struct Stats {
+    std::int64_t images = 0;  // run through the model
+    std::int64_t batches = 0;
+    std::vector<std::int64_t> batch_sizes;  // count of batches of each size, index = size
+    std::int64_t queued = 0;                // waiting now
+    std::int64_t refused = 0;               // submits refused because the queue was full
+  };
+
+  Batcher(Run run, int max_batch, std::chrono::milliseconds max_wait, std::size_t queue);
+  ~Batcher();
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Queues one image (uint8 [S,S,3]); null when the queue is full.
+  std::optional<std::future<Result>> submit(torch::Tensor image);
+  Stats stats() const;
+
+ private:
+  struct Item {
+    torch::Tensor image;
+    std::promise<Result> promise;
+    std::chrono::steady_clock::time_point arrived;
+  };
+  void work();
+
+  Run run_;
+  int max_batch_;
+  std::chrono::milliseconds max_wait_;
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Item> queue_;
+  bool closing_ = false;
+  Stats stats_;
+  std::thread worker_;
+};
+
+}  // namespace ltfit

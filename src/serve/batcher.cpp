@@ -1,0 +1,83 @@
+// Dynamic batching for `ltfit serve` (batcher.h).
+#include "ltfit/serve/batcher.h"
+
+#include <torch/torch.h>
+
+namespace ltfit {
+
+Batcher::Batcher(Run run, int max_batch, std::chrono::milliseconds max_wait, std::size_t queue)
+    : run_(std::move(run)),
+      max_batch_(std::max(1, max_batch)),
+      max_wait_(max_wait),
+      capacity_(std::max<std::size_t>(1, queue)) {
+  stats_.batch_sizes.assign(static_cast<std::size_t>(max_batch_) + 1, 0);
+  worker_ = std::thread([this] { work(); });
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  ready_.notify_all();
+  worker_.join();
+}
+
+std::optional<std::future<Batcher::Result>> Batcher::submit(torch::Tensor image) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (queue_.size() >= capacity_ || closing_) {
+    ++stats_.refused;
+    return std::nullopt;
+  }
+  Item item{std::move(image), {}, std::chrono::steady_clock::now()};
+  std::future<Result> result = item.promise.get_future();
+  queue_.push_back(std::move(item));
+  lock.unlock();
+  ready_.notify_all();
+  return result;
+}
+
+Batcher::Stats Batcher::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stats s = stats_;
+  s.queued = static_cast<std::int64_t>(queue_.size());
+  return s;
+}
+
+void Batcher::work() {
+  torch::NoGradGuard no_grad;
+  while (true) {
+    std::vector<Item> batch;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // closing, nothing left
+      // Wait for a full batch until the first image has waited max_wait.
+      const auto until = queue_.front().arrived + max_wait_;
+      ready_.wait_until(lock, until, [&] {
+        return closing_ || queue_.size() >= static_cast<std::size_t>(max_batch_);
+      });
+      while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    std::vector<torch::Tensor> images;
+    for (const Item& item : batch) images.push_back(item.image);
+    try {
+      const auto [probabilities, logits] = run_(torch::stack(images));
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto row = static_cast<std::int64_t>(i);
+        batch[i].promise.set_value({probabilities[row].clone(), logits[row].clone(), std::nullopt});
+      }
+    } catch (const std::exception& e) {
+      for (Item& item : batch) item.promise.set_value({{}, {}, std::string(e.what())});
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.images += static_cast<std::int64_t>(batch.size());
+    ++stats_.batches;
+    ++stats_.batch_sizes[batch.size()];
+  }
+}
+
+}  // namespace ltfit

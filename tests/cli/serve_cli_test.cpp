@@ -1,0 +1,220 @@
+// `ltfit serve` end to end on a free loopback port, with curl as the client: answers equal
+// `ltfit predict --json` on the same images (raw bodies and multipart forms), 64 concurrent
+// clients each get their own answer and /metrics shows batches larger than 1, bad requests get a
+// 4xx with a JSON reason while the server keeps answering, a token guards /v1/, a client sending
+// one byte a second is cut off (408), and SIGTERM under load answers every request in flight
+// and exits 0.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::testing::read_file;
+using ltfit::testing::run_bash;
+using ltfit::testing::run_ltfit;
+using ltfit::testing::write_file;
+
+namespace {
+
+// A linear-head ResNet-18 trained one epoch at 32 px; its last.ckpt.
+fs::path train_tiny(const ltfit::testing::TempDir& dir) {
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 16 --valid 8 --seed 2").exit_code ==
+          0);
+  const auto trained = run_ltfit(
+      "train --config quickstart --set data.root=" + dir.str() +
+      "/data --set data.image_size=32 --set model.arch=resnet18 --set model.pretrained=none "
+      "--set train.device=cpu --set data.workers=1 --set train.epochs=1 --set "
+      "train.recipe=one_cycle --set data.batch_size=4 --set eval.tta=false --run-dir " +
+      dir.str() + "/run");
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  return dir.path() / "run/checkpoints/last.ckpt";
+}
+
+// Four images: two PNGs of noise at 32 px, two of the synthetic JPEGs (resized by ltfit).
+std::vector<fs::path> images(const ltfit::testing::TempDir& dir) {
+  std::vector<fs::path> out;
+  cv::RNG rng(11);
+  for (int i = 0; i < 2; ++i) {
+    cv::Mat image(32, 32, CV_8UC3);
+    rng.fill(image, cv::RNG::UNIFORM, 0, 256);
+    out.push_back(dir.path() / ("n" + std::to_string(i) + ".png"));
+    REQUIRE(cv::imwrite(out.back().string(), image));
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path() / "data/valid/cat")) {
+    if (out.size() < 4) out.push_back(entry.path());
+  }
+  return out;
+}
+
+// predict --json's top probabilities by class, per image path.
+std::map<std::string, std::map<std::string, double>> predicted(const std::string& output) {
+  std::map<std::string, std::map<std::string, double>> out;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    for (const auto& t : j["top"]) out[j["image"]][t["class"]] = t["probability"].get<double>();
+  }
+  return out;
+}
+
+std::map<std::string, double> top_of(const nlohmann::json& prediction) {
+  std::map<std::string, double> out;
+  for (const auto& t : prediction["top"]) out[t["class"]] = t["probability"].get<double>();
+  return out;
+}
+
+// Starts the server (extra flags), waits for its port; the script then runs `body` with $PORT
+// and $BASE set, stops the server with SIGTERM and prints its exit status last.
+std::string with_server(const ltfit::testing::TempDir& dir, const fs::path& ckpt,
+                        const std::string& flags, const std::string& body) {
+  return run_bash(
+      dir.path(),
+      "cd '" + dir.str() + "'\n" + std::string(LTFIT_BINARY) + " serve --checkpoint " +
+          ckpt.string() + " --port 0 " + flags +
+          " > server.log 2>&1 &\n"
+          "SERVER=$!\n"
+          "for i in $(seq 300); do PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "
+          "server.log | head -1 | cut -d: -f3); [ -n \"$PORT\" ] && break; "
+          "sleep 0.1; done\n"
+          "BASE=http://127.0.0.1:$PORT\n"
+          "[ -n \"$PORT\" ] || { echo no port; cat server.log; }\n" +
+          body + "\nkill -TERM $SERVER; wait $SERVER; code=$?\nwait  # the clients in flight\n" +
+          "echo \"server exit $code\"\n");
+}
+
+}  // namespace
+
+TEST_CASE("serve answers as predict does, batches concurrent clients, and stops cleanly",
+          "[cli][serve]") {
+  ltfit::testing::TempDir dir;
+  const fs::path ckpt = train_tiny(dir);
+  const auto files = images(dir);
+  cv::Mat slow(96, 96, CV_8UC3);  // about 27 KB as PNG: over 3 s at 8 KB/s
+  cv::randu(slow, 0, 256);
+  REQUIRE(cv::imwrite((dir.path() / "slow.png").string(), slow));
+  std::string paths;
+  for (const auto& f : files) paths += " " + f.string();
+  const auto expected = predicted(
+      run_ltfit("predict --json --top 2 --checkpoint " + ckpt.string() + paths).stdout_text);
+  REQUIRE(expected.size() == 4);
+
+  std::string script =
+      "curl -s $BASE/healthz > healthz.json; curl -s $BASE/readyz > readyz.json\n"
+      "curl -s $BASE/v1/info > info.json; curl -s $BASE/ > page.html\n";
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    script += "curl -s -H 'Content-Type: application/octet-stream' --data-binary @" +
+              files[i].string() + " \"$BASE/v1/predict?top_k=2\" > raw" + std::to_string(i) +
+              ".json\n";
+  }
+  script += "curl -s -F image=@" + files[0].string() + " -F image=@" + files[2].string() +
+            " \"$BASE/v1/predict?top_k=2\" > form.json\n";
+  // 64 concurrent clients, each image 16 times
+  script += "for c in $(seq 0 63); do f=$((c % 4)); case $f in 0) p=" + files[0].string() +
+            ";; 1) p=" + files[1].string() + ";; 2) p=" + files[2].string() +
+            ";; 3) p=" + files[3].string() +
+            ";; esac; curl -s --data-binary @$p -H 'Content-Type: image/png' "
+            "\"$BASE/v1/predict?top_k=2\" > c$c.json & PIDS=\"$PIDS $!\"; done; wait $PIDS\n"
+            "curl -s $BASE/metrics > metrics.txt\n"
+            // SIGTERM while 32 requests are in flight (their bodies still arriving, at 8 KB/s):
+            // each is read to its end and answered
+            "for c in $(seq 0 31); do curl -s --limit-rate 8k -o t$c.json -w '%{http_code}\\n' "
+            "--data-binary @slow.png -H 'Content-Type: image/png' $BASE/v1/predict > t$c.code & "
+            "done\nsleep 1\n";
+  const std::string out = with_server(dir, ckpt, "--max-batch 8 --max-wait-ms 20", script);
+  INFO(out << read_file(dir.path() / "server.log"));
+  CHECK_THAT(out, Contains("server exit 0"));
+  CHECK(read_file(dir.path() / "healthz.json") == "{\"status\":\"ok\"}\n");
+  const auto info = nlohmann::json::parse(read_file(dir.path() / "info.json"));
+  CHECK(info["arch"] == "resnet18");
+  CHECK(info["classes"] == nlohmann::json({"cat", "dog"}));
+  CHECK(info["checkpoint_sha256"].get<std::string>().size() == 64);
+  CHECK_THAT(read_file(dir.path() / "page.html"), Contains("<title>ltfit serve</title>"));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    INFO(files[i]);
+    const auto answer =
+        nlohmann::json::parse(read_file(dir.path() / ("raw" + std::to_string(i) + ".json")));
+    const auto ours = top_of(answer["predictions"][0]);
+    for (const auto& [name, p] : expected.at(files[i].string()))
+      CHECK(ours.at(name) == Approx(p).margin(1e-6));
+  }
+  const auto form = nlohmann::json::parse(read_file(dir.path() / "form.json"));
+  REQUIRE(form["predictions"].size() == 2);
+  CHECK(form["predictions"][1]["image"] == files[2].filename().string());
+  for (const auto& [name, p] : expected.at(files[2].string())) {
+    CHECK(top_of(form["predictions"][1]).at(name) == Approx(p).margin(1e-6));
+  }
+  for (int c = 0; c < 64; ++c) {
+    INFO("client " << c);
+    const auto answer =
+        nlohmann::json::parse(read_file(dir.path() / ("c" + std::to_string(c) + ".json")));
+    for (const auto& [name, p] : expected.at(files[static_cast<std::size_t>(c % 4)].string())) {
+      CHECK(top_of(answer["predictions"][0]).at(name) == Approx(p).margin(1e-6));
+    }
+  }
+  const std::string metrics = read_file(dir.path() / "metrics.txt");
+  const auto value = [&](const std::string& name) {
+    const std::string line = ltfit::testing::line_with(metrics, name + " ");
+    return std::stod(line.substr(line.find(' ') + 1));
+  };
+  CHECK(value("ltfit_batch_size_sum") > value("ltfit_batch_size_count"));  // batches of 2+
+  CHECK_THAT(metrics, Contains("ltfit_requests_total{status=\"200\"}"));
+  for (int c = 0; c < 32; ++c) {
+    INFO("in flight at SIGTERM: " << c);
+    CHECK(read_file(dir.path() / ("t" + std::to_string(c) + ".code")) == "200\n");
+  }
+}
+
+TEST_CASE("serve refuses bad requests with a 4xx and a JSON reason, and keeps serving",
+          "[cli][serve]") {
+  ltfit::testing::TempDir dir;
+  const fs::path ckpt = train_tiny(dir);
+  const auto files = images(dir);
+  write_file(dir.path() / "token", "0123456789abcdef0123\n");
+  write_file(dir.path() / "garbage.jpg", std::string("\xff\xd8\xff\xe0garbage", 12));
+  write_file(dir.path() / "big.bin", std::string(2 << 20, 'x'));
+  const std::string auth = "-H 'Authorization: Bearer 0123456789abcdef0123' ";
+  const std::string code = "curl -s -o /dev/null -w '%{http_code}\\n' ";
+  const std::string good =
+      code + auth + "--data-binary @" + files[0].string() + " $BASE/v1/predict";
+  const std::string script =
+      "echo no-token $(" + code + "--data-binary @" + files[0].string() + " $BASE/v1/predict)\n" +
+      "echo wrong-token $(" + code + "-H 'Authorization: Bearer nope' $BASE/v1/info)\n" +
+      "echo healthz-open $(" + code + "$BASE/healthz)\n" + "echo text $(" + code + auth +
+      "-H 'Content-Type: text/plain' --data 'hello' $BASE/v1/predict)\n" + "echo garbage $(" +
+      code + auth + "-H 'Content-Type: image/jpeg' --data-binary @garbage.jpg $BASE/v1/predict)\n" +
+      "echo big $(" + code + auth + "--data-binary @big.bin $BASE/v1/predict)\n" + "echo empty $(" +
+      code + auth + "-X POST $BASE/v1/predict)\n" + "echo multipart $(" + code + auth +
+      "-H 'Content-Type: multipart/form-data; boundary=XX' --data 'nothing' $BASE/v1/predict)\n" +
+      "echo topk $(" + code + auth + "--data-binary @" + files[0].string() +
+      " \"$BASE/v1/predict?top_k=abc\")\n" + "echo path $(" + code + "--path-as-is " + auth +
+      "$BASE/../../etc/passwd)\n" + "echo method $(" + code + auth + "$BASE/v1/predict)\n" +
+      "echo reason $(curl -s " + auth +
+      "-H 'Content-Type: text/plain' --data 'x' $BASE/v1/predict)\n" +
+      // one byte a second: cut off after --request-timeout-s, while others are answered
+      "python3 -c \"import socket,sys,time\ns=socket.create_connection(('127.0.0.1',$PORT))\n"
+      "r=b''\nfor c in b'POST /v1/predict HTTP/1.1\\r\\nHost: x\\r\\n':\n"
+      "  try:\n    s.send(bytes([c])); time.sleep(0.3)\n  except OSError: break\n"
+      "  s.setblocking(False)\n  try: r+=s.recv(4096)\n  except OSError: pass\n"
+      "  s.setblocking(True)\n  if r: break\nprint('slow', r.split(b' ')[1].decode() if r else "
+      "'none')\" &\n"
+      "SLOW=$!\nsleep 0.5\necho during-slow $(" +
+      good + ")\nwait $SLOW\n" + "echo after $(" + good + ")\n";
+  const std::string out =
+      with_server(dir, ckpt, "--token-file token --body-limit-mb 1 --request-timeout-s 2", script);
+  INFO(out << read_file(dir.path() / "server.log"));
+  CHECK_THAT(
+      out, Contains("no-token 401") && Contains("wrong-token 401") && Contains("healthz-open 200"));
+  CHECK_THAT(out, Contains("text 415") && Contains("garbage 400") && Contains("big 413") &&
+                      Contains("empty 400") && Contains("multipart 400") && Contains("topk 400"));
+  CHECK_THAT(out, Contains("path 404") && Contains("method 405"));
+  CHECK_THAT(out, Contains("\"error\":\"send an image"));
+  CHECK_THAT(out, Contains("slow 408") && Contains("during-slow 200") && Contains("after 200"));
+  CHECK_THAT(out, Contains("server exit 0"));
+}
