@@ -167,13 +167,7 @@ ExportFormat resolve_export_format(const ExportRequest& request) {
         "exports, and this one writes a state dict (.pth)",
         "name the output .onnx, or pass --format onnx");
   }
-  if (format == ExportFormat::kOnnx &&
-      (request.opset < onnx::kMinOpset || request.opset > onnx::kMaxOpset)) {
-    throw ConfigError("--opset " + std::to_string(request.opset) + ": ltfit writes ONNX opsets " +
-                          std::to_string(onnx::kMinOpset) + " to " +
-                          std::to_string(onnx::kMaxOpset),
-                      "leave --opset out for 17, which every current ONNX runtime reads");
-  }
+  if (format == ExportFormat::kOnnx) check_onnx_opset(request.opset);
   return format;
 }
 

@@ -52,6 +52,14 @@ std::string fastai_head(OnnxEmitter& e, const std::string& maps) {
 
 }  // namespace
 
+void check_onnx_opset(int opset) {
+  if (opset >= onnx::kMinOpset && opset <= onnx::kMaxOpset) return;
+  throw ConfigError("--opset " + std::to_string(opset) + ": ltfit writes ONNX opsets " +
+                        std::to_string(onnx::kMinOpset) + " to " + std::to_string(onnx::kMaxOpset),
+                    "leave --opset out for " + std::to_string(onnx::kMinOpset) +
+                        ", which every current ONNX runtime reads");
+}
+
 onnx::Graph onnx_graph_of(ClassifierImpl& model, const ArchInfo& arch, std::int64_t classes,
                           const OnnxExportOptions& options) {
   if (!arch.onnx) {
@@ -60,13 +68,7 @@ onnx::Graph onnx_graph_of(ClassifierImpl& model, const ArchInfo& arch, std::int6
                       "export its weights with --format pth, or add the family's emitter "
                       "(docs/architecture.md, \"Where to add X\")");
   }
-  if (options.opset < onnx::kMinOpset || options.opset > onnx::kMaxOpset) {
-    throw ConfigError("--opset " + std::to_string(options.opset) + ": ltfit writes ONNX opsets " +
-                          std::to_string(onnx::kMinOpset) + " to " +
-                          std::to_string(onnx::kMaxOpset),
-                      "leave --opset out for " + std::to_string(onnx::kMinOpset) +
-                          ", which every current runtime reads");
-  }
+  check_onnx_opset(options.opset);
   torch::NoGradGuard no_grad;
   onnx::Graph graph(arch.name);
   OnnxEmitter e(graph, model, options.opset, arch.onnx.custom);

@@ -104,6 +104,58 @@ HttpResponse parse_error_response(const boost::system::error_code& ec) {
   return json_error(400, "malformed HTTP request: " + ec.message());
 }
 
+// How reading one request ended.
+enum class ReadEnd {
+  kRequest,   // a whole request is in the parser
+  kBad,       // the parser refused it (`ec` says why)
+  kTimedOut,  // started, not finished within the request deadline
+  kClosed,    // the client went away, or stayed idle past the idle timeout or into a stop
+};
+
+// Reads one request from `fd` into `parser`: first the bytes left in `pending`, then from the
+// socket, polling the stop flag while no request has begun.
+ReadEnd read_request(int fd, std::string& pending, http::request_parser<http::string_body>& parser,
+                     const HttpServerOptions& options, const std::atomic<bool>& stopping,
+                     boost::system::error_code& ec) {
+  bool started = !pending.empty();
+  auto deadline = Clock::now() + (started ? options.request_deadline : options.idle_timeout);
+  char chunk[64 * 1024];
+  while (true) {
+    if (!pending.empty()) {
+      const std::size_t used = parser.put(boost::asio::buffer(pending), ec);
+      pending.erase(0, used);
+      if (ec == http::error::need_more) ec = {};
+      if (ec) return ReadEnd::kBad;
+      if (parser.is_done()) return ReadEnd::kRequest;
+      if (used > 0 && !pending.empty()) continue;
+    }
+    if (stopping && !started) return ReadEnd::kClosed;  // idle at a stop: nothing in flight here
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return started ? ReadEnd::kTimedOut : ReadEnd::kClosed;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), kPollMs))) <= 0) continue;
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return ReadEnd::kClosed;
+    if (!started) {
+      started = true;
+      deadline = Clock::now() + options.request_deadline;
+    }
+    pending.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+// The parsed message as the handler's request (the peer set by the caller).
+void fill_request(http::request<http::string_body> message, HttpRequest& request) {
+  request.method = std::string(message.method_string());
+  split_target(std::string(message.target()), request);
+  for (const auto& field : message) {
+    request.headers[ascii_lower(std::string(field.name_string()))] = std::string(field.value());
+  }
+  request.body = std::move(message.body());
+}
+
 }  // namespace
 
 std::string HttpRequest::header(const std::string& name) const {
@@ -207,60 +259,28 @@ void HttpServer::run(const std::function<bool()>& stop_requested, std::chrono::m
 
 void HttpServer::serve_connection(int fd, std::string peer) {
   std::string pending;  // bytes received and not parsed yet (a pipelined request's)
-  char chunk[64 * 1024];
   while (true) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(options_.header_limit);
     parser.body_limit(options_.body_limit);
     parser.eager(true);
-    bool started = !pending.empty();
-    auto deadline = Clock::now() + (started ? options_.request_deadline : options_.idle_timeout);
     boost::system::error_code ec;
-    while (!parser.is_done()) {
-      if (!pending.empty()) {
-        const std::size_t used = parser.put(boost::asio::buffer(pending), ec);
-        pending.erase(0, used);
-        if (ec == http::error::need_more) ec = {};
-        if (ec) break;
-        if (parser.is_done()) break;
-        if (used > 0 && !pending.empty()) continue;
-      }
-      if (stopping_ && !started) return;  // idle at a stop: nothing in flight here
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        if (started)
-          send_all(fd, serialize(json_error(408, "the request took too long"), false),
-                   std::chrono::milliseconds(1000));
-        return;
-      }
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), kPollMs))) <= 0) continue;
-      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) return;  // the client went away
-      if (!started) {
-        started = true;
-        deadline = Clock::now() + options_.request_deadline;
-      }
-      pending.append(chunk, static_cast<std::size_t>(n));
+    const ReadEnd end = read_request(fd, pending, parser, options_, stopping_, ec);
+    if (end == ReadEnd::kTimedOut) {
+      send_all(fd, serialize(json_error(408, "the request took too long"), false),
+               std::chrono::milliseconds(1000));
     }
+    if (end == ReadEnd::kTimedOut || end == ReadEnd::kClosed) return;
     const auto start = Clock::now();
-    HttpResponse response;
     HttpRequest request;
     request.peer = peer;
+    HttpResponse response;
     bool keep_alive = false;
-    if (ec) {
+    if (end == ReadEnd::kBad) {
       response = parse_error_response(ec);
     } else {
-      const auto& message = parser.get();
-      request.method = std::string(message.method_string());
-      split_target(std::string(message.target()), request);
-      for (const auto& field : message) {
-        request.headers[ascii_lower(std::string(field.name_string()))] = std::string(field.value());
-      }
-      request.body = std::move(parser.get().body());
       keep_alive = parser.get().keep_alive();
+      fill_request(parser.release(), request);
       try {
         response = handler_(request);
       } catch (const std::exception& e) {

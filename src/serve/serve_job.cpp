@@ -136,12 +136,12 @@ class Service {
  public:
   explicit Service(const ServeRequest& request);
   HttpResponse handle(const HttpRequest& request);
-  bool stopping = false;
+  std::atomic<bool> stopping{false};  // set by the accept loop, read by request threads
 
  private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse predict(const HttpRequest& request);
-  nlohmann::json predict_one(const ImagePart& part, int top, std::future<Batcher::Result>* pending,
+  nlohmann::json predict_one(const ImagePart& part, std::future<Batcher::Result>* pending,
                              bool* refused);
   std::pair<torch::Tensor, torch::Tensor> run_batch(const torch::Tensor& images);
 
@@ -281,7 +281,7 @@ HttpResponse Service::predict(const HttpRequest& request) {
   std::vector<nlohmann::json> answers(parts.size());
   bool refused = false;
   for (std::size_t i = 0; i < parts.size(); ++i)
-    answers[i] = predict_one(parts[i], top, &pending[i], &refused);
+    answers[i] = predict_one(parts[i], &pending[i], &refused);
   if (refused) {
     HttpResponse r = json_error(503, "the server is busy (its queue is full); retry shortly");
     r.headers.push_back({"Retry-After", "1"});
@@ -314,9 +314,8 @@ HttpResponse Service::predict(const HttpRequest& request) {
 }
 
 // Decodes one image and queues it; an unreadable one gives its {"image", "error"} answer.
-nlohmann::json Service::predict_one(const ImagePart& part, int top,
-                                    std::future<Batcher::Result>* pending, bool* refused) {
-  (void)top;
+nlohmann::json Service::predict_one(const ImagePart& part, std::future<Batcher::Result>* pending,
+                                    bool* refused) {
   ImageInput input(part.name);
   input.encoded = part.bytes;
   std::string error;
@@ -368,7 +367,7 @@ void run_serve_job(const ServeRequest& request, const std::function<void(int)>& 
   if (listening) listening(server.port());
   server.run([&service] {
     service.stopping = StopSignals::requested();
-    return service.stopping;
+    return service.stopping.load();
   });
   spdlog::info("stopped: every request in flight was answered");
 }

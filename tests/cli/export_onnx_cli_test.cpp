@@ -9,7 +9,6 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 
 #include "support/test_support.h"
@@ -50,26 +49,12 @@ fs::path train_tiny(const ltfit::testing::TempDir& dir) {
 // Three 32x32 RGB PNGs of noise.
 std::string write_pngs(const ltfit::testing::TempDir& dir) {
   std::string paths;
-  cv::RNG rng(7);
   for (int i = 0; i < 3; ++i) {
-    cv::Mat image(32, 32, CV_8UC3);
-    rng.fill(image, cv::RNG::UNIFORM, 0, 256);
     const fs::path path = dir.path() / ("p" + std::to_string(i) + ".png");
-    REQUIRE(cv::imwrite(path.string(), image));
+    REQUIRE(ltfit::testing::write_noise_png(path, 32, 7 + i));
     paths += " " + path.string();
   }
   return paths;
-}
-
-// predict --json lines as {image: {class: probability}}.
-std::map<std::string, std::map<std::string, double>> predicted(const std::string& output) {
-  std::map<std::string, std::map<std::string, double>> out;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = nlohmann::json::parse(line);
-    for (const auto& t : j["top"]) out[j["image"]][t["class"]] = t["probability"].get<double>();
-  }
-  return out;
 }
 
 // ONNX Runtime's probabilities on the PNGs' decoded RGB pixels, as predict's JSON, and the
@@ -123,7 +108,7 @@ TEST_CASE("export .onnx: ONNX Runtime on the pixels gives predict's probabilitie
     WARN("SKIPPED (ONNX Runtime half): Python's onnxruntime, onnx, numpy or PIL is missing");
     return;
   }
-  const auto ours = predicted(
+  const auto ours = ltfit::testing::top_probabilities(
       run_ltfit("predict --json --top 2 --checkpoint " + ckpt.string() + pngs).stdout_text);
   std::istringstream lines(run_onnxruntime(dir, onnx_path, pngs));
   std::string probs_line, meta_line;
@@ -149,7 +134,7 @@ TEST_CASE("export .onnx: ONNX Runtime on the pixels gives predict's probabilitie
   REQUIRE(run_ltfit("export --checkpoint " + calibrated.string() + " --out " + cal_onnx.string() +
                     " --preprocess --probabilities")
               .exit_code == 0);
-  const auto cal_ours = predicted(
+  const auto cal_ours = ltfit::testing::top_probabilities(
       run_ltfit("predict --json --top 2 --checkpoint " + calibrated.string() + pngs).stdout_text);
   std::istringstream cal_lines(run_onnxruntime(dir, cal_onnx, pngs));
   std::getline(cal_lines, probs_line);

@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 
 #include "support/test_support.h"
@@ -40,26 +39,12 @@ fs::path train_tiny(const ltfit::testing::TempDir& dir) {
 // Four images: two PNGs of noise at 32 px, two of the synthetic JPEGs (resized by ltfit).
 std::vector<fs::path> images(const ltfit::testing::TempDir& dir) {
   std::vector<fs::path> out;
-  cv::RNG rng(11);
   for (int i = 0; i < 2; ++i) {
-    cv::Mat image(32, 32, CV_8UC3);
-    rng.fill(image, cv::RNG::UNIFORM, 0, 256);
     out.push_back(dir.path() / ("n" + std::to_string(i) + ".png"));
-    REQUIRE(cv::imwrite(out.back().string(), image));
+    REQUIRE(ltfit::testing::write_noise_png(out.back(), 32, 11 + i));
   }
   for (const auto& entry : fs::directory_iterator(dir.path() / "data/valid/cat")) {
     if (out.size() < 4) out.push_back(entry.path());
-  }
-  return out;
-}
-
-// predict --json's top probabilities by class, per image path.
-std::map<std::string, std::map<std::string, double>> predicted(const std::string& output) {
-  std::map<std::string, std::map<std::string, double>> out;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = nlohmann::json::parse(line);
-    for (const auto& t : j["top"]) out[j["image"]][t["class"]] = t["probability"].get<double>();
   }
   return out;
 }
@@ -96,12 +81,11 @@ TEST_CASE("serve answers as predict does, batches concurrent clients, and stops 
   ltfit::testing::TempDir dir;
   const fs::path ckpt = train_tiny(dir);
   const auto files = images(dir);
-  cv::Mat slow(96, 96, CV_8UC3);  // about 27 KB as PNG: over 3 s at 8 KB/s
-  cv::randu(slow, 0, 256);
-  REQUIRE(cv::imwrite((dir.path() / "slow.png").string(), slow));
+  // about 27 KB as PNG: over 3 s at 8 KB/s
+  REQUIRE(ltfit::testing::write_noise_png(dir.path() / "slow.png", 96, 5));
   std::string paths;
   for (const auto& f : files) paths += " " + f.string();
-  const auto expected = predicted(
+  const auto expected = ltfit::testing::top_probabilities(
       run_ltfit("predict --json --top 2 --checkpoint " + ckpt.string() + paths).stdout_text);
   REQUIRE(expected.size() == 4);
 

@@ -6,6 +6,10 @@
 
 #include "ltfit/data/synth.h"
 
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
 #include <sys/wait.h>
 
 #include <array>
@@ -130,6 +134,23 @@ std::string run_bash(const std::filesystem::path& dir, const std::string& script
   while (const size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
   pclose(pipe);
   return out;
+}
+
+std::map<std::string, std::map<std::string, double>> top_probabilities(const std::string& output) {
+  std::map<std::string, std::map<std::string, double>> out;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    for (const auto& t : j["top"]) out[j["image"]][t["class"]] = t["probability"].get<double>();
+  }
+  return out;
+}
+
+bool write_noise_png(const fs::path& path, int side, std::uint64_t seed) {
+  cv::RNG rng(seed);
+  cv::Mat image(side, side, CV_8UC3);
+  rng.fill(image, cv::RNG::UNIFORM, 0, 256);
+  return cv::imwrite(path.string(), image);
 }
 
 }  // namespace ltfit::testing

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,13 @@ std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, i
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released): for
 // rendezvous stores and servers in tests.
 int free_loopback_port();
+
+// `ltfit predict --json`'s lines as {image: {class: probability}} of each image's "top".
+std::map<std::string, std::map<std::string, double>> top_probabilities(const std::string& output);
+
+// Writes a `side` x `side` RGB PNG of uniform noise drawn from `seed` to `path`; false when it
+// cannot be written.
+bool write_noise_png(const std::filesystem::path& path, int side, std::uint64_t seed);
 
 // Source tree root (for configs/ and fixtures).
 std::filesystem::path source_dir();

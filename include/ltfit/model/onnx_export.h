@@ -38,6 +38,9 @@ inline constexpr const char* kOnnxImage = "image";    // uint8 [N,H,W,3], with p
 inline constexpr const char* kOnnxLogits = "logits";  // float [N,classes]
 inline constexpr const char* kOnnxProbabilities = "probabilities";
 
+// ConfigError (exit 2) naming --opset unless onnx::kMinOpset <= opset <= onnx::kMaxOpset.
+void check_onnx_opset(int opset);
+
 // Builds `model`'s graph (`arch` its registry row, `classes` its outputs) in evaluation form.
 // ConfigError (exit 2) when the family has no ONNX emitter or the opset is not one ltfit writes.
 onnx::Graph onnx_graph_of(ClassifierImpl& model, const ArchInfo& arch, std::int64_t classes,
