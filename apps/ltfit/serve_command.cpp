@@ -32,6 +32,9 @@ void add_serve_command(CLI::App& app, int* exit_code) {
                   "a request body's size at most, in MiB (default 20; beyond: 413)");
   cmd->add_option("--request-timeout-s", request->request_timeout_s,
                   "a request's time at most, reading it included (default 30; beyond: 408)");
+  cmd->add_option("--inflight-mb", request->inflight_mb,
+                  "request bodies held at once, all clients together, in MiB (default 256; "
+                  "beyond: 503 with Retry-After)");
   cmd->callback([request, exit_code] {
     run_serve_job(*request);
     *exit_code = 0;

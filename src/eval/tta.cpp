@@ -39,7 +39,8 @@ struct V1Parts {
   double plain_seconds = 0.0;
 };
 
-// The mean probabilities of the 8 views of `x` [N,3,S,S]: 4 forwards of 2N images each.
+}  // namespace
+
 torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, double scale,
                                     const EvalOptions& options) {
   torch::Tensor sum;
@@ -54,6 +55,8 @@ torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, d
   }
   return (sum / static_cast<double>(kTtaV1Views)).to(torch::kCPU);
 }
+
+namespace {
 
 // Scores the plain and blended predictions into `result` (mode, beta, views already set).
 void score_tta(TtaResult& result, EvalResult plain, const torch::Tensor& augmented,

@@ -34,6 +34,19 @@ std::string fitted_caption(std::string caption, int width) {
 
 }  // namespace
 
+EncodedPng encode_png(const torch::Tensor& rgb) {
+  LTFIT_CHECK(rgb.dim() == 3 && rgb.size(2) == 3 && rgb.scalar_type() == torch::kUInt8,
+              "the picture must be uint8 [H,W,3]");
+  const torch::Tensor pixels = rgb.contiguous().cpu();
+  const cv::Mat tile(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)), CV_8UC3,
+                     pixels.data_ptr<std::uint8_t>());
+  cv::Mat bgr;
+  cv::cvtColor(tile, bgr, cv::COLOR_RGB2BGR);
+  std::vector<uchar> png;
+  if (!cv::imencode(".png", bgr, png)) throw RuntimeError("cannot encode a picture as PNG");
+  return {std::string(png.begin(), png.end()), bgr.rows, bgr.cols};
+}
+
 EncodedPng encode_image_grid(const torch::Tensor& images, const std::vector<std::string>& captions,
                              int columns) {
   LTFIT_CHECK(images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,

@@ -23,13 +23,14 @@ Batcher::~Batcher() {
   worker_.join();
 }
 
-std::optional<std::future<Batcher::Result>> Batcher::submit(torch::Tensor image) {
+std::optional<std::future<Batcher::Result>> Batcher::submit(
+    torch::Tensor image, bool tta, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (queue_.size() >= capacity_ || closing_) {
     ++stats_.refused;
     return std::nullopt;
   }
-  Item item{std::move(image), {}, std::chrono::steady_clock::now()};
+  Item item{std::move(image), {}, std::chrono::steady_clock::now(), tta, deadline};
   std::future<Result> result = item.promise.get_future();
   queue_.push_back(std::move(item));
   lock.unlock();
@@ -44,28 +45,45 @@ Batcher::Stats Batcher::stats() const {
   return s;
 }
 
+std::vector<Batcher::Item> Batcher::next_batch() {
+  std::vector<Item> batch;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (batch.empty()) {
+    ready_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return batch;  // closing, nothing left
+    // Wait for a full batch until the first image has waited max_wait.
+    const auto until = queue_.front().arrived + max_wait_;
+    ready_.wait_until(lock, until, [&] {
+      return closing_ || queue_.size() >= static_cast<std::size_t>(max_batch_);
+    });
+    const auto now = std::chrono::steady_clock::now();
+    while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      if (item.deadline <= now) {  // its request has answered already: not worth the model's time
+        item.promise.set_value({{}, {}, std::string("expired")});
+        ++stats_.expired;
+        continue;
+      }
+      batch.push_back(std::move(item));
+    }
+  }
+  return batch;
+}
+
 void Batcher::work() {
   torch::NoGradGuard no_grad;
   while (true) {
-    std::vector<Item> batch;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // closing, nothing left
-      // Wait for a full batch until the first image has waited max_wait.
-      const auto until = queue_.front().arrived + max_wait_;
-      ready_.wait_until(lock, until, [&] {
-        return closing_ || queue_.size() >= static_cast<std::size_t>(max_batch_);
-      });
-      while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
+    std::vector<Item> batch = next_batch();
+    if (batch.empty()) return;
     std::vector<torch::Tensor> images;
-    for (const Item& item : batch) images.push_back(item.image);
+    std::vector<char> tta;
+    for (const Item& item : batch) {
+      images.push_back(item.image);
+      tta.push_back(item.tta ? 1 : 0);
+    }
     try {
-      const auto [probabilities, logits] = run_(torch::stack(images));
+      const auto [probabilities, logits] = run_(torch::stack(images), tta);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         const auto row = static_cast<std::int64_t>(i);
         batch[i].promise.set_value({probabilities[row].clone(), logits[row].clone(), std::nullopt});

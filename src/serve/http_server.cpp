@@ -109,15 +109,18 @@ enum class ReadEnd {
   kRequest,   // a whole request is in the parser
   kBad,       // the parser refused it (`ec` says why)
   kTimedOut,  // started, not finished within the request deadline
+  kBusy,      // its body would take the bodies held at once over HttpServerOptions::inflight_limit
   kClosed,    // the client went away, or stayed idle past the idle timeout or into a stop
 };
 
 // Reads one request from `fd` into `parser`: first the bytes left in `pending`, then from the
-// socket, polling the stop flag while no request has begun.
+// socket, polling the stop flag while no request has begun. Once its header is read, `reserve`
+// is asked for the body's bytes (its Content-Length, else the body limit); no means kBusy.
 ReadEnd read_request(int fd, std::string& pending, http::request_parser<http::string_body>& parser,
                      const HttpServerOptions& options, const std::atomic<bool>& stopping,
+                     const std::function<bool(std::uint64_t)>& reserve,
                      boost::system::error_code& ec) {
-  bool started = !pending.empty();
+  bool started = !pending.empty(), reserved = false;
   auto deadline = Clock::now() + (started ? options.request_deadline : options.idle_timeout);
   char chunk[64 * 1024];
   while (true) {
@@ -126,6 +129,11 @@ ReadEnd read_request(int fd, std::string& pending, http::request_parser<http::st
       pending.erase(0, used);
       if (ec == http::error::need_more) ec = {};
       if (ec) return ReadEnd::kBad;
+      if (!reserved && parser.is_header_done()) {
+        reserved = true;
+        const auto length = parser.content_length();
+        if (!reserve(length ? *length : options.body_limit)) return ReadEnd::kBusy;
+      }
       if (parser.is_done()) return ReadEnd::kRequest;
       if (used > 0 && !pending.empty()) continue;
     }
@@ -257,20 +265,48 @@ void HttpServer::run(const std::function<bool()>& stop_requested, std::chrono::m
   }
 }
 
+bool HttpServer::reserve_body(std::uint64_t bytes) {
+  if (options_.inflight_limit == 0) return true;
+  std::uint64_t held = inflight_.load();
+  do {
+    if (held + bytes > options_.inflight_limit) return false;
+  } while (!inflight_.compare_exchange_weak(held, held + bytes));
+  return true;
+}
+
 void HttpServer::serve_connection(int fd, std::string peer) {
-  std::string pending;  // bytes received and not parsed yet (a pipelined request's)
+  std::string pending;     // bytes received and not parsed yet (a pipelined request's)
+  std::uint64_t held = 0;  // this connection's reservation of body bytes
+  const auto reserve = [&](std::uint64_t bytes) {
+    if (!reserve_body(bytes)) return false;
+    held = bytes;
+    return true;
+  };
+  const auto release = [&] {
+    if (options_.inflight_limit != 0) inflight_ -= held;
+    held = 0;
+  };
   while (true) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(options_.header_limit);
     parser.body_limit(options_.body_limit);
     parser.eager(true);
     boost::system::error_code ec;
-    const ReadEnd end = read_request(fd, pending, parser, options_, stopping_, ec);
+    const ReadEnd end = read_request(fd, pending, parser, options_, stopping_, reserve, ec);
     if (end == ReadEnd::kTimedOut) {
       send_all(fd, serialize(json_error(408, "the request took too long"), false),
                std::chrono::milliseconds(1000));
+    } else if (end == ReadEnd::kBusy) {
+      HttpResponse busy = json_error(503,
+                                     "the server holds as many request bodies as it may; "
+                                     "retry shortly");
+      busy.headers.push_back({"Retry-After", "1"});
+      send_all(fd, serialize(busy, false), std::chrono::milliseconds(1000));
     }
-    if (end == ReadEnd::kTimedOut || end == ReadEnd::kClosed) return;
+    if (end != ReadEnd::kRequest && end != ReadEnd::kBad) {
+      release();
+      return;
+    }
     const auto start = Clock::now();
     HttpRequest request;
     request.peer = peer;
@@ -288,6 +324,9 @@ void HttpServer::serve_connection(int fd, std::string peer) {
       }
     }
     keep_alive = keep_alive && !stopping_;
+    request.body.clear();
+    request.body.shrink_to_fit();
+    release();
     const bool sent = send_all(fd, serialize(response, keep_alive), options_.request_deadline);
     if (log_) {
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -18,8 +18,11 @@
 #include "ltfit/data/image_io.h"
 #include "ltfit/data/loader.h"
 #include "ltfit/eval/evaluator.h"
+#include "ltfit/eval/grad_cam.h"
+#include "ltfit/eval/tta.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/prediction_json.h"
+#include "ltfit/pictures/image_grid.h"
 #include "ltfit/serve/batcher.h"
 #include "ltfit/serve/http_server.h"
 #include "ltfit/util/device.h"
@@ -100,8 +103,11 @@ std::string Metrics::text(const Batcher::Stats& batches, double uptime) const {
       "# HELP ltfit_images_per_second Images run through the model per second since the start.\n"
       "# TYPE ltfit_images_per_second gauge\nltfit_images_per_second {:.3f}\n"
       "# HELP ltfit_queue_refused_total Images refused because the queue was full (503).\n"
-      "# TYPE ltfit_queue_refused_total counter\nltfit_queue_refused_total {}\n",
-      batches.queued, batches.images, uptime > 0 ? batches.images / uptime : 0.0, batches.refused);
+      "# TYPE ltfit_queue_refused_total counter\nltfit_queue_refused_total {}\n"
+      "# HELP ltfit_expired_total Images dropped unrun: queued past their request's deadline.\n"
+      "# TYPE ltfit_expired_total counter\nltfit_expired_total {}\n",
+      batches.queued, batches.images, uptime > 0 ? batches.images / uptime : 0.0, batches.refused,
+      batches.expired);
   return out;
 }
 
@@ -139,15 +145,22 @@ class Service {
   std::atomic<bool> stopping{false};  // set by the accept loop, read by request threads
 
  private:
-  HttpResponse route(const HttpRequest& request);
-  HttpResponse predict(const HttpRequest& request);
-  nlohmann::json predict_one(const ImagePart& part, std::future<Batcher::Result>* pending,
-                             bool* refused);
-  std::pair<torch::Tensor, torch::Tensor> run_batch(const torch::Tensor& images);
+  HttpResponse route(const HttpRequest& request, Clock::time_point deadline);
+  HttpResponse predict(const HttpRequest& request, Clock::time_point deadline);
+  HttpResponse cam(const HttpRequest& request);
+  std::optional<torch::Tensor> decode(const ImagePart& part, std::string* error);
+  nlohmann::json predict_one(const ImagePart& part, bool tta, Clock::time_point deadline,
+                             std::future<Batcher::Result>* pending, bool* refused);
+  nlohmann::json answer_of(const ImagePart& part, const Batcher::Result& result, bool tta,
+                           int top) const;
+  std::pair<torch::Tensor, torch::Tensor> run_batch(const torch::Tensor& images,
+                                                    const std::vector<char>& tta);
 
   ServeRequest request_;
   LoadedModel loaded_;
   EvalOptions eval_;
+  EvalConfig tta_;          // v1's settings: the checkpoint's scale, its beta when its mode is v1
+  std::mutex model_mutex_;  // the batcher's thread and /v1/cam take turns with the model
   ImageLimits limits_;
   DecodeBudget budget_;
   std::string token_;
@@ -168,46 +181,72 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
   if (request.queue < 1 || request.body_limit_mb < 1 || request.request_timeout_s < 1) {
     throw ConfigError("--queue, --body-limit-mb and --request-timeout-s must be at least 1");
   }
+  if (request.inflight_mb < request.body_limit_mb) {
+    throw ConfigError("--inflight-mb " + std::to_string(request.inflight_mb) +
+                          " is below --body-limit-mb " + std::to_string(request.body_limit_mb),
+                      "hold at least one request body at its largest");
+  }
   if (!request.token_file.empty()) token_ = read_token(request.token_file);
   const torch::Device device = resolve_device(request.device, "--device");
   loaded_ = load_model_for_eval(request.checkpoint, device, parse_weight_choice(request.weights));
   eval_ = eval_options_for(loaded_, device, request.precision);
   limits_ = image_limits(loaded_.config.data);
+  tta_ = tta_settings(loaded_.config.eval, "v1", std::nullopt);
   const int size = loaded_.config.data.image_size;
-  info_ = {{"arch", loaded_.config.model.arch},
-           {"head", head_kind_name(loaded_.config.model.head)},
-           {"task", eval_.thresholds.empty() ? "single_label" : "multi_label"},
-           {"classes", loaded_.meta.classes},
-           {"thresholds", eval_.thresholds},
-           {"temperature", eval_.temperature},
-           {"image_size", size},
-           {"eval_transform", {{"resize", size}, {"crop", size}, {"interpolation", "area"}}},
-           {"checkpoint", std::filesystem::path(request.checkpoint).filename().string()},
-           {"checkpoint_sha256", sha256_file(request.checkpoint)},
-           {"weights", loaded_.ema ? "ema" : "model"},
-           {"device", describe_device(device)},
-           {"max_batch", request.max_batch},
-           {"max_wait_ms", request.max_wait_ms}};
+  info_ = {
+      {"arch", loaded_.config.model.arch},
+      {"head", head_kind_name(loaded_.config.model.head)},
+      {"task", eval_.thresholds.empty() ? "single_label" : "multi_label"},
+      {"classes", loaded_.meta.classes},
+      {"thresholds", eval_.thresholds},
+      {"temperature", eval_.temperature},
+      {"image_size", size},
+      {"eval_transform", {{"resize", size}, {"crop", size}, {"interpolation", "area"}}},
+      {"checkpoint", std::filesystem::path(request.checkpoint).filename().string()},
+      {"checkpoint_sha256", sha256_file(request.checkpoint)},
+      {"weights", loaded_.ema ? "ema" : "model"},
+      {"device", describe_device(device)},
+      {"max_batch", request.max_batch},
+      {"max_wait_ms", request.max_wait_ms},
+      {"tta", {{"mode", "v1"}, {"views", 8}, {"scale", tta_.tta_scale}, {"beta", tta_.tta_beta}}}};
   batcher_ = std::make_unique<Batcher>(
-      [this](const torch::Tensor& images) { return run_batch(images); }, request.max_batch,
-      std::chrono::milliseconds(request.max_wait_ms), static_cast<std::size_t>(request.queue));
+      [this](const torch::Tensor& images, const std::vector<char>& tta) {
+        return run_batch(images, tta);
+      },
+      request.max_batch, std::chrono::milliseconds(request.max_wait_ms),
+      static_cast<std::size_t>(request.queue));
 }
 
-std::pair<torch::Tensor, torch::Tensor> Service::run_batch(const torch::Tensor& images) {
+// The model on a batch; the rows flagged `tta` get v1's blend of the plain probabilities and the
+// mean of the 8 corner views' (as `ltfit predict --tta --tta-mode v1`).
+std::pair<torch::Tensor, torch::Tensor> Service::run_batch(const torch::Tensor& images,
+                                                           const std::vector<char>& tta) {
+  std::lock_guard<std::mutex> lock(model_mutex_);
   const torch::Tensor pixels =
       normalize_images(images, eval_.device, false, loaded_.model->input_normalization());
   const torch::Tensor logits = forward_logits(loaded_.model, pixels, eval_).to(torch::kCPU);
-  return {output_probabilities(logits, eval_), logits};
+  torch::Tensor probabilities = output_probabilities(logits, eval_);
+  std::vector<std::int64_t> rows;
+  for (std::size_t i = 0; i < tta.size(); ++i)
+    if (tta[i]) rows.push_back(static_cast<std::int64_t>(i));
+  if (!rows.empty()) {
+    const torch::Tensor index = torch::tensor(rows, torch::kInt64);
+    const torch::Tensor views = v1_view_probabilities(
+        loaded_.model, pixels.index_select(0, index.to(pixels.device())), tta_.tta_scale, eval_);
+    probabilities.index_copy_(
+        0, index, blend_tta(probabilities.index_select(0, index), views, tta_.tta_beta));
+  }
+  return {probabilities, logits};
 }
 
 HttpResponse Service::handle(const HttpRequest& request) {
   const auto start = Clock::now();
-  HttpResponse response = route(request);
+  HttpResponse response = route(request, start + std::chrono::seconds(request_.request_timeout_s));
   metrics_.record(response.status, std::chrono::duration<double>(Clock::now() - start).count());
   return response;
 }
 
-HttpResponse Service::route(const HttpRequest& request) {
+HttpResponse Service::route(const HttpRequest& request, Clock::time_point deadline) {
   const std::string& path = request.path;
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/metrics";
@@ -252,11 +291,24 @@ HttpResponse Service::route(const HttpRequest& request) {
     });
   }
   if (path == "/v1/predict")
-    return only(request.method == "POST", "POST", [&] { return predict(request); });
-  return json_error(404, "no such path: " + path + " (see GET /v1/info, POST /v1/predict)");
+    return only(request.method == "POST", "POST", [&] { return predict(request, deadline); });
+  if (path == "/v1/cam")
+    return only(request.method == "POST", "POST", [&] { return cam(request); });
+  return json_error(
+      404, "no such path: " + path + " (see GET /v1/info, POST /v1/predict, POST /v1/cam)");
 }
 
-HttpResponse Service::predict(const HttpRequest& request) {
+// A query parameter that is a flag: absent, "0" or "false" off; "", "1", "true" or "v1" on.
+std::optional<bool> query_flag(const HttpRequest& request, const std::string& name) {
+  const auto found = request.query.find(name);
+  if (found == request.query.end()) return false;
+  const std::string value = ascii_lower(found->second);
+  if (value == "0" || value == "false") return false;
+  if (value.empty() || value == "1" || value == "true" || value == "v1") return true;
+  return std::nullopt;
+}
+
+HttpResponse Service::predict(const HttpRequest& request, Clock::time_point deadline) {
   int top = 5;
   if (const auto k = request.query.find("top_k"); k != request.query.end()) {
     try {
@@ -268,8 +320,11 @@ HttpResponse Service::predict(const HttpRequest& request) {
                         "top_k: expected a whole number of at least 1, got '" + k->second + "'");
     }
   }
-  if (request.query.count("tta") != 0) {
-    return json_error(400, "tta: test-time augmentation is not served yet; leave it out");
+  const std::optional<bool> tta = query_flag(request, "tta");
+  if (!tta) {
+    return json_error(400,
+                      "tta: expected 1, true or v1 (fastai v1's 8 views), or 0 or false; got '" +
+                          request.query.at("tta") + "'");
   }
   std::vector<ImagePart> parts;
   if (PartsResult r =
@@ -281,13 +336,12 @@ HttpResponse Service::predict(const HttpRequest& request) {
   std::vector<nlohmann::json> answers(parts.size());
   bool refused = false;
   for (std::size_t i = 0; i < parts.size(); ++i)
-    answers[i] = predict_one(parts[i], &pending[i], &refused);
+    answers[i] = predict_one(parts[i], *tta, deadline, &pending[i], &refused);
   if (refused) {
     HttpResponse r = json_error(503, "the server is busy (its queue is full); retry shortly");
     r.headers.push_back({"Retry-After", "1"});
     return r;
   }
-  const auto deadline = Clock::now() + std::chrono::seconds(request_.request_timeout_s);
   std::size_t failed = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (!pending[i].valid()) {
@@ -295,16 +349,13 @@ HttpResponse Service::predict(const HttpRequest& request) {
       continue;
     }
     if (pending[i].wait_until(deadline) != std::future_status::ready) {
-      return json_error(503, "the model did not answer within --request-timeout-s");
+      HttpResponse r = json_error(503, "the model did not answer within --request-timeout-s");
+      r.headers.push_back({"Retry-After", "1"});
+      return r;
     }
     const Batcher::Result result = pending[i].get();
     if (result.error) return json_error(500, "the model failed on this batch: " + *result.error);
-    ImagePrediction p;
-    p.image = parts[i].name;
-    p.top = ranked(result.probabilities, loaded_.meta.classes, top);
-    p.labels = labels_above(result.probabilities, loaded_.meta.classes, eval_.thresholds);
-    p.thresholds = eval_.thresholds;
-    answers[i] = prediction_json(p);
+    answers[i] = answer_of(parts[i], result, *tta, top);
   }
   if (failed == parts.size()) {
     return json_error(400, parts.size() == 1 ? answers[0]["error"].get<std::string>()
@@ -313,32 +364,112 @@ HttpResponse Service::predict(const HttpRequest& request) {
   return {200, "application/json", nlohmann::json{{"predictions", answers}}.dump() + "\n", {}};
 }
 
-// Decodes one image and queues it; an unreadable one gives its {"image", "error"} answer.
-nlohmann::json Service::predict_one(const ImagePart& part, std::future<Batcher::Result>* pending,
-                                    bool* refused) {
+// One image's answer, as `ltfit predict --json` (with --tta --tta-mode v1 when `tta`) prints it.
+nlohmann::json Service::answer_of(const ImagePart& part, const Batcher::Result& result, bool tta,
+                                  int top) const {
+  ImagePrediction p;
+  p.image = part.name;
+  p.top = ranked(result.probabilities, loaded_.meta.classes, top);
+  p.labels = labels_above(result.probabilities, loaded_.meta.classes, eval_.thresholds);
+  p.thresholds = eval_.thresholds;
+  if (tta) {
+    p.tta_mode = "v1";
+    const torch::Tensor plain = output_probabilities(result.logits.unsqueeze(0), eval_)[0];
+    p.plain_top = ranked(plain, loaded_.meta.classes, top);
+  }
+  return prediction_json(p);
+}
+
+// The image of `part` as the model sees it (uint8 [S,S,3]), after the loader's checks; nullopt
+// with `error` set when it cannot be read.
+std::optional<torch::Tensor> Service::decode(const ImagePart& part, std::string* error) {
   ImageInput input(part.name);
   input.encoded = part.bytes;
-  std::string error;
-  std::optional<torch::Tensor> pixels;
   try {
-    pixels =
-        load_square_image(input, loaded_.config.data.image_size, {}, &error, limits_, &budget_);
+    return load_square_image(input, loaded_.config.data.image_size, {}, error, limits_, &budget_);
   } catch (const std::exception& e) {
-    error = e.what();
+    *error = e.what();
+    return std::nullopt;
   }
+}
+
+// Decodes one image and queues it; an unreadable one gives its {"image", "error"} answer.
+nlohmann::json Service::predict_one(const ImagePart& part, bool tta, Clock::time_point deadline,
+                                    std::future<Batcher::Result>* pending, bool* refused) {
+  std::string error;
+  const std::optional<torch::Tensor> pixels = decode(part, &error);
   if (!pixels) {
     ImagePrediction p;
     p.image = part.name;
     p.error = "not a readable image: " + (error.empty() ? std::string("unknown error") : error);
     return prediction_json(p);
   }
-  auto future = batcher_->submit(*pixels);
+  auto future = batcher_->submit(*pixels, tta, deadline);
   if (!future) {
     *refused = true;
     return {};
   }
   *pending = std::move(*future);
   return {};
+}
+
+// The label `?class=` names (a class name, else its index); the predicted one when absent.
+// nullopt with `error` set for a class the model does not have.
+std::optional<std::int64_t> cam_class(const HttpRequest& request,
+                                      const std::vector<std::string>& classes,
+                                      std::int64_t predicted, std::string* error) {
+  const auto found = request.query.find("class");
+  if (found == request.query.end() || found->second.empty()) return predicted;
+  for (std::size_t i = 0; i < classes.size(); ++i)
+    if (classes[i] == found->second) return static_cast<std::int64_t>(i);
+  try {
+    std::size_t used = 0;
+    const long label = std::stol(found->second, &used);
+    if (used == found->second.size() && label >= 0 && label < static_cast<long>(classes.size())) {
+      return label;
+    }
+  } catch (const std::exception&) {
+  }
+  *error = "class: '" + found->second + "' is none of the model's " +
+           std::to_string(classes.size()) +
+           " classes (GET /v1/info lists them; an index works too)";
+  return std::nullopt;
+}
+
+// POST /v1/cam: one image's Grad-CAM overlay (PNG, the eval size) for the predicted class or
+// `?class=`; the class, its label and probability in X-Ltfit-* headers.
+HttpResponse Service::cam(const HttpRequest& request) {
+  std::vector<ImagePart> parts;
+  if (PartsResult r = request_images(request.header("content-type"), request.body, 1, parts);
+      r.status) {
+    return json_error(r.status, r.status == 413 ? "POST /v1/cam takes one image" : r.reason);
+  }
+  std::string error;
+  const std::optional<torch::Tensor> rgb = decode(parts[0], &error);
+  if (!rgb) return json_error(400, "not a readable image: " + error);
+  std::lock_guard<std::mutex> lock(model_mutex_);
+  const torch::Tensor pixels = normalize_images(rgb->unsqueeze(0), eval_.device, false,
+                                                loaded_.model->input_normalization());
+  torch::Tensor probabilities;
+  {
+    torch::NoGradGuard no_grad;
+    loaded_.model->eval();
+    probabilities = output_probabilities(
+        forward_logits(loaded_.model, pixels, eval_).to(torch::kCPU), eval_)[0];
+  }
+  const std::optional<std::int64_t> label =
+      cam_class(request, loaded_.meta.classes, probabilities.argmax().item<std::int64_t>(), &error);
+  if (!label) return json_error(400, error);
+  const torch::Tensor map =
+      grad_cam(loaded_.model, pixels, torch::tensor({*label}, torch::kInt64), eval_)[0];
+  const EncodedPng png = encode_png(cam_overlay(*rgb, map));
+  const std::string& name = loaded_.meta.classes[static_cast<std::size_t>(*label)];
+  return {200,
+          "image/png",
+          png.bytes,
+          {{"X-Ltfit-Class", name},
+           {"X-Ltfit-Label", std::to_string(*label)},
+           {"X-Ltfit-Probability", fmt::format("{:.6f}", probabilities[*label].item<double>())}}};
 }
 
 }  // namespace
@@ -350,6 +481,7 @@ void run_serve_job(const ServeRequest& request, const std::function<void(int)>& 
   options.port = request.port;
   options.body_limit = static_cast<std::uint64_t>(request.body_limit_mb) << 20;
   options.request_deadline = std::chrono::seconds(request.request_timeout_s);
+  options.inflight_limit = static_cast<std::uint64_t>(request.inflight_mb) << 20;
   if (request.host != "127.0.0.1" && request.host != "localhost" && request.host != "::1") {
     spdlog::warn("--host {}: the server answers every machine that can reach this address{}",
                  request.host,

@@ -3,13 +3,21 @@
 // clients each get their own answer and /metrics shows batches larger than 1, bad requests get a
 // 4xx with a JSON reason while the server keeps answering, a token guards /v1/, a client sending
 // one byte a second is cut off (408), and SIGTERM under load answers every request in flight
-// and exits 0.
+// and exits 0; a multi-label model's answers and ?tta equal predict's (--tta --tta-mode v1), and
+// /v1/cam's PNG is Grad-CAM's overlay of the image as the model saw it.
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ltfit/data/image_io.h"
+#include "ltfit/data/loader.h"
+#include "ltfit/eval/grad_cam.h"
+#include "ltfit/jobs/checkpoint_eval.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -163,6 +171,12 @@ TEST_CASE("serve refuses bad requests with a 4xx and a JSON reason, and keeps se
   write_file(dir.path() / "token", "0123456789abcdef0123\n");
   write_file(dir.path() / "garbage.jpg", std::string("\xff\xd8\xff\xe0garbage", 12));
   write_file(dir.path() / "big.bin", std::string(2 << 20, 'x'));
+  write_file(dir.path() / "held.bin", std::string(300 << 10, 'x'));
+  write_file(dir.path() / "more.bin", std::string(800 << 10, 'x'));
+  {  // the first 40 % of a JPEG, and a PNG whose header claims 60000 x 60000 pixels
+    const std::string jpeg = read_file(files[2]);
+    write_file(dir.path() / "truncated.jpg", jpeg.substr(0, jpeg.size() * 2 / 5));
+  }
   const std::string auth = "-H 'Authorization: Bearer 0123456789abcdef0123' ";
   const std::string code = "curl -s -o /dev/null -w '%{http_code}\\n' ";
   const std::string good =
@@ -179,7 +193,22 @@ TEST_CASE("serve refuses bad requests with a 4xx and a JSON reason, and keeps se
       "echo topk $(" + code + auth + "--data-binary @" + files[0].string() +
       " \"$BASE/v1/predict?top_k=abc\")\n" + "echo path $(" + code + "--path-as-is " + auth +
       "$BASE/../../etc/passwd)\n" + "echo method $(" + code + auth + "$BASE/v1/predict)\n" +
-      "echo reason $(curl -s " + auth +
+      "echo dots $(" + code + "--path-as-is " + auth + "$BASE/%2e%2e/%2e%2e/etc/passwd)\n" +
+      "echo slashes $(" + code + "--path-as-is " + auth + "$BASE//etc/passwd)\n" +
+      "echo truncated $(" + code + auth +
+      "-H 'Content-Type: image/jpeg' --data-binary @truncated.jpg $BASE/v1/predict)\n" +
+      "python3 -c \"import "
+      "struct,zlib\nihdr=b'IHDR'+struct.pack('>IIBBBBB',60000,60000,8,2,0,0,0)\n"
+      "chunk=lambda b: struct.pack('>I',len(b)-4)+b+struct.pack('>I',zlib.crc32(b))\n"
+      "open('bomb.png','wb').write(b'\\x89PNG\\r\\n\\x1a\\n'+chunk(ihdr)+chunk(b'IDAT'+zlib."
+      "compress(bytes(1000)))+chunk(b'IEND'))\"\n" +
+      "echo bomb $(" + code + auth +
+      "-H 'Content-Type: image/png' --data-binary @bomb.png $BASE/v1/predict)\n" +
+      // --inflight-mb 1: a 300 KB body still arriving holds its share; 800 KB more is refused
+      code + auth + "--limit-rate 150k --data-binary @held.bin $BASE/v1/predict > held.code &\n" +
+      "HELD=$!\nsleep 0.5\necho inflight $(" + code + auth +
+      "--data-binary @more.bin $BASE/v1/predict)\nwait $HELD\necho inflight-after $(" + code +
+      auth + "--data-binary @more.bin $BASE/v1/predict)\n" + "echo reason $(curl -s " + auth +
       "-H 'Content-Type: text/plain' --data 'x' $BASE/v1/predict)\n" +
       // one byte a second: cut off after --request-timeout-s, while others are answered
       "python3 -c \"import socket,sys,time\ns=socket.create_connection(('127.0.0.1',$PORT))\n"
@@ -190,15 +219,153 @@ TEST_CASE("serve refuses bad requests with a 4xx and a JSON reason, and keeps se
       "'none')\" &\n"
       "SLOW=$!\nsleep 0.5\necho during-slow $(" +
       good + ")\nwait $SLOW\n" + "echo after $(" + good + ")\n";
-  const std::string out =
-      with_server(dir, ckpt, "--token-file token --body-limit-mb 1 --request-timeout-s 2", script);
+  const std::string out = with_server(
+      dir, ckpt, "--token-file token --body-limit-mb 1 --inflight-mb 1 --request-timeout-s 2",
+      script);
   INFO(out << read_file(dir.path() / "server.log"));
   CHECK_THAT(
       out, Contains("no-token 401") && Contains("wrong-token 401") && Contains("healthz-open 200"));
   CHECK_THAT(out, Contains("text 415") && Contains("garbage 400") && Contains("big 413") &&
                       Contains("empty 400") && Contains("multipart 400") && Contains("topk 400"));
-  CHECK_THAT(out, Contains("path 404") && Contains("method 405"));
+  CHECK_THAT(out, Contains("path 404") && Contains("method 405") && Contains("dots 404") &&
+                      Contains("slashes 404"));
+  CHECK_THAT(out, Contains("truncated 400") && Contains("bomb 400"));
+  CHECK_THAT(out, Contains("inflight 503") && Contains("inflight-after 400"));
   CHECK_THAT(out, Contains("\"error\":\"send an image"));
   CHECK_THAT(out, Contains("slow 408") && Contains("during-slow 200") && Contains("after 200"));
   CHECK_THAT(out, Contains("server exit 0"));
+}
+
+namespace {
+
+// The Grad-CAM overlay `ltfit serve` should answer for `image` and `label`, computed here with
+// the library: uint8 [S,S,3] RGB.
+torch::Tensor expected_overlay(const fs::path& ckpt, const fs::path& image, std::int64_t label) {
+  ltfit::LoadedModel loaded = ltfit::load_model_for_eval(ckpt.string(), torch::kCPU);
+  const ltfit::EvalOptions eval = ltfit::eval_options_for(loaded, torch::kCPU, "");
+  std::string error;
+  const auto rgb = ltfit::load_square_image(ltfit::ImageInput(image.string()),
+                                            loaded.config.data.image_size, {}, &error);
+  REQUIRE(rgb);
+  const torch::Tensor pixels = ltfit::normalize_images(rgb->unsqueeze(0), torch::kCPU, false,
+                                                       loaded.model->input_normalization());
+  const torch::Tensor map =
+      ltfit::grad_cam(loaded.model, pixels, torch::tensor({label}, torch::kInt64), eval)[0];
+  return ltfit::cam_overlay(*rgb, map);
+}
+
+// A PNG file as uint8 [H,W,3] RGB.
+torch::Tensor read_png_rgb(const fs::path& path) {
+  cv::Mat bgr = cv::imread(path.string(), cv::IMREAD_COLOR);
+  REQUIRE(!bgr.empty());
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  return torch::from_blob(rgb.data, {rgb.rows, rgb.cols, 3}, torch::kUInt8).clone();
+}
+
+std::map<std::string, std::string> response_headers(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 2);
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+    out[line.substr(0, colon)] = value;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("serve answers a multi-label model and TTA as predict does, and draws Grad-CAM",
+          "[cli][serve][multi_label]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() +
+                    "/shapes --layout csv --task shapes --train 24 --valid 8 --seed 2")
+              .exit_code == 0);
+  write_file(dir.path() / "shapes.yaml",
+             "run: {name: shapes, out_dir: " + dir.str() + "/runs, seed: 3}\ndata: {root: " +
+                 dir.str() + "/shapes, image_size: 32, batch_size: 8, workers: 1, layout: csv, " +
+                 "csv: {valid_column: is_valid, label_delim: ' '}}\n" +
+                 "model: {arch: resnet18, pretrained: none}\n" +
+                 "train: {recipe: one_cycle, epochs: 1, lr: 2.0e-3, device: cpu}\n" +
+                 "eval: {tta: false}\n");
+  REQUIRE(run_ltfit("train --config " + (dir.path() / "shapes.yaml").string()).exit_code == 0);
+  const fs::path ckpt = dir.path() / "runs/shapes/checkpoints/last.ckpt";
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "shapes/images")) {
+    if (files.size() < 3) files.push_back(entry.path());
+  }
+  REQUIRE(files.size() == 3);
+  std::string paths;
+  for (const auto& f : files) paths += " " + f.string();
+  const auto plain = run_ltfit("predict --json --top 4 --checkpoint " + ckpt.string() + paths);
+  const auto tta =
+      run_ltfit("predict --json --top 4 --tta --tta-mode v1 --checkpoint " + ckpt.string() + paths);
+  INFO(plain.output << tta.output);
+  REQUIRE((plain.exit_code == 0 && tta.exit_code == 0));
+
+  std::string script;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string n = std::to_string(i), body = "--data-binary @" + files[i].string() + " ";
+    script += "curl -s " + body + "\"$BASE/v1/predict?top_k=4\" > plain" + n + ".json\n";
+    script += "curl -s " + body + "\"$BASE/v1/predict?top_k=4&tta=1\" > tta" + n + ".json\n";
+  }
+  const std::string image = "--data-binary @" + files[0].string() + " ";
+  const std::string code = "curl -s -o /dev/null -w '%{http_code}\\n' ";
+  script += "curl -s -D cam.h -o cam.png " + image + "$BASE/v1/cam\n" +
+            "curl -s -D star.h -o star.png " + image + "\"$BASE/v1/cam?class=star\"\n" +
+            "curl -s -D two.h -o /dev/null " + image + "\"$BASE/v1/cam?class=2\"\n" +
+            "echo zebra $(" + code + image + "\"$BASE/v1/cam?class=zebra\")\n" + "echo get $(" +
+            code + "$BASE/v1/cam)\n" + "echo two-images $(" + code + "-F a=@" + files[0].string() +
+            " -F b=@" + files[1].string() + " $BASE/v1/cam)\n" + "echo bad-tta $(" + code + image +
+            "\"$BASE/v1/predict?tta=maybe\")\n";
+  const std::string out = with_server(dir, ckpt, "", script);
+  INFO(out << read_file(dir.path() / "server.log"));
+  CHECK_THAT(out, Contains("server exit 0"));
+  const auto want_plain = ltfit::testing::top_probabilities(plain.stdout_text);
+  const auto want_tta = ltfit::testing::top_probabilities(tta.stdout_text);
+  std::istringstream plain_lines(plain.stdout_text);
+  const auto label_names = [](const nlohmann::json& labels) {
+    std::vector<std::string> names;
+    for (const auto& l : labels) names.push_back(l["class"]);
+    return names;
+  };
+  std::map<std::string, std::vector<std::string>> label_sets;
+  for (std::string line; std::getline(plain_lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    label_sets[j["image"]] = label_names(j["labels"]);
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    INFO(files[i]);
+    const auto p =
+        nlohmann::json::parse(read_file(dir.path() / ("plain" + std::to_string(i) + ".json")));
+    const auto t =
+        nlohmann::json::parse(read_file(dir.path() / ("tta" + std::to_string(i) + ".json")));
+    for (const auto& [name, prob] : want_plain.at(files[i].string())) {
+      CHECK(top_of(p["predictions"][0]).at(name) == Approx(prob).margin(1e-6));
+    }
+    CHECK(label_names(p["predictions"][0]["labels"]) == label_sets.at(files[i].string()));
+    CHECK(t["predictions"][0]["tta"] == "v1");
+    for (const auto& [name, prob] : want_tta.at(files[i].string())) {
+      CHECK(top_of(t["predictions"][0]).at(name) == Approx(prob).margin(1e-6));
+    }
+  }
+  // Grad-CAM: the predicted class by default, a named one, one by index; refusals
+  const auto best = nlohmann::json::parse(read_file(dir.path() / "plain0.json"));
+  const std::string predicted = best["predictions"][0]["top"][0]["class"];
+  const auto cam_h = response_headers(read_file(dir.path() / "cam.h"));
+  CHECK(cam_h.at("Content-Type") == "image/png");
+  CHECK(cam_h.at("X-Ltfit-Class") == predicted);
+  CHECK(std::stod(cam_h.at("X-Ltfit-Probability")) ==
+        Approx(best["predictions"][0]["top"][0]["probability"].get<double>()).margin(1e-6));
+  CHECK(response_headers(read_file(dir.path() / "star.h")).at("X-Ltfit-Label") == "2");
+  CHECK(response_headers(read_file(dir.path() / "two.h")).at("X-Ltfit-Class") == "star");
+  CHECK_THAT(out, Contains("zebra 400") && Contains("get 405") && Contains("two-images 413") &&
+                      Contains("bad-tta 400"));
+  const torch::Tensor served = read_png_rgb(dir.path() / "star.png");
+  CHECK(served.sizes() == torch::IntArrayRef({32, 32, 3}));
+  const torch::Tensor want = expected_overlay(ckpt, files[0], 2);
+  CHECK((served.to(torch::kInt32) - want.to(torch::kInt32)).abs().max().item<int>() <= 1);
 }

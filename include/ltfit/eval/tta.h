@@ -35,6 +35,13 @@ struct TtaResult {
 // beta * plain + (1 - beta) * augmented, element-wise, float32. Shapes must match.
 torch::Tensor blend_tta(const torch::Tensor& plain, const torch::Tensor& augmented, double beta);
 
+// The mean probabilities of v1's 8 views of `x`, a normalised batch [N,3,S,S] on
+// options.device (NCHW or channels-last): 4 forwards of 2N images each (a corner zoom and its
+// mirror), float32 [N,classes] on the CPU. The model must be in eval mode, under NoGradGuard.
+// What tta_v1 blends with the plain pass; `ltfit serve` runs it on its batches.
+torch::Tensor v1_view_probabilities(Classifier& model, const torch::Tensor& x, double scale,
+                                    const EvalOptions& options);
+
 // v1 in one pass over `loader` (not shuffled): per batch of N the plain forward, then the 8
 // views as 4 forwards of 2N images (a corner zoom and its mirror), so at most twice the batch
 // goes through the model at once. Uses eval.tta_scale and eval.tta_beta.

@@ -16,6 +16,9 @@ struct EncodedPng {
   int width = 0;
 };
 
+// `rgb`: uint8 [H,W,3] as a PNG of the same size; throws RuntimeError if it cannot be encoded.
+EncodedPng encode_png(const torch::Tensor& rgb);
+
 // `images`: uint8 [N,H,W,3] RGB; one caption per image drawn under it (cut to the image's width,
 // ending in "...", when longer); `columns` per row (0: about square). Returns the grid as PNG;
 // throws RuntimeError if it cannot be encoded.

@@ -1,8 +1,11 @@
 // Dynamic batching for `ltfit serve`: images submitted by many request threads are run through
 // the model together, up to `max_batch` at a time, each batch started at the latest `max_wait`
 // after its first image arrived (or as soon as it is full). The queue is bounded: submit() says
-// no when `queue` images wait, and the server answers 503 with Retry-After. One worker thread
-// owns the model; the destructor finishes what is queued, then joins it. Thread-safe.
+// no when `queue` images wait, and the server answers 503 with Retry-After. Each image carries a
+// deadline: one still queued when its deadline passes is answered "expired" without being run
+// (its request has already answered 503). Images asking for test-time augmentation ride in the
+// same batches; the run function gets a flag per row. One worker thread owns the model; the
+// destructor finishes what is queued, then joins it. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -23,12 +26,14 @@ namespace ltfit {
 
 class Batcher {
  public:
-  // The model on a batch: uint8 [N,S,S,3] -> float [N,classes] probabilities (and logits).
-  using Run = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& images)>;
+  // The model on a batch: uint8 [N,S,S,3] and a flag per row (1: test-time augmented) ->
+  // float [N,classes] probabilities (and logits).
+  using Run = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& images,
+                                                                    const std::vector<char>& tta)>;
   struct Result {
     torch::Tensor probabilities;       // [classes], CPU
     torch::Tensor logits;              // [classes], CPU
-    std::optional<std::string> error;  // the batch failed (out of memory, ...)
+    std::optional<std::string> error;  // the batch failed (out of memory, ...), or "expired"
   };
   struct Stats {
     std::int64_t images = 0;  // run through the model
@@ -36,6 +41,7 @@ class Batcher {
     std::vector<std::int64_t> batch_sizes;  // count of batches of each size, index = size
     std::int64_t queued = 0;                // waiting now
     std::int64_t refused = 0;               // submits refused because the queue was full
+    std::int64_t expired = 0;               // images dropped unrun past their deadline
   };
 
   Batcher(Run run, int max_batch, std::chrono::milliseconds max_wait, std::size_t queue);
@@ -43,8 +49,10 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  // Queues one image (uint8 [S,S,3]); null when the queue is full.
-  std::optional<std::future<Result>> submit(torch::Tensor image);
+  // Queues one image (uint8 [S,S,3]), test-time augmented when `tta`, to be run before
+  // `deadline`; null when the queue is full.
+  std::optional<std::future<Result>> submit(torch::Tensor image, bool tta,
+                                            std::chrono::steady_clock::time_point deadline);
   Stats stats() const;
 
  private:
@@ -52,7 +60,10 @@ class Batcher {
     torch::Tensor image;
     std::promise<Result> promise;
     std::chrono::steady_clock::time_point arrived;
+    bool tta = false;
+    std::chrono::steady_clock::time_point deadline;
   };
+  std::vector<Item> next_batch();  // waits for one; empty when closing with nothing left
   void work();
 
   Run run_;

@@ -1,6 +1,7 @@
 // A small HTTP/1.1 server on Boost.Beast (header-only, from the Boost ltfit already builds with):
 // one thread per connection up to a cap, keep-alive, and the limits a server facing strangers
-// needs: a header and a body limit (431, 413), a whole-request deadline that a client sending
+// needs: a header and a body limit (431, 413), a bound on the request bodies held at once across
+// connections (503 with Retry-After beyond it), a whole-request deadline that a client sending
 // one byte a second cannot stretch (408), a malformed request answered 400, never a crash.
 // Handlers see a parsed Request and return a Response; an exception from one becomes a 500 with
 // a JSON reason. stop() (or the stop predicate turning true) stops accepting; run() then waits
@@ -48,6 +49,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds request_deadline{30'000};  // from a request's first byte to its end
   std::chrono::milliseconds idle_timeout{30'000};      // keep-alive wait for the next request
   int max_connections = 256;                           // more wait in the kernel's backlog
+  // Bytes of request bodies held at once, all connections together (each request reserves its
+  // Content-Length, or body_limit when it has none, once its header is read); 0: no bound.
+  std::uint64_t inflight_limit = 256ull << 20;
 };
 
 // One line per request (method, path, status, bytes, milliseconds, peer), for the access log.
@@ -82,6 +86,7 @@ class HttpServer {
  private:
   struct Impl;
   void serve_connection(int fd, std::string peer);
+  bool reserve_body(std::uint64_t bytes);  // false when it would pass inflight_limit
 
   HttpServerOptions options_;
   Handler handler_;
@@ -90,6 +95,7 @@ class HttpServer {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};
+  std::atomic<std::uint64_t> inflight_{0};  // body bytes reserved by the connections
 };
 
 }  // namespace ltfit

@@ -1,20 +1,26 @@
 // `ltfit serve`: a checkpoint's model behind HTTP (docs/serve.md). The API (JSON):
 //   POST /v1/predict   one image as the raw body (an image content type or
 //                      application/octet-stream), or several as multipart/form-data parts;
-//                      ?top_k=N; answers {"predictions": [...]}, each as `ltfit predict --json`
-//                      prints it (classes and probabilities; multi-label: labels and thresholds)
+//                      ?top_k=N; ?tta=1 (fastai v1's 8 views, as predict --tta --tta-mode v1);
+//                      answers {"predictions": [...]}, each as `ltfit predict --json` prints it
+//                      (classes and probabilities; multi-label: labels and thresholds)
+//   POST /v1/cam       one image's Grad-CAM overlay as a PNG at the eval size, for the predicted
+//                      class or ?class=NAME (or its index); X-Ltfit-Class, -Label, -Probability
 //   GET  /v1/info      the model's facts: arch, task, classes, thresholds, temperature, image
 //                      size, eval transform, the checkpoint and its SHA-256, batching settings
 //   GET  /healthz      200 while the process serves; /readyz 200 when it takes requests, 503
 //                      once it is stopping
 //   GET  /metrics      Prometheus text: requests by status, latency histogram, batch sizes,
 //                      queue depth, images
-//   GET  /             a page to try it: choose or drop images, see each one's top 5
+//   GET  /             a page to try it: choose or drop images, see each one's top 5, toggle
+//                      its Grad-CAM
 // Requests from many clients are batched (batcher.h) up to --max-batch within --max-wait-ms; a
-// full queue answers 503 with Retry-After. Images pass the loader's header checks, format list,
-// pixel and decode budgets before any decoder, as in training; every bad request gets a 4xx with
-// a JSON reason. Loopback by default; an optional bearer token guards /v1/ and /metrics. SIGINT
-// or SIGTERM stops accepting, answers what is in flight, and returns (exit 0).
+// full queue answers 503 with Retry-After, and so does an image still queued at its request's
+// deadline (--request-timeout-s; it is then dropped unrun). Request bodies held at once are
+// bounded (--inflight-mb), so memory is too (docs/serve.md). Images pass the loader's header
+// checks, format list, pixel and decode budgets before any decoder, as in training; every bad
+// request gets a 4xx with a JSON reason. Loopback by default; an optional bearer token guards /v1/
+// and /metrics. SIGINT or SIGTERM stops accepting, answers what is in flight, and returns (exit 0).
 #pragma once
 
 #include <functional>
@@ -34,6 +40,7 @@ struct ServeRequest {
   std::string token_file;        // a file holding the bearer token; "" none
   int body_limit_mb = 20;        // a request body's size at most
   int request_timeout_s = 30;    // a request's whole time at most (reading, waiting, answering)
+  int inflight_mb = 256;         // request bodies held at once, all connections together
   std::string weights = "auto";  // auto | ema | model, as predict
 };
 
