@@ -3,8 +3,10 @@
 # the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
 # files with), timm (the MixUp, EMA and cosine-schedule oracles), cleanlab and imagehash (the
 # label-issues and perceptual-hash oracles, tests/eval/label_issues_oracle.sh and
-# tests/data/phash_oracle.sh), onnx and onnxruntime (the ONNX export's oracles) and fastai
-# (bench/fastai_side_by_side.sh and the flat_cos oracle, via bench/fastai_deps.sh).
+# tests/data/phash_oracle.sh), onnx and onnxruntime (the ONNX export's oracles), selenium (the
+# serve page's browser test), fastapi and uvicorn (bench/serve_peer.py, the Python server
+# bench/serve_load.sh runs beside ltfit serve) and fastai (bench/fastai_side_by_side.sh and the
+# flat_cos oracle, via bench/fastai_deps.sh).
 #
 # The torch already installed is kept as it is. PyPI's newest torchvision may be built for an
 # older torch, so it is installed with --no-deps (pip would otherwise replace torch); its C++
@@ -18,6 +20,9 @@ TENSORBOARD_VERSION="${TENSORBOARD_VERSION:-2.21.0}"
 TIMM_VERSION="${TIMM_VERSION:-1.0.31}"
 CLEANLAB_VERSION="${CLEANLAB_VERSION:-2.9.0}"
 IMAGEHASH_VERSION="${IMAGEHASH_VERSION:-4.3.2}"
+SELENIUM_VERSION="${SELENIUM_VERSION:-4.51.0}"
+FASTAPI_VERSION="${FASTAPI_VERSION:-0.165.0}"
+UVICORN_VERSION="${UVICORN_VERSION:-0.55.0}"
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "error: '$PYTHON' cannot import torch; install PyTorch first" >&2
@@ -90,6 +95,25 @@ if "$PYTHON" -c "import imagehash" 2>/dev/null; then
 else
   "$PYTHON" -m pip install --quiet "imagehash==${IMAGEHASH_VERSION}"
 fi
+
+# selenium, the WebDriver client of the serve page's browser test (tests/serve/browser_test.py;
+# it drives Debian's Chromium through Debian's chromedriver, which scripts/ci_deps.sh installs, and
+# never downloads drivers). 4.52 and later need a certifi newer than PyPI had on 2026-12-06.
+if "$PYTHON" -c "import selenium" 2>/dev/null; then
+  echo "selenium: $("$PYTHON" -c 'import selenium; print(selenium.__version__)') (already installed)"
+else
+  "$PYTHON" -m pip install --quiet "selenium==${SELENIUM_VERSION}"
+fi
+
+# fastapi and uvicorn, the peer of bench/serve_load.sh (bench/serve_peer.py); neither depends on
+# torch. The peer reads raw bodies, so python-multipart (FastAPI's form parser) is not needed.
+for module in fastapi:fastapi==${FASTAPI_VERSION} uvicorn:uvicorn==${UVICORN_VERSION}; do
+  if "$PYTHON" -c "import ${module%%:*}" 2>/dev/null; then
+    echo "${module%%:*}: $("$PYTHON" -c "import ${module%%:*}; print(${module%%:*}.__version__)") (already installed)"
+  else
+    "$PYTHON" -m pip install --quiet "${module#*:}"
+  fi
+done
 
 # fastai, the peer of bench/fastai_side_by_side.sh and the oracle of the flat_cos schedule
 # (tests/train/schedule_oracle.sh; also --no-deps, torch kept): its own script. Set SKIP_FASTAI=1

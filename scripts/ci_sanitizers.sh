@@ -66,11 +66,12 @@ fi
 scripts_out=""
 # LTFIT_ASAN_SUBSET=quick (CI, whose 45 minutes cannot hold the whole suite under ASan): also
 # leaves out the tests that run the `ltfit` binary (Catch tag [cli]) and the CTest scripts that
-# train or install. What stays is every test of the library itself, the file readers, loader,
-# model and training step among them; the whole suite is the default, by hand.
+# train, install or serve (serve_browser). What stays is every test of the library itself, the
+# file readers, loader, model and training step among them; the whole suite is the default, by
+# hand.
 if [[ "${LTFIT_ASAN_SUBSET:-}" == quick ]]; then
   spec_extra+="~[cli]"
-  scripts_out='^(dist_torchrun_loopback|install_prefix|tensorboard_oracle|fetch_data_loopback|parity_torchvision|gpu_study_tiny|notebook_tiny)$'
+  scripts_out='^(dist_torchrun_loopback|install_prefix|tensorboard_oracle|fetch_data_loopback|parity_torchvision|gpu_study_tiny|notebook_tiny|serve_browser)$'
   left_out+=", the [cli] tests and the training/install scripts"
 fi
 export LTFIT_CTEST_SPEC_EXTRA="$spec_extra"

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "ltfit/util/error.h"
@@ -154,6 +155,46 @@ ReadEnd read_request(int fd, std::string& pending, http::request_parser<http::st
   }
 }
 
+// What a request that ended before it was read whole is answered (none: the client left).
+std::optional<HttpResponse> unread_response(ReadEnd end) {
+  if (end == ReadEnd::kTimedOut) return json_error(408, "the request took too long");
+  if (end != ReadEnd::kBusy) return std::nullopt;
+  HttpResponse busy =
+      json_error(503, "the server holds as many request bodies as it may; retry shortly");
+  busy.headers.push_back({"Retry-After", "1"});
+  return busy;
+}
+
+// A connection's share of the body bytes all connections may hold at once
+// (HttpServerOptions::inflight_limit; 0: no bound), given back when its request is answered.
+class BodyShare {
+ public:
+  BodyShare(std::atomic<std::uint64_t>& pool, std::uint64_t limit) : pool_(pool), limit_(limit) {}
+  ~BodyShare() { give_back(); }
+  BodyShare(const BodyShare&) = delete;
+  BodyShare& operator=(const BodyShare&) = delete;
+
+  // Takes `bytes` more from the pool; false, taking nothing, when that would pass the limit.
+  bool take(std::uint64_t bytes) {
+    if (limit_ == 0) return true;
+    std::uint64_t held = pool_.load();
+    do {
+      if (held + bytes > limit_) return false;
+    } while (!pool_.compare_exchange_weak(held, held + bytes));
+    taken_ += bytes;
+    return true;
+  }
+  void give_back() {
+    pool_ -= taken_;
+    taken_ = 0;
+  }
+
+ private:
+  std::atomic<std::uint64_t>& pool_;
+  std::uint64_t limit_;
+  std::uint64_t taken_ = 0;
+};
+
 // The parsed message as the handler's request (the peer set by the caller).
 void fill_request(http::request<http::string_body> message, HttpRequest& request) {
   request.method = std::string(message.method_string());
@@ -265,27 +306,10 @@ void HttpServer::run(const std::function<bool()>& stop_requested, std::chrono::m
   }
 }
 
-bool HttpServer::reserve_body(std::uint64_t bytes) {
-  if (options_.inflight_limit == 0) return true;
-  std::uint64_t held = inflight_.load();
-  do {
-    if (held + bytes > options_.inflight_limit) return false;
-  } while (!inflight_.compare_exchange_weak(held, held + bytes));
-  return true;
-}
-
 void HttpServer::serve_connection(int fd, std::string peer) {
-  std::string pending;     // bytes received and not parsed yet (a pipelined request's)
-  std::uint64_t held = 0;  // this connection's reservation of body bytes
-  const auto reserve = [&](std::uint64_t bytes) {
-    if (!reserve_body(bytes)) return false;
-    held = bytes;
-    return true;
-  };
-  const auto release = [&] {
-    if (options_.inflight_limit != 0) inflight_ -= held;
-    held = 0;
-  };
+  std::string pending;  // bytes received and not parsed yet (a pipelined request's)
+  BodyShare share(inflight_, options_.inflight_limit);
+  const auto reserve = [&share](std::uint64_t bytes) { return share.take(bytes); };
   while (true) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(options_.header_limit);
@@ -293,18 +317,10 @@ void HttpServer::serve_connection(int fd, std::string peer) {
     parser.eager(true);
     boost::system::error_code ec;
     const ReadEnd end = read_request(fd, pending, parser, options_, stopping_, reserve, ec);
-    if (end == ReadEnd::kTimedOut) {
-      send_all(fd, serialize(json_error(408, "the request took too long"), false),
-               std::chrono::milliseconds(1000));
-    } else if (end == ReadEnd::kBusy) {
-      HttpResponse busy = json_error(503,
-                                     "the server holds as many request bodies as it may; "
-                                     "retry shortly");
-      busy.headers.push_back({"Retry-After", "1"});
-      send_all(fd, serialize(busy, false), std::chrono::milliseconds(1000));
-    }
     if (end != ReadEnd::kRequest && end != ReadEnd::kBad) {
-      release();
+      if (const auto answer = unread_response(end)) {
+        send_all(fd, serialize(*answer, false), std::chrono::milliseconds(1000));
+      }
       return;
     }
     const auto start = Clock::now();
@@ -326,7 +342,7 @@ void HttpServer::serve_connection(int fd, std::string peer) {
     keep_alive = keep_alive && !stopping_;
     request.body.clear();
     request.body.shrink_to_fit();
-    release();
+    share.give_back();
     const bool sent = send_all(fd, serialize(response, keep_alive), options_.request_deadline);
     if (log_) {
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

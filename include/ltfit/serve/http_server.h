@@ -86,7 +86,6 @@ class HttpServer {
  private:
   struct Impl;
   void serve_connection(int fd, std::string peer);
-  bool reserve_body(std::uint64_t bytes);  // false when it would pass inflight_limit
 
   HttpServerOptions options_;
   Handler handler_;
