@@ -158,6 +158,12 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   return loaded;
 }
 
+void use_training_memory_format(LoadedModel& loaded, EvalOptions& options) {
+  if (!loaded.config.train.channels_last) return;
+  set_channels_last(loaded.model);
+  options.channels_last = true;
+}
+
 EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,
                         std::optional<double> beta) {
   EvalConfig eval = base;

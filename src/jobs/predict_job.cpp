@@ -156,8 +156,8 @@ SkippedImages predict_plain(Predictor& p, const std::vector<std::string>& images
   torch::NoGradGuard no_grad;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
-    const torch::Tensor pixels =
-        normalize_images(batch->images, p.eval.device, false, p.model->input_normalization());
+    const torch::Tensor pixels = normalize_images(
+        batch->images, p.eval.device, p.eval.channels_last, p.model->input_normalization());
     const torch::Tensor logits = forward_logits(p.model, pixels, p.eval).to(torch::kCPU);
     const torch::Tensor probs = output_probabilities(logits, p.eval);
     std::vector<std::string> cams;  // --cam: the batch's pictures, for its predicted classes

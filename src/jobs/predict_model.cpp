@@ -118,6 +118,7 @@ Predictor make_predictor(const PredictRequest& request, const torch::Device& dev
   p.model = p.loaded->model;
   p.classes = p.loaded->meta.classes;
   p.eval = eval_options_for(*p.loaded, device, "");
+  use_training_memory_format(*p.loaded, p.eval);
   p.loader = make_loader_options(p.loaded->config, /*train=*/false);
   if (request.batch_size > 0) p.loader.data.batch_size = request.batch_size;
   return p;

@@ -320,6 +320,7 @@ void HttpServer::serve_connection(int fd, std::string peer) {
     if (end != ReadEnd::kRequest && end != ReadEnd::kBad) {
       if (const auto answer = unread_response(end)) {
         send_all(fd, serialize(*answer, false), std::chrono::milliseconds(1000));
+        if (log_) log_({"-", "-", peer, answer->status, answer->body.size(), 0.0});
       }
       return;
     }

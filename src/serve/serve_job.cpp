@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <array>
 #include <atomic>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <shared_mutex>
 
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
@@ -29,6 +32,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
 #include "ltfit/util/signals.h"
+#include "serve/compute_gate.h"
 #include "serve/request_parts.h"
 #include "serve/serve_page.h"
 
@@ -142,6 +146,10 @@ class Service {
  public:
   explicit Service(const ServeRequest& request);
   HttpResponse handle(const HttpRequest& request);
+  // Every answer the server sent, counted for /metrics (refusals before a request was read too).
+  void record(const HttpAccess& access) {
+    metrics_.record(access.status, access.milliseconds / 1e3);
+  }
   std::atomic<bool> stopping{false};  // set by the accept loop, read by request threads
 
  private:
@@ -159,8 +167,9 @@ class Service {
   ServeRequest request_;
   LoadedModel loaded_;
   EvalOptions eval_;
-  EvalConfig tta_;          // v1's settings: the checkpoint's scale, its beta when its mode is v1
-  std::mutex model_mutex_;  // the batcher's thread and /v1/cam take turns with the model
+  EvalConfig tta_;  // v1's settings: the checkpoint's scale, its beta when its mode is v1
+  // Decodes share the cores; the model (the batcher's thread, /v1/cam) takes them alone.
+  ComputeGate gate_;
   ImageLimits limits_;
   DecodeBudget budget_;
   std::string token_;
@@ -190,6 +199,7 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
   const torch::Device device = resolve_device(request.device, "--device");
   loaded_ = load_model_for_eval(request.checkpoint, device, parse_weight_choice(request.weights));
   eval_ = eval_options_for(loaded_, device, request.precision);
+  use_training_memory_format(loaded_, eval_);
   limits_ = image_limits(loaded_.config.data);
   tta_ = tta_settings(loaded_.config.eval, "v1", std::nullopt);
   const int size = loaded_.config.data.image_size;
@@ -221,9 +231,10 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
 // mean of the 8 corner views' (as `ltfit predict --tta --tta-mode v1`).
 std::pair<torch::Tensor, torch::Tensor> Service::run_batch(const torch::Tensor& images,
                                                            const std::vector<char>& tta) {
-  std::lock_guard<std::mutex> lock(model_mutex_);
-  const torch::Tensor pixels =
-      normalize_images(images, eval_.device, false, loaded_.model->input_normalization());
+  std::unique_lock<ComputeGate> alone(gate_);
+  c10::InferenceMode inference;
+  const torch::Tensor pixels = normalize_images(images, eval_.device, eval_.channels_last,
+                                                loaded_.model->input_normalization());
   const torch::Tensor logits = forward_logits(loaded_.model, pixels, eval_).to(torch::kCPU);
   torch::Tensor probabilities = output_probabilities(logits, eval_);
   std::vector<std::int64_t> rows;
@@ -240,10 +251,14 @@ std::pair<torch::Tensor, torch::Tensor> Service::run_batch(const torch::Tensor& 
 }
 
 HttpResponse Service::handle(const HttpRequest& request) {
-  const auto start = Clock::now();
-  HttpResponse response = route(request, start + std::chrono::seconds(request_.request_timeout_s));
-  metrics_.record(response.status, std::chrono::duration<double>(Clock::now() - start).count());
-  return response;
+  return route(request, Clock::now() + std::chrono::seconds(request_.request_timeout_s));
+}
+
+// 503 with Retry-After: the request's time ran out before the model answered it.
+HttpResponse too_late() {
+  HttpResponse r = json_error(503, "the model did not answer within --request-timeout-s");
+  r.headers.push_back({"Retry-After", "1"});
+  return r;
 }
 
 HttpResponse Service::route(const HttpRequest& request, Clock::time_point deadline) {
@@ -335,8 +350,10 @@ HttpResponse Service::predict(const HttpRequest& request, Clock::time_point dead
   std::vector<std::future<Batcher::Result>> pending(parts.size());
   std::vector<nlohmann::json> answers(parts.size());
   bool refused = false;
-  for (std::size_t i = 0; i < parts.size(); ++i)
+  for (std::size_t i = 0; i < parts.size() && !refused; ++i) {
+    if (Clock::now() >= deadline) return too_late();  // queued images expire unrun
     answers[i] = predict_one(parts[i], *tta, deadline, &pending[i], &refused);
+  }
   if (refused) {
     HttpResponse r = json_error(503, "the server is busy (its queue is full); retry shortly");
     r.headers.push_back({"Retry-After", "1"});
@@ -348,12 +365,9 @@ HttpResponse Service::predict(const HttpRequest& request, Clock::time_point dead
       ++failed;
       continue;
     }
-    if (pending[i].wait_until(deadline) != std::future_status::ready) {
-      HttpResponse r = json_error(503, "the model did not answer within --request-timeout-s");
-      r.headers.push_back({"Retry-After", "1"});
-      return r;
-    }
+    if (pending[i].wait_until(deadline) != std::future_status::ready) return too_late();
     const Batcher::Result result = pending[i].get();
+    if (result.error == std::optional<std::string>("expired")) return too_late();
     if (result.error) return json_error(500, "the model failed on this batch: " + *result.error);
     answers[i] = answer_of(parts[i], result, *tta, top);
   }
@@ -385,6 +399,7 @@ nlohmann::json Service::answer_of(const ImagePart& part, const Batcher::Result& 
 std::optional<torch::Tensor> Service::decode(const ImagePart& part, std::string* error) {
   ImageInput input(part.name);
   input.encoded = part.bytes;
+  std::shared_lock<ComputeGate> shared(gate_);
   try {
     return load_square_image(input, loaded_.config.data.image_size, {}, error, limits_, &budget_);
   } catch (const std::exception& e) {
@@ -447,9 +462,9 @@ HttpResponse Service::cam(const HttpRequest& request) {
   std::string error;
   const std::optional<torch::Tensor> rgb = decode(parts[0], &error);
   if (!rgb) return json_error(400, "not a readable image: " + error);
-  std::lock_guard<std::mutex> lock(model_mutex_);
-  const torch::Tensor pixels = normalize_images(rgb->unsqueeze(0), eval_.device, false,
-                                                loaded_.model->input_normalization());
+  std::unique_lock<ComputeGate> alone(gate_);
+  const torch::Tensor pixels = normalize_images(
+      rgb->unsqueeze(0), eval_.device, eval_.channels_last, loaded_.model->input_normalization());
   torch::Tensor probabilities;
   {
     torch::NoGradGuard no_grad;
@@ -472,9 +487,20 @@ HttpResponse Service::cam(const HttpRequest& request) {
            {"X-Ltfit-Probability", fmt::format("{:.6f}", probabilities[*label].item<double>())}}};
 }
 
+// glibc hands the memory a thread other than the main one frees back to the kernel eagerly (its
+// arenas trim their top, and blocks over the dynamic mmap threshold are unmapped), so each forward
+// on the batcher's thread faults its activations' pages in anew: 9 ms of a 41 ms ResNet-18 forward
+// at batch 1 on two cores (MALLOC_TOP_PAD_ set so: 33 ms). Keeping up to 512 MiB freed and 256 MiB
+// of slack per arena keeps RSS near its peak, which the memory bound counts anyway (docs/serve.md).
+void keep_freed_memory() {
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_TOP_PAD, 256 << 20);
+}
+
 }  // namespace
 
 void run_serve_job(const ServeRequest& request, const std::function<void(int)>& listening) {
+  keep_freed_memory();
   Service service(request);
   HttpServerOptions options;
   options.host = request.host;
@@ -490,7 +516,8 @@ void run_serve_job(const ServeRequest& request, const std::function<void(int)>& 
   StopSignals signals;  // SIGINT/SIGTERM: stop accepting, answer what is in flight, exit 0
   HttpServer server(
       options, [&service](const HttpRequest& r) { return service.handle(r); },
-      [](const HttpAccess& a) {
+      [&service](const HttpAccess& a) {
+        service.record(a);
         spdlog::info("{} {} {} {} bytes {:.1f} ms {}", a.method, a.path, a.status, a.bytes,
                      a.milliseconds, a.peer);
       });

@@ -54,7 +54,9 @@ struct HttpServerOptions {
   std::uint64_t inflight_limit = 256ull << 20;
 };
 
-// One line per request (method, path, status, bytes, milliseconds, peer), for the access log.
+// One line per request answered (method, path, status, bytes, milliseconds, peer), for the
+// access log: every answer, those to requests refused before they were read whole (400, 408,
+// 413, 431, 503; method and path "-" when unknown) included.
 struct HttpAccess {
   std::string method, path, peer;
   int status = 0;
