@@ -14,7 +14,8 @@ cd "$WORK"
   { echo "error: no fixture in $WORK: run bench/serve_load.sh first" >&2; exit 2; }
 for round in $(seq "$ROUNDS"); do
   for bin in "$@"; do
-    eval "$bin" serve --checkpoint run/checkpoints/last.ckpt --port 0 > ab.log 2>&1 &
+    # exec: $! is the server itself, whatever environment words $bin starts with
+    eval "exec $bin serve --checkpoint run/checkpoints/last.ckpt --port 0" > ab.log 2>&1 &
     server=$!
     port=""
     for _ in $(seq 300); do
