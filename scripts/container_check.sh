@@ -7,14 +7,18 @@
 #   3. the CPU bundle (cpack .tar.gz from an LTFIT_CPU_ONLY + LTFIT_BUNDLE build here), unpacked
 #      in a bare container that holds only the runtime packages it declares (no Python, no
 #      compiler): synth, train, evaluate;
-#   4. with CUDA_IMAGE=1, the CUDA image (docker/Dockerfile.cuda) built and `ltfit envinfo` run
+#   4. serve (needs step 2's image and run): docs/serve.md's line, `podman run -p 18080:8080 -v
+#      runs:/runs:ro ltfit:cpu serve --checkpoint ... --host 0.0.0.0 --port 8080`, answering
+#      /healthz, /readyz and POST /v1/predict through the published port as `ltfit predict`
+#      does inside the image (1e-6), then `podman stop` (SIGTERM) and exit status 0;
+#   5. with CUDA_IMAGE=1, the CUDA image (docker/Dockerfile.cuda) built and `ltfit envinfo` run
 #      (no GPU is needed for either).
 # Prints each step's time and the image and bundle sizes; the report also goes to
 # $OUT/container-check.md (OUT defaults to runs/container-check).
 #
 #   scripts/container_check.sh                 # steps 1-3
 #   CUDA_IMAGE=1 scripts/container_check.sh    # and 4 (downloads ~3 GB of CUDA wheels)
-#   STEPS="bundle" scripts/container_check.sh  # a subset: base, cpu, bundle, cuda
+#   STEPS="bundle" scripts/container_check.sh  # a subset: base, cpu, serve, bundle, cuda
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +27,7 @@ ENGINE="${ENGINE:-podman}"
 OUT="${OUT:-$ROOT/runs/container-check}"
 BASE="${BASE:-localhost/debian:bookworm}"
 BUNDLE_BUILD="${BUNDLE_BUILD:-$ROOT/build-bundle-cpu}"
-STEPS="${STEPS:-base cpu bundle}"
+STEPS="${STEPS:-base cpu serve bundle}"
 if [[ "${CUDA_IMAGE:-0}" == 1 ]]; then STEPS="$STEPS cuda"; fi
 CA="${HOST_CA:-/etc/ssl/certs/ca-certificates.crt}"
 mkdir -p "$OUT"
@@ -113,6 +117,45 @@ check_cpu_image() {
   results_of "$OUT/cpu-train.log" "$OUT/cpu-evaluate.log"
 }
 
+check_serve() {
+  say ""
+  say "## ltfit serve in the CPU image, on a published port"
+  local work="$OUT/cpu-work" run_dir port=18080
+  run_dir="$(cd "$work/runs" && ls -d quickstart* | tail -1)"
+  local ckpt="/runs/$run_dir/checkpoints/last.ckpt"
+  local image
+  image="$(ls "$work/data/synth/valid/cat/"* | head -1)"
+  run_engine rm -f ltfit-serve-check >/dev/null 2>&1 || true
+  run_engine run -d --name ltfit-serve-check -p "$port:8080" -v "$work/runs:/runs:ro" ltfit:cpu \
+    serve --checkpoint "$ckpt" --host 0.0.0.0 --port 8080 >/dev/null
+  local i
+  for i in $(seq 120); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.5; done
+  curl -sf "http://127.0.0.1:$port/healthz" >"$OUT/serve-healthz.json" ||
+    { say "FAILED: /healthz through the published port"; run_engine logs ltfit-serve-check >&2; exit 3; }
+  curl -sf --data-binary @"$image" -H 'Content-Type: image/jpeg' \
+    "http://127.0.0.1:$port/v1/predict?top_k=2" >"$OUT/serve-predict.json"
+  run_engine run "${RUN_FLAGS[@]}" -v "$work/runs:/runs:ro" -v "$image:/image.jpg:ro" ltfit:cpu \
+    predict --json --top 2 --checkpoint "$ckpt" /image.jpg >"$OUT/serve-expected.json" 2>/dev/null
+  local stop_start=$SECONDS
+  run_engine stop -t 40 ltfit-serve-check >/dev/null
+  local code
+  code="$(run_engine inspect --format '{{.State.ExitCode}}' ltfit-serve-check)"
+  run_engine logs ltfit-serve-check >"$OUT/serve.log" 2>&1
+  run_engine rm ltfit-serve-check >/dev/null
+  python3 - "$OUT/serve-predict.json" "$OUT/serve-expected.json" <<'COMPARE' || exit 3
+import json, sys
+served = json.load(open(sys.argv[1]))["predictions"][0]["top"]
+expected = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])["top"]
+diff = max(abs(a["probability"] - b["probability"]) for a, b in zip(served, expected))
+same = [a["class"] for a in served] == [b["class"] for b in expected]
+print(f"served {served[0]['class']} {served[0]['probability']:.6f}, predict {expected[0]['class']} "
+      f"{expected[0]['probability']:.6f}, largest difference {diff:.2e}")
+sys.exit(0 if same and diff <= 1e-6 else 1)
+COMPARE
+  say "- podman run -p $port:8080 ... serve: /healthz $(cat "$OUT/serve-healthz.json"), POST /v1/predict as predict in the image; stop: exit $code in $((SECONDS - stop_start)) s"
+  [[ "$code" == 0 ]] || { say "FAILED: serve exited $code on SIGTERM"; exit 3; }
+}
+
 check_bundle() {
   say ""
   say "## CPU bundle (cpack, LTFIT_CPU_ONLY + LTFIT_BUNDLE) in a bare container"
@@ -185,6 +228,7 @@ check_cuda_image() {
 
 if wants base || wants cpu || wants bundle || wants cuda; then make_base; fi
 if wants cpu; then check_cpu_image; fi
+if wants serve; then check_serve; fi
 if wants bundle; then check_bundle; fi
 if wants cuda; then check_cuda_image; fi
 say ""

@@ -97,13 +97,15 @@ TEST_CASE("predict_job: the checkpoint's model, images in order, unreadable ones
     CHECK(p.top[0].probability + p.top[1].probability == Approx(1.0));
     CHECK(p.top[0].name == (p.top[0].label == 0 ? "cat" : "dog"));
     CHECK(p.tta_mode.empty());
-    // The saved model's logits for the image as predict prepares it (32 px, centre crop).
+    // The saved model's logits for the image as predict prepares it (32 px, centre crop) and runs
+    // it (in training's memory format, train.channels_last: use_training_memory_format).
     std::string error;
     const auto image = ltfit::load_square_image(p.image, 32, {}, &error);
     REQUIRE(image);
     torch::NoGradGuard no_grad;
+    ltfit::set_channels_last(saved);
     const torch::Tensor logits =
-        saved->forward(ltfit::normalize_images(image->unsqueeze(0), torch::kCPU, false))[0];
+        saved->forward(ltfit::normalize_images(image->unsqueeze(0), torch::kCPU, true))[0];
     REQUIRE(p.logits);
     REQUIRE(p.logits->size() == 2);
     CHECK((*p.logits)[0] == logits[0].item<float>());
