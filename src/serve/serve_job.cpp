@@ -34,6 +34,7 @@
 #include "ltfit/util/signals.h"
 #include "serve/compute_gate.h"
 #include "serve/request_parts.h"
+#include "serve/serve_metrics.h"
 #include "serve/serve_page.h"
 
 namespace ltfit {
@@ -41,80 +42,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxImagesPerRequest = 64;
-constexpr std::array<double, 12> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
-                                                    0.5,   1.0,  2.5,   5.0,  10.0, 30.0};
-
-// Requests by status and their latency, for /metrics.
-class Metrics {
- public:
-  void record(int status, double seconds) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++by_status_[status];
-    std::size_t b = 0;
-    while (b < kLatencyBuckets.size() && seconds > kLatencyBuckets[b]) ++b;
-    ++latency_[b];
-    latency_sum_ += seconds;
-    ++latency_count_;
-  }
-  std::string text(const Batcher::Stats& batches, double uptime) const;
-
- private:
-  mutable std::mutex mutex_;
-  std::map<int, std::int64_t> by_status_;
-  std::array<std::int64_t, kLatencyBuckets.size() + 1> latency_{};
-  double latency_sum_ = 0;
-  std::int64_t latency_count_ = 0;
-};
-
-std::string Metrics::text(const Batcher::Stats& batches, double uptime) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string out =
-      "# HELP ltfit_requests_total HTTP requests answered, by status.\n"
-      "# TYPE ltfit_requests_total counter\n";
-  for (const auto& [status, n] : by_status_) {
-    out += fmt::format("ltfit_requests_total{{status=\"{}\"}} {}\n", status, n);
-  }
-  out +=
-      "# HELP ltfit_request_seconds Time from a request's parse to its answer.\n"
-      "# TYPE ltfit_request_seconds histogram\n";
-  std::int64_t cumulative = 0;
-  for (std::size_t b = 0; b < kLatencyBuckets.size(); ++b) {
-    cumulative += latency_[b];
-    out += fmt::format("ltfit_request_seconds_bucket{{le=\"{}\"}} {}\n", kLatencyBuckets[b],
-                       cumulative);
-  }
-  cumulative += latency_.back();
-  out += fmt::format("ltfit_request_seconds_bucket{{le=\"+Inf\"}} {}\n", cumulative);
-  out += fmt::format("ltfit_request_seconds_sum {}\nltfit_request_seconds_count {}\n", latency_sum_,
-                     latency_count_);
-  out +=
-      "# HELP ltfit_batch_size Images run through the model together.\n"
-      "# TYPE ltfit_batch_size histogram\n";
-  std::int64_t batches_cumulative = 0, images = 0;
-  for (std::size_t size = 1; size < batches.batch_sizes.size(); ++size) {
-    batches_cumulative += batches.batch_sizes[size];
-    images += batches.batch_sizes[size] * static_cast<std::int64_t>(size);
-    out += fmt::format("ltfit_batch_size_bucket{{le=\"{}\"}} {}\n", size, batches_cumulative);
-  }
-  out += fmt::format("ltfit_batch_size_bucket{{le=\"+Inf\"}} {}\n", batches_cumulative);
-  out += fmt::format("ltfit_batch_size_sum {}\nltfit_batch_size_count {}\n", images,
-                     batches_cumulative);
-  out += fmt::format(
-      "# HELP ltfit_queue_depth Images waiting for the model.\n# TYPE ltfit_queue_depth gauge\n"
-      "ltfit_queue_depth {}\n"
-      "# HELP ltfit_images_total Images run through the model.\n"
-      "# TYPE ltfit_images_total counter\nltfit_images_total {}\n"
-      "# HELP ltfit_images_per_second Images run through the model per second since the start.\n"
-      "# TYPE ltfit_images_per_second gauge\nltfit_images_per_second {:.3f}\n"
-      "# HELP ltfit_queue_refused_total Images refused because the queue was full (503).\n"
-      "# TYPE ltfit_queue_refused_total counter\nltfit_queue_refused_total {}\n"
-      "# HELP ltfit_expired_total Images dropped unrun: queued past their request's deadline.\n"
-      "# TYPE ltfit_expired_total counter\nltfit_expired_total {}\n",
-      batches.queued, batches.images, uptime > 0 ? batches.images / uptime : 0.0, batches.refused,
-      batches.expired);
-  return out;
-}
-
 // The bearer token in `path` (its first line, spaces trimmed); ConfigError when unreadable.
 std::string read_token(const std::string& path) {
   std::ifstream in(path);
@@ -174,7 +101,7 @@ class Service {
   DecodeBudget budget_;
   std::string token_;
   nlohmann::json info_;
-  Metrics metrics_;
+  ServeMetrics metrics_;
   Clock::time_point started_ = Clock::now();
   std::unique_ptr<Batcher> batcher_;
 };
