@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace ltfit {
 
 Batcher::Batcher(Run run, int max_batch, std::chrono::milliseconds max_wait, std::size_t queue)
@@ -22,6 +24,26 @@ Batcher::~Batcher() {
   ready_.notify_all();
   worker_.join();
 }
+
+Batcher::Coming::Coming(Batcher* batcher, std::int64_t images)
+    : batcher_(batcher), images_(images) {
+  std::lock_guard<std::mutex> lock(batcher_->mutex_);
+  batcher_->coming_ += images_;
+}
+
+Batcher::Coming::Coming(Coming&& other) noexcept
+    : batcher_(std::exchange(other.batcher_, nullptr)), images_(other.images_) {}
+
+Batcher::Coming::~Coming() {
+  if (batcher_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(batcher_->mutex_);
+    batcher_->coming_ -= images_;
+  }
+  batcher_->ready_.notify_all();
+}
+
+Batcher::Coming Batcher::expect(std::int64_t images) { return Coming(this, images); }
 
 std::optional<std::future<Batcher::Result>> Batcher::submit(
     torch::Tensor image, bool tta, std::chrono::steady_clock::time_point deadline) {
@@ -51,10 +73,11 @@ std::vector<Batcher::Item> Batcher::next_batch() {
   while (batch.empty()) {
     ready_.wait(lock, [&] { return closing_ || !queue_.empty(); });
     if (queue_.empty()) return batch;  // closing, nothing left
-    // Wait for a full batch until the first image has waited max_wait.
+    // Wait for a full batch while more images are on their way, until the first image has
+    // waited max_wait; waiting when none is coming would only add latency.
     const auto until = queue_.front().arrived + max_wait_;
     ready_.wait_until(lock, until, [&] {
-      return closing_ || queue_.size() >= static_cast<std::size_t>(max_batch_);
+      return closing_ || coming_ <= 0 || queue_.size() >= static_cast<std::size_t>(max_batch_);
     });
     const auto now = std::chrono::steady_clock::now();
     while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
@@ -82,6 +105,7 @@ void Batcher::work() {
       images.push_back(item.image);
       tta.push_back(item.tta ? 1 : 0);
     }
+    const auto started = std::chrono::steady_clock::now();
     try {
       const auto [probabilities, logits] = run_(torch::stack(images), tta);
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -91,7 +115,9 @@ void Batcher::work() {
     } catch (const std::exception& e) {
       for (Item& item : batch) item.promise.set_value({{}, {}, std::string(e.what())});
     }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     std::lock_guard<std::mutex> lock(mutex_);
+    stats_.run_seconds += took.count();
     stats_.images += static_cast<std::int64_t>(batch.size());
     ++stats_.batches;
     ++stats_.batch_sizes[batch.size()];

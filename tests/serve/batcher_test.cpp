@@ -1,7 +1,7 @@
 // serve's dynamic batcher (serve/batcher.h): images from many threads run together up to the
 // batch size, each gets its own row back, a full queue says no, an image past its deadline is
-// dropped unrun, the TTA flags reach the run function row by row, and a failing batch answers
-// every image with the error.
+// dropped unrun, a lone image runs without waiting while announced ones are waited for, the TTA
+// flags reach the run function row by row, and a failing batch answers every image with the error.
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
@@ -47,6 +47,7 @@ TEST_CASE("the batcher runs concurrent images together and answers each its own 
         return echo(images, tta);
       },
       4, std::chrono::milliseconds(300), 64);
+  const Batcher::Coming coming = batcher.expect(8);  // so that batches wait to fill
   std::vector<std::future<Batcher::Result>> results;
   for (int i = 0; i < 8; ++i) results.push_back(*batcher.submit(image_of(i), i % 3 == 0, kLater));
   for (int i = 0; i < 8; ++i) {
@@ -99,4 +100,36 @@ TEST_CASE("the batcher refuses beyond its queue, drops expired images, and repor
   const Batcher::Stats stats = batcher.stats();
   CHECK(stats.refused == 1);
   CHECK(stats.expired == 1);
+}
+
+TEST_CASE("the batcher runs a lone image at once and waits only for images announced to it",
+          "[serve][batcher]") {
+  std::mutex seen_mutex;
+  std::vector<std::int64_t> sizes;
+  Batcher batcher(
+      [&](const torch::Tensor& images, const std::vector<char>& tta) {
+        std::lock_guard<std::mutex> lock(seen_mutex);
+        sizes.push_back(images.size(0));
+        return echo(images, tta);
+      },
+      4, std::chrono::seconds(30), 64);
+  // Nothing else on its way: no waiting for a batch that would never fill.
+  auto lone = batcher.submit(image_of(1), false, kLater);
+  REQUIRE(lone);
+  REQUIRE(lone->wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  std::optional<std::future<Batcher::Result>> first, second;
+  {
+    const Batcher::Coming coming = batcher.expect(2);
+    first = batcher.submit(image_of(2), false, kLater);
+    REQUIRE(first);
+    // The second announced image is still being decoded: the first waits for it.
+    CHECK(first->wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+    second = batcher.submit(image_of(3), false, kLater);
+    REQUIRE(second);
+  }
+  REQUIRE(first->wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  CHECK(first->get().probabilities[0].item<int>() == 2);
+  CHECK(second->get().probabilities[0].item<int>() == 3);
+  std::lock_guard<std::mutex> lock(seen_mutex);
+  CHECK(sizes == std::vector<std::int64_t>{1, 2});
 }

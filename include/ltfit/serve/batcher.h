@@ -1,6 +1,8 @@
 // Dynamic batching for `ltfit serve`: images submitted by many request threads are run through
 // the model together, up to `max_batch` at a time, each batch started at the latest `max_wait`
-// after its first image arrived (or as soon as it is full). The queue is bounded: submit() says
+// after its first image arrived, as soon as it is full, or as soon as no other image is on its way
+// (expect(): a request announces its images before decoding them, so a lone request runs at once
+// and a busy server still fills its batches). The queue is bounded: submit() says
 // no when `queue` images wait, and the server answers 503 with Retry-After. Each image carries a
 // deadline: one still queued when its deadline passes is answered "expired" without being run
 // (its request has already answered 503). Images asking for test-time augmentation ride in the
@@ -42,12 +44,31 @@ class Batcher {
     std::int64_t queued = 0;                // waiting now
     std::int64_t refused = 0;               // submits refused because the queue was full
     std::int64_t expired = 0;               // images dropped unrun past their deadline
+    double run_seconds = 0;                 // time in the run function, all batches together
   };
 
   Batcher(Run run, int max_batch, std::chrono::milliseconds max_wait, std::size_t queue);
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
+
+  // Images on their way to submit() (being decoded) while it lives: a batch short of max_batch
+  // waits for them, up to max_wait. Move-only; the count drops when it is destroyed.
+  class Coming {
+   public:
+    Coming(Batcher* batcher, std::int64_t images);
+    Coming(Coming&& other) noexcept;
+    Coming(const Coming&) = delete;
+    Coming& operator=(const Coming&) = delete;
+    Coming& operator=(Coming&&) = delete;
+    ~Coming();
+
+   private:
+    Batcher* batcher_;
+    std::int64_t images_;
+  };
+  // Announces `images` images about to be submitted (by the caller, while the result lives).
+  Coming expect(std::int64_t images);
 
   // Queues one image (uint8 [S,S,3]), test-time augmented when `tta`, to be run before
   // `deadline`; null when the queue is full.
@@ -73,6 +94,7 @@ class Batcher {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Item> queue_;
+  std::int64_t coming_ = 0;  // images announced by expect() and not yet submitted
   bool closing_ = false;
   Stats stats_;
   std::thread worker_;
