@@ -35,6 +35,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--inflight-mb", request->inflight_mb,
                   "request bodies held at once, all clients together, in MiB (default 256; "
                   "beyond: 503 with Retry-After)");
+  cmd->add_option("--cache-mb", request->cache_mb,
+                  "freed model memory kept for the next batch, in MiB (default 512; 0: none)");
   cmd->callback([request, exit_code] {
     run_serve_job(*request);
     *exit_code = 0;

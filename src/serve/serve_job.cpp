@@ -15,6 +15,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
+#include <span>
 
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
@@ -28,6 +29,7 @@
 #include "ltfit/pictures/image_grid.h"
 #include "ltfit/serve/batcher.h"
 #include "ltfit/serve/http_server.h"
+#include "ltfit/util/cpu_block_cache.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/sha256.h"
@@ -68,6 +70,10 @@ bool same_secret(const std::string& a, const std::string& b) {
   }
   return diff == 0;
 }
+
+// Images up to this many pixels decode in turn with the model (ComputeGate); larger ones, whose
+// decode takes seconds (a 9000x9000 PNG), beside it.
+constexpr std::uint64_t kGatedDecodePixels = 16'000'000;
 
 class Service {
  public:
@@ -229,7 +235,10 @@ HttpResponse Service::route(const HttpRequest& request, Clock::time_point deadli
     return only(get, "GET", [&] {
       const double uptime = std::chrono::duration<double>(Clock::now() - started_).count();
       return HttpResponse{
-          200, "text/plain; version=0.0.4", metrics_.text(batcher_->stats(), uptime), {}};
+          200,
+          "text/plain; version=0.0.4",
+          metrics_.text(batcher_->stats(), installed_cpu_block_cache_stats(), uptime),
+          {}};
     });
   }
   if (path == "/v1/predict")
@@ -277,9 +286,13 @@ HttpResponse Service::predict(const HttpRequest& request, Clock::time_point dead
   std::vector<std::future<Batcher::Result>> pending(parts.size());
   std::vector<nlohmann::json> answers(parts.size());
   bool refused = false;
-  for (std::size_t i = 0; i < parts.size() && !refused; ++i) {
-    if (Clock::now() >= deadline) return too_late();  // queued images expire unrun
-    answers[i] = predict_one(parts[i], *tta, deadline, &pending[i], &refused);
+  {
+    // Announced: a batch short of --max-batch waits for these images while they are decoded.
+    const Batcher::Coming coming = batcher_->expect(static_cast<std::int64_t>(parts.size()));
+    for (std::size_t i = 0; i < parts.size() && !refused; ++i) {
+      if (Clock::now() >= deadline) return too_late();  // queued images expire unrun
+      answers[i] = predict_one(parts[i], *tta, deadline, &pending[i], &refused);
+    }
   }
   if (refused) {
     HttpResponse r = json_error(503, "the server is busy (its queue is full); retry shortly");
@@ -326,7 +339,14 @@ nlohmann::json Service::answer_of(const ImagePart& part, const Batcher::Result& 
 std::optional<torch::Tensor> Service::decode(const ImagePart& part, std::string* error) {
   ImageInput input(part.name);
   input.encoded = part.bytes;
-  std::shared_lock<ComputeGate> shared(gate_);
+  // A very large image decodes beside the model rather than hold it up for seconds (and every
+  // queued image with it); the header is read again, with every check, by the loader.
+  std::string header_error;
+  const auto header = read_image_header(
+      std::span(reinterpret_cast<const std::uint8_t*>(part.bytes->data()), part.bytes->size()),
+      &header_error);
+  std::shared_lock<ComputeGate> shared(gate_, std::defer_lock);
+  if (!header || header->pixels() <= kGatedDecodePixels) shared.lock();
   try {
     return load_square_image(input, loaded_.config.data.image_size, {}, error, limits_, &budget_);
   } catch (const std::exception& e) {
@@ -419,15 +439,24 @@ HttpResponse Service::cam(const HttpRequest& request) {
 // on the batcher's thread faults its activations' pages in anew: 9 ms of a 41 ms ResNet-18 forward
 // at batch 1 on two cores (MALLOC_TOP_PAD_ set so: 33 ms). Keeping up to 512 MiB freed and 256 MiB
 // of slack per arena keeps RSS near its peak, which the memory bound counts anyway (docs/serve.md).
-void keep_freed_memory() {
+// glibc gives the memory a thread other than the main one frees back to the kernel eagerly (its
+// arenas trim their top), so each forward on the batcher's thread would fault its small
+// activations' pages in anew (9 ms of a 41 ms ResNet-18 forward at batch 1); keeping up to
+// 512 MiB freed and 256 MiB of slack per arena: 33 ms. The large ones (a batch's activations)
+// LibTorch allocates from the block cache, which keeps them for the next batch (--cache-mb).
+void keep_freed_memory(std::size_t cache_bytes) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 256 << 20);
+  if (cache_bytes > 0) install_cpu_block_cache(cache_bytes);
 }
 
 }  // namespace
 
 void run_serve_job(const ServeRequest& request, const std::function<void(int)>& listening) {
-  keep_freed_memory();
+  if (request.cache_mb < 0 || request.cache_mb > (1 << 20)) {
+    throw ConfigError("--cache-mb: expected 0 to 1048576, got " + std::to_string(request.cache_mb));
+  }
+  keep_freed_memory(static_cast<std::size_t>(request.cache_mb) << 20);
   Service service(request);
   HttpServerOptions options;
   options.host = request.host;

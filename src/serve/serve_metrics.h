@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ltfit/serve/batcher.h"
+#include "ltfit/util/cpu_block_cache.h"
 
 namespace ltfit {
 
@@ -27,7 +28,8 @@ class ServeMetrics {
     latency_sum_ += seconds;
     ++latency_count_;
   }
-  std::string text(const Batcher::Stats& batches, double uptime) const;
+  std::string text(const Batcher::Stats& batches, const CpuBlockCache::Stats& cache,
+                   double uptime) const;
 
  private:
   mutable std::mutex mutex_;

@@ -151,11 +151,17 @@ TEST_CASE("serve answers as predict does, batches concurrent clients, and stops 
     }
   }
   const std::string metrics = read_file(dir.path() / "metrics.txt");
-  const auto value = [&](const std::string& name) {
-    const std::string line = ltfit::testing::line_with(metrics, name + " ");
-    return std::stod(line.substr(line.find(' ') + 1));
+  const auto value = [&](const std::string& name) {  // the sample's line, not its # HELP
+    const std::size_t at = metrics.find("\n" + name + " ");
+    REQUIRE(at != std::string::npos);
+    const std::size_t number = at + name.size() + 2;
+    return std::stod(metrics.substr(number, metrics.find('\n', number) - number));
   };
   CHECK(value("ltfit_batch_size_sum") > value("ltfit_batch_size_count"));  // batches of 2+
+  CHECK(value("ltfit_model_seconds_total") > 0);
+  // The batches' large blocks were kept and used again, and the answers above are still exact.
+  CHECK(value("ltfit_block_cache_hits_total") > 0);
+  CHECK(value("ltfit_block_cache_bytes") <= 512.0 * (1 << 20));
   CHECK_THAT(metrics, Contains("ltfit_requests_total{status=\"200\"}"));
   for (int c = 0; c < 32; ++c) {
     INFO("in flight at SIGTERM: " << c);

@@ -41,6 +41,7 @@ struct ServeRequest {
   int body_limit_mb = 20;        // a request body's size at most
   int request_timeout_s = 30;    // a request's whole time at most (reading, waiting, answering)
   int inflight_mb = 256;         // request bodies held at once, all connections together
+  int cache_mb = 512;            // freed large CPU blocks kept for reuse (util/cpu_block_cache.h)
   std::string weights = "auto";  // auto | ema | model, as predict
 };
 
