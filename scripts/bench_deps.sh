@@ -3,7 +3,8 @@
 # the parity test), tensorboard (the reader tests/run/tensorboard_oracle.sh checks ltfit's events
 # files with), timm (the MixUp, EMA and cosine-schedule oracles), cleanlab and imagehash (the
 # label-issues and perceptual-hash oracles, tests/eval/label_issues_oracle.sh and
-# tests/data/phash_oracle.sh), onnx and onnxruntime (the ONNX export's oracles), selenium (the
+# tests/data/phash_oracle.sh), onnx and onnxruntime (the ONNX export's oracles), safetensors
+# (the safetensors oracle, with timm's weights), selenium (the
 # serve page's browser test), fastapi and uvicorn (bench/serve_peer.py, the Python server
 # bench/serve_load.sh runs beside ltfit serve) and fastai (bench/fastai_side_by_side.sh and the
 # flat_cos oracle, via bench/fastai_deps.sh).
@@ -33,9 +34,11 @@ fi
 # and ipykernel run notebooks/kaggle_vs_colab.ipynb headless (CTest notebook_tiny).
 # webdataset writes and reads the tar shards tests/data/shards_oracle.sh checks ltfit against.
 # onnx and onnxruntime check ltfit's ONNX exports (tests/formats/onnx_oracle.sh, the export CLI
-# test, bench/onnx_vs_predict.sh).
+# test, bench/onnx_vs_predict.sh). safetensors reads and writes the files
+# tests/formats/safetensors_oracle.sh checks ltfit's reader and writer against.
 for module in PIL:pillow numpy:numpy nbconvert:nbconvert ipykernel:ipykernel \
-  webdataset:webdataset==1.0.2 onnx:onnx==1.23.2 onnxruntime:onnxruntime==1.32.0; do
+  webdataset:webdataset==1.0.2 onnx:onnx==1.23.2 onnxruntime:onnxruntime==1.32.0 \
+  safetensors:safetensors==0.4.5; do
   if "$PYTHON" -c "import ${module%%:*}" 2>/dev/null; then
     echo "${module#*:}: already installed"
   else

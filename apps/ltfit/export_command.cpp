@@ -14,12 +14,13 @@ void add_export_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "export",
       "write a checkpoint's weights as an ONNX model (FILE.onnx: ONNX Runtime, TensorRT, "
-      "OpenVINO; no Python) or as a state dict for Python's torch.load with FILE.json beside "
-      "FILE.pth (docs/export.md)");
+      "OpenVINO; no Python) or as a state dict (FILE.pth for Python's torch.load, "
+      "FILE.safetensors for Hugging Face's safetensors) with FILE.json beside it (docs/export.md)");
   cmd->add_option("--checkpoint", request->checkpoint, "checkpoint file (.ckpt)")->required();
-  cmd->add_option("--out", request->out, "file to write: .onnx or .pth (.pt)")->required();
+  cmd->add_option("--out", request->out, "file to write: .onnx, .pth (.pt) or .safetensors")
+      ->required();
   cmd->add_option("--format", request->format,
-                  "onnx | pth; auto (default): from --out's extension");
+                  "onnx | pth | safetensors; auto (default): from --out's extension");
   cmd->add_option("--weights", request->weights,
                   "ema: the moving average of the weights (train.ema); model: the trained "
                   "weights; auto (default): the average when the checkpoint has one");

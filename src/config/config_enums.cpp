@@ -143,8 +143,8 @@ PretrainedWeights parse_pretrained(std::string_view text) {
   if (text == "imagenet") return {};
   if (text == "none") return {PretrainedWeights::Kind::kNone, ""};
   if (text.empty()) {
-    throw ChoiceError("model.pretrained", "imagenet, none or the path of a torchvision .pth file",
-                      "", "model.pretrained: imagenet loads torchvision's weights for model.arch");
+    throw ChoiceError("model.pretrained", "imagenet, none or the path of a weight file", "",
+                      "model.pretrained: imagenet loads torchvision's weights for model.arch");
   }
   return PretrainedWeights::file(expand_home(text));
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ltfit/formats/safetensors.h"
 #include "ltfit/jobs/checkpoint_eval.h"
 #include "ltfit/jobs/export_meta.h"
 #include "ltfit/jobs/output_check.h"
@@ -15,6 +16,7 @@
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/onnx_export.h"
 #include "ltfit/model/torch_weights.h"
+#include "ltfit/util/atomic_file.h"
 #include "ltfit/util/json.h"
 #include "ltfit/util/sha256.h"
 
@@ -62,10 +64,18 @@ std::string class_list(const std::vector<std::string>& classes) {
   return text;
 }
 
-void export_pth(const ExportRequest& request, LoadedModel& loaded) {
+// The state dict as a torch.save zip (.pth) or a safetensors file, with its description beside it
+// (and, in a safetensors file, in its metadata too).
+void export_weights(const ExportRequest& request, LoadedModel& loaded, ExportFormat format) {
   const StateDict state = state_dict_of(loaded.model);
-  write_torch_state_dict(request.out, state);
-  write_export_meta(request.out, export_meta_of(loaded));
+  const ExportMeta meta = export_meta_of(loaded);
+  if (format == ExportFormat::kSafetensors) {
+    write_file_atomic(request.out, safetensors_bytes(state, {{"format", "pt"},
+                                                             {"ltfit", export_meta_json(meta)}}));
+  } else {
+    write_torch_state_dict(request.out, state);
+  }
+  write_export_meta(request.out, meta);
   spdlog::info("wrote {} tensors ({}, {} head, classes: {}{}) to {}, and what they are to {}",
                state.size(), loaded.config.model.arch, head_kind_name(loaded.config.model.head),
                class_list(loaded.meta.classes), loaded.ema ? "; the weights' moving average" : "",
@@ -145,12 +155,17 @@ ExportFormat resolve_export_format(const ExportRequest& request) {
     format = ExportFormat::kOnnx;
   } else if (request.format == "pth") {
     format = ExportFormat::kPth;
+  } else if (request.format == "safetensors") {
+    format = ExportFormat::kSafetensors;
   } else if (request.format != "auto") {
-    throw ConfigError("--format: expected onnx, pth or auto, got '" + request.format + "'");
+    throw ConfigError("--format: expected onnx, pth, safetensors or auto, got '" + request.format +
+                      "'");
   } else {
     const std::string ext = fs::path(request.out).extension().string();
     if (ext == ".onnx") {
       format = ExportFormat::kOnnx;
+    } else if (ext == ".safetensors") {
+      format = ExportFormat::kSafetensors;
     } else {
       format = ExportFormat::kPth;  // .pth, .pt, and (as before ONNX) any other name
       if (ext != ".pth" && ext != ".pt") {
@@ -161,10 +176,10 @@ ExportFormat resolve_export_format(const ExportRequest& request) {
   }
   const bool onnx_options =
       request.dynamic_size || request.probabilities || request.preprocess || request.opset != 17;
-  if (format == ExportFormat::kPth && onnx_options) {
+  if (format != ExportFormat::kOnnx && onnx_options) {
     throw ConfigError(
         "--opset, --dynamic-size, --probabilities and --preprocess are for ONNX "
-        "exports, and this one writes a state dict (.pth)",
+        "exports, and this one writes a state dict (.pth or .safetensors)",
         "name the output .onnx, or pass --format onnx");
   }
   if (format == ExportFormat::kOnnx) check_onnx_opset(request.opset);
@@ -186,7 +201,7 @@ void run_export_job(const ExportRequest& request) {
   if (format == ExportFormat::kOnnx) {
     export_onnx_file(request, loaded);
   } else {
-    export_pth(request, loaded);
+    export_weights(request, loaded, format);
   }
 }
 

@@ -107,7 +107,9 @@ ExportMeta parse_meta(const nlohmann::json& j) {
 
 std::string export_meta_path(const std::string& weights) {
   std::filesystem::path path(weights);
-  if (path.extension() == ".pth") return path.replace_extension(".json").string();
+  if (path.extension() == ".pth" || path.extension() == ".safetensors") {
+    return path.replace_extension(".json").string();
+  }
   return weights + ".json";
 }
 

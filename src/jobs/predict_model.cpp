@@ -70,7 +70,7 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   const std::optional<ExportMeta> meta = read_export_meta(request.weights);
   const std::string arch_name = weights_arch(request, meta);
   const ArchInfo& arch = arch_info(arch_name);
-  const StateDict state = read_torch_state_dict(request.weights);
+  const StateDict state = read_weights_file(request.weights);
   const WeightsHead head = weights_head(state, arch_name, request.weights);
   Predictor p;
   p.model = make_classifier(arch_name, head.num_classes, head.kind, /*dropout=*/0.0,

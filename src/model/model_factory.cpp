@@ -21,7 +21,7 @@ Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);
   // model.stem cifar: ImageNet's 7×7 conv1 has no place in the 3×3 stem.
-  load_pretrained_body(net, read_torch_state_dict(file), file,
+  load_pretrained_body(net, read_weights_file(file), file,
                        model.stem == Stem::kCifar ? std::vector<std::string>{"conv1.weight"}
                                                   : std::vector<std::string>{});
   spdlog::info("model: {} with a {} head for {} classes, {} parameters, body from {}", model.arch,

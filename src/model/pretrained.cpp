@@ -116,9 +116,10 @@ std::string resolve_pretrained_file(const PretrainedWeights& weights, const std:
   std::error_code ec;
   if (!fs::is_regular_file(pretrained, ec)) {
     const bool exists = fs::exists(pretrained, ec);
-    throw CheckpointError("model.pretrained: '" + pretrained + "' " +
-                              (exists ? "is not a regular file" : "does not exist"),
-                          "use imagenet, none, or the path of a torchvision .pth file");
+    throw CheckpointError(
+        "model.pretrained: '" + pretrained + "' " +
+            (exists ? "is not a regular file" : "does not exist"),
+        "use imagenet, none, or the path of a weight file (.pth or .safetensors)");
   }
   return pretrained;
 }

@@ -3,12 +3,18 @@
 // OrderedDict): "Expected GenericDict but got None" (LibTorch 2.15.0; see pickle.cpp).
 #include "ltfit/model/torch_weights.h"
 
+#include "ltfit/formats/file_bytes.h"
+#include "ltfit/formats/safetensors.h"
 #include "ltfit/formats/torch_archive.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 
 namespace {
+
+constexpr const char* kTorchScriptHint =
+    "a TorchScript model is not a state dict; if you trust the file, save its state_dict() with "
+    "torch.save in Python";
 
 using Kind = pickle::PickleValue::Kind;
 using pickle::PickleValue;
@@ -43,11 +49,32 @@ StateDict to_state_dict(const PickleValue& root) {
 
 }  // namespace
 
+StateDict read_weights_file(const std::string& path) {
+  std::shared_ptr<const std::string> bytes;
+  try {
+    bytes = read_regular_file(path);
+  } catch (const std::exception& e) {
+    throw CheckpointError("weight file '" + path + "' " + e.what());
+  }
+  if (!looks_like_safetensors(*bytes)) {
+    const TorchArchive archive = load_torch_archive(bytes, "weight file", path, kTorchScriptHint,
+                                                    default_read_limits(bytes->size()));
+    try {
+      return to_state_dict(archive.root());
+    } catch (const CheckpointError& e) {
+      throw CheckpointError("weight file '" + path + "': " + e.what());
+    }
+  }
+  try {
+    SafetensorsContent content = read_safetensors(*bytes);
+    return std::move(content.tensors);
+  } catch (const SafetensorsError& e) {
+    throw CheckpointError("weight file '" + path + "' (safetensors): " + e.what());
+  }
+}
+
 StateDict read_torch_state_dict(const std::string& path) {
-  const TorchArchive archive = load_torch_archive(
-      path, "weight file",
-      "a TorchScript model is not a state dict; if you trust the file, save its state_dict() "
-      "with torch.save in Python");
+  const TorchArchive archive = load_torch_archive(path, "weight file", kTorchScriptHint);
   try {
     return to_state_dict(archive.root());
   } catch (const CheckpointError& e) {

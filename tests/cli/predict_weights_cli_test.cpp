@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "jobs/jobs_fixtures.h"
+#include "ltfit/formats/safetensors.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/torch_weights.h"
 #include "support/child_cap.h"
@@ -173,4 +174,64 @@ TEST_CASE("predict --weights range-checks FILE.json's eval_transform: exit 4 nam
     REQUIRE(r.exit_code == 0);
     CHECK(json_lines_of(r.stdout_text).size() == 4);
   }
+}
+
+TEST_CASE("export .safetensors: predict --weights gives --checkpoint's logits, bad files exit 4",
+          "[cli][predict][safetensors]") {
+  TempDir dir;
+  const std::string ckpt = export_fastai_checkpoint(dir);
+  const std::string file = dir.str() + "/model.safetensors", photos = dir.str() + "/photos/valid";
+  auto r = ltfit::testing::run_ltfit("export --checkpoint " + ckpt + " --out " + file);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // The same tensors as the .pth export, and the description both beside it and inside it.
+  const ltfit::StateDict pth = ltfit::read_torch_state_dict(dir.str() + "/model.pth");
+  const ltfit::StateDict safe = ltfit::read_weights_file(file);
+  REQUIRE(safe.size() == pth.size());
+  for (std::size_t i = 0; i < pth.size(); ++i) {
+    INFO(pth[i].first);
+    CHECK(safe[i].first == pth[i].first);
+    CHECK(torch::equal(safe[i].second, pth[i].second));
+  }
+  const std::string bytes = ltfit::testing::read_file(file);
+  const auto content = ltfit::read_safetensors(bytes);
+  CHECK(content.metadata.at("format") == "pt");
+  CHECK(nlohmann::json::parse(content.metadata.at("ltfit"))["arch"] == "resnet18");
+  REQUIRE(fs::exists(dir.path() / "model.json"));
+
+  const auto by_checkpoint =
+      predict_weights_cmd("--json --logits --checkpoint " + ckpt + " " + photos);
+  r = predict_weights_cmd("--json --logits --weights " + file + " " + photos);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto expected = json_lines_of(by_checkpoint.stdout_text);
+  const auto lines = json_lines_of(r.stdout_text);
+  REQUIRE(lines.size() == expected.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto logits = lines[i]["logits"].get<std::vector<float>>();
+    const auto reference = expected[i]["logits"].get<std::vector<float>>();
+    for (std::size_t k = 0; k < logits.size(); ++k) {
+      CHECK(logits[k] == Approx(reference[k]).margin(1e-5));
+    }
+  }
+  // Half precision weights (as timm's files often are) load too, converted where they are copied.
+  ltfit::StateDict half;
+  for (const auto& [name, tensor] : safe) {
+    half.emplace_back(name, tensor.is_floating_point() ? tensor.to(torch::kBFloat16) : tensor);
+  }
+  ltfit::testing::write_file(dir.path() / "half.safetensors", ltfit::safetensors_bytes(half));
+  r = predict_weights_cmd("--json --weights " + dir.str() + "/half.safetensors --arch resnet18 " +
+                          photos);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  // Truncated: exit 4, naming the file and what is wrong.
+  ltfit::testing::write_file(dir.path() / "cut.safetensors", bytes.substr(0, bytes.size() / 2));
+  r = predict_weights_cmd("--weights " + dir.str() + "/cut.safetensors --arch resnet18 " + photos);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("cut.safetensors' (safetensors)") && Contains("truncated"));
+  // Neither format.
+  ltfit::testing::write_file(dir.path() / "text.safetensors", "hello, not weights");
+  r = predict_weights_cmd("--weights " + dir.str() + "/text.safetensors --arch resnet18 " + photos);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Contains("text.safetensors"));
 }

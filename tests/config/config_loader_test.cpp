@@ -245,7 +245,7 @@ TEST_CASE("train.device and model.pretrained are parsed once into typed values",
   CHECK(weights("./none") == PretrainedWeights::file("./none"));
   CHECK_THAT(error_of_string("model:\n  pretrained: ''\n"),
              Contains("t.yaml:2: model.pretrained: expected imagenet, none or the path of a "
-                      "torchvision .pth file"));
+                      "weight file"));
   // Every form is written back as it reads; a file named like a keyword stays a file.
   for (const PretrainedWeights& w :
        {PretrainedWeights{}, PretrainedWeights{Weights::kNone, ""},

@@ -79,7 +79,7 @@ struct PretrainedWeights {
   enum class Kind {
     kImagenet,  // torchvision's ImageNet weights for model.arch (hub cache, else downloaded)
     kNone,      // random initialisation
-    kFile,      // a torchvision .pth file
+    kFile,      // a weight file (torch.save .pth or .safetensors)
   };
   Kind kind = Kind::kImagenet;
   std::string path;  // kFile only

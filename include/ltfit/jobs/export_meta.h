@@ -36,7 +36,8 @@ struct ExportMeta {
   std::vector<double> thresholds;  // multi_label: one per class
 };
 
-// The sidecar of a weight file: `FILE.pth` -> `FILE.json`; any other name gets `.json` appended.
+// The sidecar of a weight file: `FILE.pth` or `FILE.safetensors` -> `FILE.json`; any other name
+// gets `.json` appended.
 std::string export_meta_path(const std::string& weights);
 
 // The JSON text of `meta` (format "ltfit-export", version 1).

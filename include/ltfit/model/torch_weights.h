@@ -27,6 +27,12 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 // TorchScript archive, a global outside the allow-list, a CRC mismatch, a file over its limits.
 StateDict read_torch_state_dict(const std::string& path);
 
+// Reads a weight file in either format ltfit knows, told apart by its content: a torch.save zip
+// (as read_torch_state_dict) or a safetensors file (formats/safetensors.h; timm's and Hugging
+// Face's format; F16 and BF16 tensors are converted where they are copied into a model). Throws
+// CheckpointError naming the file for anything else, and for everything either reader refuses.
+StateDict read_weights_file(const std::string& path);
+
 // Writes `state` as a `torch.save` zip (OrderedDict of tensors), atomically (temp + rename). A
 // write failure (a full disk) throws RuntimeError (exit 5), leaving no partial file.
 void write_torch_state_dict(const std::string& path, const StateDict& state);
