@@ -18,6 +18,7 @@
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
+#include "ltfit/model/timm_names.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
@@ -70,7 +71,8 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   const std::optional<ExportMeta> meta = read_export_meta(request.weights);
   const std::string arch_name = weights_arch(request, meta);
   const ArchInfo& arch = arch_info(arch_name);
-  const StateDict state = read_weights_file(request.weights);
+  const StateDict state =
+      from_timm_names(read_weights_file(request.weights), arch.family, request.weights);
   const WeightsHead head = weights_head(state, arch_name, request.weights);
   Predictor p;
   p.model = make_classifier(arch_name, head.num_classes, head.kind, /*dropout=*/0.0,

@@ -7,6 +7,7 @@
 
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
+#include "ltfit/model/timm_names.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/error.h"
 
@@ -21,7 +22,11 @@ Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
   }
   const std::string file = resolve_pretrained_file(model.pretrained, model.arch);
   // model.stem cifar: ImageNet's 7×7 conv1 has no place in the 3×3 stem.
-  load_pretrained_body(net, read_weights_file(file), file,
+  bool timm = false;
+  StateDict state =
+      from_timm_names(read_weights_file(file), arch_info(model.arch).family, file, &timm);
+  if (timm) spdlog::info("{}: timm's parameter names, mapped to torchvision's", file);
+  load_pretrained_body(net, state, file,
                        model.stem == Stem::kCifar ? std::vector<std::string>{"conv1.weight"}
                                                   : std::vector<std::string>{});
   spdlog::info("model: {} with a {} head for {} classes, {} parameters, body from {}", model.arch,

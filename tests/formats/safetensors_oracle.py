@@ -23,6 +23,8 @@ from safetensors.torch import load_file, save_file
 CASES = [
     ("resnet18", "resnet18", "resnet18", 64),
     ("resnet50", "resnet50", "resnet50", 64),
+    ("convnext_tiny", "convnext_tiny", "convnext_tiny", 64),
+    ("efficientnet_b0", "efficientnet_b0", "efficientnet_b0", 64),
 ]
 
 

@@ -18,6 +18,7 @@
 #include "ltfit/formats/safetensors.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/pretrained.h"
+#include "ltfit/model/timm_names.h"
 #include "ltfit/model/torch_weights.h"
 #include "support/test_support.h"
 
@@ -149,8 +150,9 @@ TEST_CASE("safetensors oracle: read Python's file, write it back, run timm's wei
   for (const auto& c : cases) {
     const std::string id = c.at("id");
     INFO(id);
-    const ltfit::StateDict state =
-        ltfit::read_weights_file((dir / ("timm_" + id + ".safetensors")).string());
+    const std::string file = (dir / ("timm_" + id + ".safetensors")).string();
+    const ltfit::StateDict state = ltfit::from_timm_names(
+        ltfit::read_weights_file(file), ltfit::arch_info(c.at("arch")).family, file);
     ltfit::Classifier model =
         ltfit::make_classifier(c.at("arch"), c.at("classes"), ltfit::HeadKind::kLinear);
     ltfit::load_state_dict_strict(model, state, id);

@@ -1,0 +1,166 @@
+// timm's parameter names mapped to torchvision's (timm_names.h).
+#include "ltfit/model/timm_names.h"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <optional>
+
+#include "ltfit/util/error.h"
+
+namespace ltfit {
+
+namespace {
+
+// "a.b.c" split at its first `count` dots: {"a", "b", "c"} for count 2.
+std::vector<std::string> split_head(const std::string& key, int count) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::size_t dot = key.find('.', start);
+    if (dot == std::string::npos) break;
+    parts.push_back(key.substr(start, dot - start));
+    start = dot + 1;
+  }
+  parts.push_back(key.substr(start));
+  return parts;
+}
+
+// An index as timm writes it: a few digits (so std::stoi cannot overflow on a hostile key).
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 4 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The first of `pairs` whose timm prefix starts `rest`, with its torchvision prefix in its place.
+std::optional<std::string> replace_prefix(
+    const std::string& rest, const std::vector<std::pair<std::string, std::string>>& pairs) {
+  for (const auto& [from, to] : pairs) {
+    if (rest.rfind(from, 0) == 0) return to + rest.substr(from.size());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> convnext_name(const std::string& key) {
+  if (auto r = replace_prefix(key, {{"stem.0.", "features.0.0."},
+                                    {"stem.1.", "features.0.1."},
+                                    {"head.norm.", "classifier.0."},
+                                    {"head.fc.", "classifier.2."}})) {
+    return r;
+  }
+  const auto p = split_head(key, 3);  // stages, S, downsample|blocks, rest
+  if (p.size() != 4 || p[0] != "stages" || !all_digits(p[1])) return std::nullopt;
+  const int stage = std::stoi(p[1]);
+  if (p[2] == "downsample") {
+    if (stage == 0) return std::nullopt;
+    return "features." + std::to_string(2 * stage) + "." + p[3];
+  }
+  if (p[2] != "blocks") return std::nullopt;
+  const auto b = split_head(p[3], 1);  // B, rest
+  if (b.size() != 2 || !all_digits(b[0])) return std::nullopt;
+  const std::string block = "features." + std::to_string(2 * stage + 1) + "." + b[0] + ".";
+  if (b[1] == "gamma") return block + "layer_scale";
+  if (auto r = replace_prefix(b[1], {{"conv_dw.", "block.0."},
+                                     {"norm.", "block.2."},
+                                     {"mlp.fc1.", "block.3."},
+                                     {"mlp.fc2.", "block.5."}})) {
+    return block + *r;
+  }
+  return std::nullopt;
+}
+
+// EfficientNet: `inverted` says whether the key's block is an inverted residual (it has a
+// conv_pwl) rather than stage 0's depthwise-separable one; `stages` is the number of stages.
+std::optional<std::string> efficientnet_name(const std::string& key, bool inverted, int stages) {
+  const std::string head = "features." + std::to_string(stages + 1) + ".";
+  if (auto r = replace_prefix(key, {{"conv_stem.", "features.0.0."},
+                                    {"bn1.", "features.0.1."},
+                                    {"conv_head.", head + "0."},
+                                    {"bn2.", head + "1."},
+                                    {"classifier.", "classifier.1."}})) {
+    return r;
+  }
+  const auto p = split_head(key, 3);  // blocks, S, B, rest
+  if (p.size() != 4 || p[0] != "blocks" || !all_digits(p[1]) || !all_digits(p[2])) {
+    return std::nullopt;
+  }
+  const std::string block =
+      "features." + std::to_string(std::stoi(p[1]) + 1) + "." + p[2] + ".block.";
+  const std::vector<std::pair<std::string, std::string>> separable = {
+      {"conv_dw.", "0.0."},          {"bn1.", "0.1."},     {"se.conv_reduce.", "1.fc1."},
+      {"se.conv_expand.", "1.fc2."}, {"conv_pw.", "2.0."}, {"bn2.", "2.1."}};
+  const std::vector<std::pair<std::string, std::string>> residual = {
+      {"conv_pw.", "0.0."},          {"bn1.", "0.1."},
+      {"conv_dw.", "1.0."},          {"bn2.", "1.1."},
+      {"se.conv_reduce.", "2.fc1."}, {"se.conv_expand.", "2.fc2."},
+      {"conv_pwl.", "3.0."},         {"bn3.", "3.1."}};
+  if (auto r = replace_prefix(p[3], inverted ? residual : separable)) return block + *r;
+  return std::nullopt;
+}
+
+// The block prefix ("blocks.S.B.") of an EfficientNet key, or "".
+std::string efficientnet_block(const std::string& key) {
+  const auto p = split_head(key, 3);
+  return p.size() == 4 && p[0] == "blocks" ? p[0] + "." + p[1] + "." + p[2] + "." : "";
+}
+
+StateDict map_efficientnet(StateDict state, const std::string& source) {
+  std::map<std::string, bool> inverted;  // block prefix -> has a conv_pwl
+  int stages = 0;
+  for (const auto& [key, tensor] : state) {
+    const std::string block = efficientnet_block(key);
+    if (block.empty()) continue;
+    inverted[block] |= key.find(".conv_pwl.") != std::string::npos;
+    const std::string stage = split_head(key, 3)[1];
+    if (all_digits(stage)) stages = std::max(stages, std::stoi(stage) + 1);
+  }
+  for (auto& [key, tensor] : state) {
+    const std::string block = efficientnet_block(key);
+    const auto name = efficientnet_name(key, !block.empty() && inverted[block], stages);
+    if (!name) {
+      throw CheckpointError("weight file '" + source + "': timm's EfficientNet key '" + key +
+                            "' has no torchvision counterpart ltfit knows");
+    }
+    key = *name;
+  }
+  return state;
+}
+
+StateDict map_convnext(StateDict state, const std::string& source) {
+  for (auto& [key, tensor] : state) {
+    const auto name = convnext_name(key);
+    if (!name) {
+      throw CheckpointError("weight file '" + source + "': timm's ConvNeXt key '" + key +
+                            "' has no torchvision counterpart ltfit knows");
+    }
+    if (key.size() > 6 && key.compare(key.size() - 6, 6, ".gamma") == 0 && tensor.dim() == 1) {
+      tensor = tensor.reshape({tensor.size(0), 1, 1});  // torchvision's layer_scale [C,1,1]
+    }
+    key = *name;
+  }
+  return state;
+}
+
+bool has_key(const StateDict& state, const std::string& key) {
+  for (const auto& [name, tensor] : state) {
+    if (name == key) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+StateDict from_timm_names(StateDict state, const std::string& family, const std::string& source,
+                          bool* mapped) {
+  if (mapped != nullptr) *mapped = false;
+  if (family == "convnext" && has_key(state, "stem.0.weight")) {
+    if (mapped != nullptr) *mapped = true;
+    return map_convnext(std::move(state), source);
+  }
+  if (family == "efficientnet" && has_key(state, "conv_stem.weight")) {
+    if (mapped != nullptr) *mapped = true;
+    return map_efficientnet(std::move(state), source);
+  }
+  return state;  // ResNet: timm's names are torchvision's
+}
+
+}  // namespace ltfit
