@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   corpora.push_back({"csv", csv_seeds(), run_csv});
   corpora.push_back({"cifar", cifar_seeds(), run_cifar});
   corpora.push_back({"shards", shards_seeds(), run_shards});
+  corpora.push_back({"safetensors", safetensors_seeds(), run_safetensors});
 #ifdef LTFIT_WITH_LIBJPEG_TURBO
   corpora.push_back({"jpeg", jpeg_seeds(), run_jpeg});
 #endif
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   write(out / "zip.dict", pickle_dictionary());
   write(out / "config.dict", config_dictionary());
   write(out / "csv.dict", csv_dictionary());
+  write(out / "safetensors.dict", safetensors_dictionary());
   int failed = 0;
   for (const Corpus& c : corpora) {
     int accepted = 0;

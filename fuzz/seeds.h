@@ -31,12 +31,14 @@ std::vector<Seed> resample_seeds();                                 // seeds_ima
 std::vector<Seed> csv_seeds();                                      // seeds_csv.cpp
 std::vector<Seed> cifar_seeds();                                    // seeds_cifar.cpp
 std::vector<Seed> shards_seeds();                                   // seeds_shards.cpp
+std::vector<Seed> safetensors_seeds();                              // seeds_safetensors.cpp
 std::vector<Seed> jpeg_seeds();                                     // seeds_image_config.cpp
 
 // libFuzzer dictionaries (-dict=): pickle opcodes and torch's global names; config keys; CSV
 // quotes and line breaks.
-std::string pickle_dictionary();  // seeds_archive.cpp
-std::string config_dictionary();  // seeds_image_config.cpp
-std::string csv_dictionary();     // seeds_csv.cpp
+std::string pickle_dictionary();       // seeds_archive.cpp
+std::string config_dictionary();       // seeds_image_config.cpp
+std::string safetensors_dictionary();  // seeds_safetensors.cpp
+std::string csv_dictionary();          // seeds_csv.cpp
 
 }  // namespace ltfit::fuzz

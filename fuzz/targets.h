@@ -23,6 +23,7 @@ Outcome run_resample(std::string_view input);      // resample_target.cpp
 Outcome run_csv(std::string_view input);           // csv_target.cpp
 Outcome run_cifar(std::string_view input);         // cifar_target.cpp
 Outcome run_shards(std::string_view input);        // shards_target.cpp
+Outcome run_safetensors(std::string_view input);   // safetensors_target.cpp
 Outcome run_jpeg(std::string_view input);          // jpeg_target.cpp (with libjpeg-turbo)
 
 // One-time set-up for every target (single-threaded LibTorch and OpenCV).

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, clang + ASan + UBSan), writes their seed corpora, and runs
 # each target for SECONDS (default 30, as CI does; e.g. `scripts/fuzz.sh 600` for a longer hunt).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     # targets: zip pickle checkpoint image_header config resample csv cifar shards jpeg
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     # targets: zip pickle checkpoint image_header config resample csv cifar shards safetensors jpeg
 #
 # Needs clang++ and libclang-rt-dev (scripts/ci_deps.sh installs them). BUILD_DIR (default
 # build-fuzz) keeps the build, the growing corpora (corpus/<target>, reused by the next run),
@@ -17,7 +17,7 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build-fuzz}"
 SECONDS_PER_TARGET="${1:-30}"
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(zip pickle checkpoint image_header config resample csv cifar shards jpeg)
+((${#TARGETS[@]})) || TARGETS=(zip pickle checkpoint image_header config resample csv cifar shards safetensors jpeg)
 PYTHON="${PYTHON:-python3}"
 WORK="$BUILD_DIR/fuzz-work"
 
