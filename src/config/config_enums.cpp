@@ -146,6 +146,18 @@ PretrainedWeights parse_pretrained(std::string_view text) {
     throw ChoiceError("model.pretrained", "imagenet, none or the path of a weight file", "",
                       "model.pretrained: imagenet loads torchvision's weights for model.arch");
   }
+  if (text.starts_with("timm/")) {
+    const std::string name(text.substr(5));
+    if (name.empty() || name.size() > 96 || name.front() == '.' ||
+        name.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            std::string::npos) {
+      throw ChoiceError("model.pretrained", "timm/ and a hub model name (letters, digits, . _ -)",
+                        std::string(text),
+                        "for example timm/resnet50.a1_in1k; a local folder named timm: ./timm/...");
+    }
+    return {PretrainedWeights::Kind::kTimm, name};
+  }
   return PretrainedWeights::file(expand_home(text));
 }
 
@@ -155,6 +167,8 @@ std::string pretrained_name(const PretrainedWeights& weights) {
       return "imagenet";
     case PretrainedWeights::Kind::kNone:
       return "none";
+    case PretrainedWeights::Kind::kTimm:
+      return "timm/" + weights.path;
     case PretrainedWeights::Kind::kFile:
       break;
   }

@@ -58,9 +58,10 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
       {field("arch", model.arch,
              "the backbone, one of `ltfit models` (torchvision's architecture and weights)"),
        field("pretrained", parse_pretrained, pretrained_name, model.pretrained,
-             "imagenet (torchvision's weights, from the torch hub cache or downloaded), the path "
-             "of a weight file (a torch.save `.pth` or a `.safetensors`, such as timm's, of the "
-             "same arch), or none (random init)"),
+             "imagenet (torchvision's weights, from the torch hub cache or downloaded), "
+             "timm/<name> (timm's weights on the Hugging Face hub, e.g. timm/resnet50.a1_in1k: "
+             "its cache, else downloaded), the path of a weight file (a torch.save `.pth` or a "
+             "`.safetensors` of the same arch), or none (random init)"),
        field("head", parse_head_kind, head_kind_name, model.head,
              "the classifier on the body; fastai: concat pool, BN, dropout, linear 512, ReLU, BN, "
              "dropout, linear; linear: torchvision's average pool and fc"),

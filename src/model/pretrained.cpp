@@ -15,6 +15,7 @@
 
 #include "ltfit/config/config.h"
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/timm_hub.h"
 #include "ltfit/model/weights_size.h"
 #include "ltfit/util/download.h"
 #include "ltfit/util/error.h"
@@ -111,6 +112,11 @@ std::string resolve_pretrained_file(const PretrainedWeights& weights, const std:
     if (base_url.empty()) base_url = kTorchvisionBaseUrl;
     return fetch_cached_weights(torchvision_weights_file(arch), base_url,
                                 torch_hub_checkpoint_dir());
+  }
+  if (weights.kind == PretrainedWeights::Kind::kTimm) {
+    const TimmFiles files = fetch_timm_weights(weights.path);
+    check_timm_config(files.config, arch_info(arch), weights.path);
+    return files.weights;
   }
   const std::string& pretrained = weights.path;
   std::error_code ec;

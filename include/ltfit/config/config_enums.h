@@ -80,15 +80,17 @@ struct PretrainedWeights {
     kImagenet,  // torchvision's ImageNet weights for model.arch (hub cache, else downloaded)
     kNone,      // random initialisation
     kFile,      // a weight file (torch.save .pth or .safetensors)
+    kTimm,      // timm/<name>: timm's weights from the Hugging Face hub (path holds <name>)
   };
   Kind kind = Kind::kImagenet;
-  std::string path;  // kFile only
+  std::string path;  // kFile: the file; kTimm: the hub name after "timm/"
 
   static PretrainedWeights file(std::string path) { return {Kind::kFile, std::move(path)}; }
   bool operator==(const PretrainedWeights&) const = default;
 };
-// "imagenet" | "none" | any other non-empty text, a file's path (a file named `none` is
-// `./none`). An empty text is a ChoiceError.
+// "imagenet" | "none" | "timm/<name>" | any other non-empty text, a file's path (a file named
+// `none` is `./none`, a folder timm `./timm/...`). An empty text, or timm/ and a name the hub
+// cannot have, is a ChoiceError.
 PretrainedWeights parse_pretrained(std::string_view text);
 std::string pretrained_name(const PretrainedWeights& weights);  // as config files write it
 // `train.device`'s parse: parse_device_request naming the key.

@@ -1,0 +1,213 @@
+// timm's weights from the Hugging Face hub (timm_hub.h).
+#include "ltfit/model/timm_hub.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ltfit/model/pretrained.h"
+#include "ltfit/util/download.h"
+#include "ltfit/util/error.h"
+#include "ltfit/util/input_file.h"
+#include "ltfit/util/sha256.h"
+
+namespace ltfit {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxApiBytes = 4u << 20;     // the repo's file list
+constexpr std::size_t kMaxConfigBytes = 1u << 20;  // config.json
+
+std::string env_text(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::string endpoint() {
+  std::string base = env_text("HF_ENDPOINT");
+  if (base.empty()) base = "https://huggingface.co";
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+// The snapshot of `repo` (a models--timm--<name> folder) holding model.safetensors: refs/main's,
+// else the first by name; "" when none.
+std::string cached_snapshot(const fs::path& repo) {
+  std::error_code ec;
+  if (!fs::is_directory(repo / "snapshots", ec)) return "";
+  if (fs::is_regular_file(repo / "refs" / "main", ec)) {
+    std::string commit = read_input_file((repo / "refs" / "main").string(), "refs/main", 256);
+    commit.erase(std::remove_if(commit.begin(), commit.end(), ::isspace), commit.end());
+    if (!commit.empty() && commit.find('/') == std::string::npos && commit != "." &&
+        commit != ".." &&
+        fs::is_regular_file(repo / "snapshots" / commit / "model.safetensors", ec)) {
+      return (repo / "snapshots" / commit).string();
+    }
+  }
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
+    if (fs::is_regular_file(entry.path() / "model.safetensors", ec)) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found.empty() ? "" : found.front().string();
+}
+
+// model.safetensors' SHA-256 and size from the hub's file list of timm/<name>.
+std::pair<std::string, std::int64_t> published_file(const std::string& name, const fs::path& dir) {
+  const std::string url = endpoint() + "/api/models/timm/" + name + "/revision/main?blobs=true";
+  const std::string listing = (dir / "api.json").string();
+  DownloadOptions options;
+  options.show_progress = false;
+  options.max_bytes = kMaxApiBytes;
+  try {
+    download_file(url, listing, options);
+  } catch (const RuntimeError& e) {
+    throw CheckpointError("model.pretrained: timm/" + name + ": the hub's file list (" + url +
+                              ") could not be read: " + e.what(),
+                          "check the name on https://huggingface.co/timm, or put the repo in "
+                          "the Hugging Face cache (huggingface-cli download timm/" +
+                              name + ")");
+  }
+  const std::string text = read_input_file(listing, "the hub's file list", kMaxApiBytes);
+  fs::remove(listing);
+  nlohmann::json files;
+  try {
+    files = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError("model.pretrained: timm/" + name + ": " + url + " is not JSON");
+  }
+  if (files.is_object() && files.contains("siblings") && files["siblings"].is_array()) {
+    for (const auto& f : files["siblings"]) {
+      if (!f.is_object() || f.value("rfilename", "") != "model.safetensors") continue;
+      if (f.contains("lfs") && f["lfs"].is_object() && f["lfs"].contains("sha256") &&
+          f["lfs"]["sha256"].is_string() && f["lfs"].contains("size") &&
+          f["lfs"]["size"].is_number_unsigned()) {
+        return {f["lfs"]["sha256"].get<std::string>(), f["lfs"]["size"].get<std::int64_t>()};
+      }
+    }
+  }
+  throw CheckpointError("model.pretrained: timm/" + name +
+                        ": the hub lists no model.safetensors with its SHA-256 (" + url + ")");
+}
+
+TimmFiles download_timm(const std::string& name, const fs::path& dir) {
+  fs::create_directories(dir);
+  const auto [sha256, size] = published_file(name, dir);
+  const std::string base = endpoint() + "/timm/" + name + "/resolve/main/";
+  spdlog::info("downloading timm/{} ({:.1f} MB) to {}", name, static_cast<double>(size) / 1e6,
+               dir.string());
+  DownloadOptions options;
+  options.max_bytes = size;
+  options.verify = [&sha = sha256, &name](const std::string& partial) {
+    if (sha256_file(partial) != sha) {
+      throw CheckpointError("model.pretrained: timm/" + name +
+                            ": model.safetensors does not match the SHA-256 the hub lists");
+    }
+  };
+  try {
+    download_file(base + "model.safetensors", (dir / "model.safetensors").string(), options);
+    DownloadOptions small;
+    small.show_progress = false;
+    small.max_bytes = kMaxConfigBytes;
+    download_file(base + "config.json", (dir / "config.json").string(), small);
+  } catch (const RuntimeError& e) {
+    throw CheckpointError("model.pretrained: timm/" + name + ": " + e.what());
+  }
+  return {(dir / "model.safetensors").string(), (dir / "config.json").string()};
+}
+
+}  // namespace
+
+bool valid_timm_name(const std::string& name) {
+  return !name.empty() && name.size() <= 96 && name.front() != '.' &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+             std::string::npos;
+}
+
+std::string hf_hub_cache_dir() {
+  if (const std::string cache = env_text("HF_HUB_CACHE"); !cache.empty()) return cache;
+  if (const std::string home = env_text("HF_HOME"); !home.empty()) return home + "/hub";
+  if (const std::string xdg = env_text("XDG_CACHE_HOME"); !xdg.empty()) {
+    return xdg + "/huggingface/hub";
+  }
+  if (const std::string home = env_text("HOME"); !home.empty()) {
+    return home + "/.cache/huggingface/hub";
+  }
+  throw CheckpointError(
+      "cannot locate the Hugging Face cache: HF_HUB_CACHE, HF_HOME, "
+      "XDG_CACHE_HOME and HOME are all unset",
+      "set HF_HOME to a writable directory");
+}
+
+TimmFiles fetch_timm_weights(const std::string& name) {
+  LTFIT_CHECK(valid_timm_name(name), "fetch_timm_weights called with an unchecked name");
+  const fs::path repo = fs::path(hf_hub_cache_dir()) / ("models--timm--" + name);
+  if (const std::string snapshot = cached_snapshot(repo); !snapshot.empty()) {
+    spdlog::info("timm/{}: the Hugging Face cache's {}", name, snapshot);
+    const fs::path config = fs::path(snapshot) / "config.json";
+    std::error_code ec;
+    return {(fs::path(snapshot) / "model.safetensors").string(),
+            fs::is_regular_file(config, ec) ? config.string() : ""};
+  }
+  const fs::path ours = fs::path(torch_hub_checkpoint_dir()) / ("timm--" + name);
+  std::error_code ec;
+  if (fs::is_regular_file(ours / "model.safetensors", ec) &&
+      fs::is_regular_file(ours / "config.json", ec)) {
+    spdlog::info("timm/{}: using cached {}", name, (ours / "model.safetensors").string());
+    return {(ours / "model.safetensors").string(), (ours / "config.json").string()};
+  }
+  return download_timm(name, ours);
+}
+
+void check_timm_config(const std::string& config_path, const ArchInfo& arch,
+                       const std::string& name) {
+  if (config_path.empty()) return;
+  nlohmann::json config;
+  try {
+    config =
+        nlohmann::json::parse(read_input_file(config_path, "timm's config.json", kMaxConfigBytes));
+  } catch (const nlohmann::json::exception&) {
+    throw CheckpointError("timm/" + name + ": " + config_path + " is not JSON");
+  }
+  const std::string architecture =
+      config.is_object() && config.contains("architecture") && config["architecture"].is_string()
+          ? config["architecture"].get<std::string>()
+          : "";
+  if (architecture != arch.name) {
+    throw ConfigError("model.pretrained: timm/" + name + " holds a " +
+                          (architecture.empty() ? std::string("model of no named architecture")
+                                                : "'" + architecture + "'") +
+                          ", and model.arch is '" + arch.name + "'",
+                      "set model.arch to the weights' architecture, or choose timm weights of "
+                      "model.arch");
+  }
+  const nlohmann::json cfg = config.value("pretrained_cfg", nlohmann::json::object());
+  const auto same = [](const nlohmann::json& values, const std::array<float, 3>& ours) {
+    if (!values.is_array() || values.size() != 3) return true;  // not stated: the defaults
+    for (std::size_t c = 0; c < 3; ++c) {
+      if (!values[c].is_number() || std::abs(values[c].get<double>() - ours[c]) > 1e-6) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (cfg.is_object() && (!same(cfg.value("mean", nlohmann::json()), arch.normalization.mean) ||
+                          !same(cfg.value("std", nlohmann::json()), arch.normalization.std))) {
+    throw ConfigError("model.pretrained: timm/" + name + " was trained with mean " +
+                          cfg.value("mean", nlohmann::json()).dump() + " and std " +
+                          cfg.value("std", nlohmann::json()).dump() +
+                          ", not the ImageNet statistics ltfit normalises " + arch.name +
+                          "'s inputs with",
+                      "choose timm weights trained with ImageNet's mean and std");
+  }
+}
+
+}  // namespace ltfit
