@@ -4,6 +4,7 @@
 #include "ltfit/config/config.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/home_path.h"
+#include "ltfit/util/hub_name.h"
 
 namespace ltfit {
 namespace {
@@ -148,10 +149,7 @@ PretrainedWeights parse_pretrained(std::string_view text) {
   }
   if (text.starts_with("timm/")) {
     const std::string name(text.substr(5));
-    if (name.empty() || name.size() > 96 || name.front() == '.' ||
-        name.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-            std::string::npos) {
+    if (!valid_hub_model_name(name)) {
       throw ChoiceError("model.pretrained", "timm/ and a hub model name (letters, digits, . _ -)",
                         std::string(text),
                         "for example timm/resnet50.a1_in1k; a local folder named timm: ./timm/...");

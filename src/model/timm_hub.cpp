@@ -13,6 +13,7 @@
 #include "ltfit/model/pretrained.h"
 #include "ltfit/util/download.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/hub_name.h"
 #include "ltfit/util/input_file.h"
 #include "ltfit/util/sha256.h"
 
@@ -125,13 +126,6 @@ TimmFiles download_timm(const std::string& name, const fs::path& dir) {
 
 }  // namespace
 
-bool valid_timm_name(const std::string& name) {
-  return !name.empty() && name.size() <= 96 && name.front() != '.' &&
-         name.find_first_not_of(
-             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-             std::string::npos;
-}
-
 std::string hf_hub_cache_dir() {
   if (const std::string cache = env_text("HF_HUB_CACHE"); !cache.empty()) return cache;
   if (const std::string home = env_text("HF_HOME"); !home.empty()) return home + "/hub";
@@ -148,7 +142,7 @@ std::string hf_hub_cache_dir() {
 }
 
 TimmFiles fetch_timm_weights(const std::string& name) {
-  LTFIT_CHECK(valid_timm_name(name), "fetch_timm_weights called with an unchecked name");
+  LTFIT_CHECK(valid_hub_model_name(name), "fetch_timm_weights called with an unchecked name");
   const fs::path repo = fs::path(hf_hub_cache_dir()) / ("models--timm--" + name);
   if (const std::string snapshot = cached_snapshot(repo); !snapshot.empty()) {
     spdlog::info("timm/{}: the Hugging Face cache's {}", name, snapshot);

@@ -47,24 +47,31 @@ StateDict to_state_dict(const PickleValue& root) {
   return out;
 }
 
-}  // namespace
-
-StateDict read_weights_file(const std::string& path) {
-  std::shared_ptr<const std::string> bytes;
+std::shared_ptr<const std::string> weight_file_bytes(const std::string& path) {
   try {
-    bytes = read_regular_file(path);
+    return read_regular_file(path);
   } catch (const std::exception& e) {
     throw CheckpointError("weight file '" + path + "' " + e.what());
   }
-  if (!looks_like_safetensors(*bytes)) {
-    const TorchArchive archive = load_torch_archive(bytes, "weight file", path, kTorchScriptHint,
-                                                    default_read_limits(bytes->size()));
-    try {
-      return to_state_dict(archive.root());
-    } catch (const CheckpointError& e) {
-      throw CheckpointError("weight file '" + path + "': " + e.what());
-    }
+}
+
+// The state dict of the torch.save archive `bytes`, read from `path`.
+StateDict torch_state_dict(std::shared_ptr<const std::string> bytes, const std::string& path) {
+  const ReadLimits limits = default_read_limits(bytes->size());
+  const TorchArchive archive =
+      load_torch_archive(std::move(bytes), "weight file", path, kTorchScriptHint, limits);
+  try {
+    return to_state_dict(archive.root());
+  } catch (const CheckpointError& e) {
+    throw CheckpointError("weight file '" + path + "': " + e.what());
   }
+}
+
+}  // namespace
+
+StateDict read_weights_file(const std::string& path) {
+  std::shared_ptr<const std::string> bytes = weight_file_bytes(path);
+  if (!looks_like_safetensors(*bytes)) return torch_state_dict(std::move(bytes), path);
   try {
     SafetensorsContent content = read_safetensors(*bytes);
     return std::move(content.tensors);
@@ -74,12 +81,7 @@ StateDict read_weights_file(const std::string& path) {
 }
 
 StateDict read_torch_state_dict(const std::string& path) {
-  const TorchArchive archive = load_torch_archive(path, "weight file", kTorchScriptHint);
-  try {
-    return to_state_dict(archive.root());
-  } catch (const CheckpointError& e) {
-    throw CheckpointError("weight file '" + path + "': " + e.what());
-  }
+  return torch_state_dict(weight_file_bytes(path), path);
 }
 
 void write_torch_state_dict(const std::string& path, const StateDict& state) {

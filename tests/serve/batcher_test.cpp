@@ -34,19 +34,25 @@ std::pair<torch::Tensor, torch::Tensor> echo(const torch::Tensor& images,
 
 const auto kLater = Clock::now() + std::chrono::hours(1);
 
+// The sizes of the batches a batcher ran, recorded by the run function echoing() makes.
+struct BatchSizes {
+  std::mutex mutex;
+  std::vector<std::int64_t> sizes;
+  Batcher::Run echoing() {
+    return [this](const torch::Tensor& images, const std::vector<char>& tta) {
+      std::lock_guard<std::mutex> lock(mutex);
+      sizes.push_back(images.size(0));
+      return echo(images, tta);
+    };
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the batcher runs concurrent images together and answers each its own row",
           "[serve][batcher]") {
-  std::mutex seen_mutex;
-  std::vector<std::int64_t> sizes;
-  Batcher batcher(
-      [&](const torch::Tensor& images, const std::vector<char>& tta) {
-        std::lock_guard<std::mutex> lock(seen_mutex);
-        sizes.push_back(images.size(0));
-        return echo(images, tta);
-      },
-      4, std::chrono::milliseconds(300), 64);
+  BatchSizes seen;
+  Batcher batcher(seen.echoing(), 4, std::chrono::milliseconds(300), 64);
   const Batcher::Coming coming = batcher.expect(8);  // so that batches wait to fill
   std::vector<std::future<Batcher::Result>> results;
   for (int i = 0; i < 8; ++i) results.push_back(*batcher.submit(image_of(i), i % 3 == 0, kLater));
@@ -56,7 +62,7 @@ TEST_CASE("the batcher runs concurrent images together and answers each its own 
     CHECK(r.probabilities[0].item<int>() == i);
     CHECK(r.probabilities[1].item<int>() == (i % 3 == 0 ? 1 : 0));
   }
-  CHECK(sizes == std::vector<std::int64_t>{4, 4});
+  CHECK(seen.sizes == std::vector<std::int64_t>{4, 4});
   const Batcher::Stats stats = batcher.stats();
   CHECK(stats.images == 8);
   CHECK(stats.batches == 2);
@@ -104,15 +110,8 @@ TEST_CASE("the batcher refuses beyond its queue, drops expired images, and repor
 
 TEST_CASE("the batcher runs a lone image at once and waits only for images announced to it",
           "[serve][batcher]") {
-  std::mutex seen_mutex;
-  std::vector<std::int64_t> sizes;
-  Batcher batcher(
-      [&](const torch::Tensor& images, const std::vector<char>& tta) {
-        std::lock_guard<std::mutex> lock(seen_mutex);
-        sizes.push_back(images.size(0));
-        return echo(images, tta);
-      },
-      4, std::chrono::seconds(30), 64);
+  BatchSizes seen;
+  Batcher batcher(seen.echoing(), 4, std::chrono::seconds(30), 64);
   // Nothing else on its way: no waiting for a batch that would never fill.
   auto lone = batcher.submit(image_of(1), false, kLater);
   REQUIRE(lone);
@@ -130,6 +129,6 @@ TEST_CASE("the batcher runs a lone image at once and waits only for images annou
   REQUIRE(first->wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   CHECK(first->get().probabilities[0].item<int>() == 2);
   CHECK(second->get().probabilities[0].item<int>() == 3);
-  std::lock_guard<std::mutex> lock(seen_mutex);
-  CHECK(sizes == std::vector<std::int64_t>{1, 2});
+  std::lock_guard<std::mutex> lock(seen.mutex);
+  CHECK(seen.sizes == std::vector<std::int64_t>{1, 2});
 }

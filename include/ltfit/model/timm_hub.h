@@ -18,10 +18,6 @@
 
 namespace ltfit {
 
-// True when `name` (what follows "timm/") is a hub model name ltfit accepts: letters, digits,
-// '.', '_' and '-', at most 96 characters, not starting with '.'.
-bool valid_timm_name(const std::string& name);
-
 // The Hugging Face hub cache folder (see above). CheckpointError when no variable locates it.
 std::string hf_hub_cache_dir();
 
@@ -30,7 +26,8 @@ struct TimmFiles {
   std::string config;   // config.json ("" when the cache has none)
 };
 
-// timm/<name>'s files, from a cache or downloaded (see above). CheckpointError naming the repo and
+// timm/<name>'s files (`name` passing util/hub_name.h's check), from a cache or downloaded (see
+// above). CheckpointError naming the repo and
 // the URL when it cannot be had (no such repo, no model.safetensors in it, a hash mismatch).
 TimmFiles fetch_timm_weights(const std::string& name);
 
