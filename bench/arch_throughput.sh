@@ -43,7 +43,9 @@ torch_rate() {  # images/s of torchvision's model under a plain training loop
 import sys, time, torch, torchvision
 arch, size, batch, device, threads, precision = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6]
 torch.set_num_threads(threads)
-model = getattr(torchvision.models, arch)(num_classes=2).to(device).train()
+# torchvision's ViT takes one image size, fixed when it is built
+extra = {"image_size": size} if arch.startswith("vit") else {}
+model = getattr(torchvision.models, arch)(num_classes=2, **extra).to(device).train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x = torch.randn(batch, 3, size, size, device=device)
 y = torch.randint(0, 2, (batch,), device=device)

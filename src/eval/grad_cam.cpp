@@ -35,8 +35,11 @@ void check_normalized_batch(const torch::Tensor& images, const std::string& what
 // The model's number of classes: its head on a one-pixel map of zeros (cheap, any head).
 std::int64_t grad_cam_class_count(Classifier& model, const torch::Device& device) {
   torch::NoGradGuard no_grad;
+  const std::int64_t c = model->feature_channels();
   const torch::Tensor zeros =
-      torch::zeros({1, model->feature_channels(), 1, 1}, torch::TensorOptions().device(device));
+      model->feature_layout() == FeatureLayout::kMap
+          ? torch::zeros({1, c, 1, 1}, torch::TensorOptions().device(device))
+          : torch::zeros({1, c}, torch::TensorOptions().device(device));
   return model->classify(zeros).size(1);
 }
 
@@ -66,22 +69,23 @@ torch::Tensor grad_cam_batch(Classifier& model, const torch::Tensor& images,
                              const torch::Tensor& classes, const EvalOptions& options) {
   torch::Tensor x = images.to(options.device, torch::kFloat32);
   if (options.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-  torch::Tensor maps;
+  CamSplit split;
   {
-    torch::NoGradGuard no_grad;  // the body is never back-propagated
+    torch::NoGradGuard no_grad;  // the body up to the activations is never back-propagated
     AutocastGuard autocast(options.device.type(), precision_dtype(options.precision));
-    maps = model->features(x);
+    split = model->cam_split(x);
   }
   // A float32 leaf: the gradient is taken with respect to it alone, so no parameter gets one.
-  const torch::Tensor leaf = maps.detach().to(torch::kFloat32).requires_grad_(true);
+  const torch::Tensor leaf = split.activations.detach().to(torch::kFloat32).requires_grad_(true);
   torch::Tensor cam;
   {
     torch::AutoGradMode grad_mode(/*enabled=*/true);
-    const torch::Tensor logits = model->classify(leaf).to(torch::kFloat32);
+    const torch::Tensor logits = split.logits(leaf).to(torch::kFloat32);
     const torch::Tensor score = logits.gather(1, classes.to(logits.device()).view({-1, 1})).sum();
-    const torch::Tensor grads = torch::autograd::grad({score}, {leaf})[0];
+    const torch::Tensor grads = split.to_map(torch::autograd::grad({score}, {leaf})[0]);
+    const torch::Tensor maps = split.to_map(leaf.detach());                 // [n,C,h,w]
     const torch::Tensor weights = grads.mean({2, 3}, /*keepdim=*/true);     // [n,C,1,1]
-    cam = torch::relu((weights * leaf).sum(1, /*keepdim=*/true)).detach();  // [n,1,h,w]
+    cam = torch::relu((weights * maps).sum(1, /*keepdim=*/true)).detach();  // [n,1,h,w]
   }
   namespace F = torch::nn::functional;
   cam = F::interpolate(cam, F::InterpolateFuncOptions()

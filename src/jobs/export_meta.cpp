@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/input_file.h"
@@ -23,11 +24,15 @@ constexpr int kVersion = 1;
 
 nlohmann::ordered_json head_json(const ExportMeta& m) {
   if (m.head != "fastai") return {{"kind", m.head}};
-  const std::int64_t in = 2 * m.feature_channels;
+  // fastai's head after AdaptiveConcatPool2d ([max, avg], flattened) of a feature map, or on a
+  // token's embedding as it is (ViT), under `head.<index>`.
+  const bool map = arch_info(m.arch).feature_layout == FeatureLayout::kMap;
+  const std::int64_t in = map ? 2 * m.feature_channels : m.feature_channels;
   const std::int64_t hidden = m.head_hidden;
-  // fastai's head after AdaptiveConcatPool2d ([max, avg], flattened), under `head.<index>`.
   return {{"kind", "fastai"},
-          {"pooling", "cat([adaptive_max_pool2d(x, 1), adaptive_avg_pool2d(x, 1)], 1).flatten(1)"},
+          {"pooling", map ? "cat([adaptive_max_pool2d(x, 1), adaptive_avg_pool2d(x, 1)], 1)"
+                            ".flatten(1)"
+                          : "none: x is the class token's embedding [N, C]"},
           {"layers",
            {fmt::format("BatchNorm1d({})", in), fmt::format("Dropout({:g})", m.dropout / 2),
             fmt::format("Linear({}, {})", in, hidden), "ReLU()",

@@ -7,7 +7,12 @@
 
 #include "ltfit/model/convnext.h"
 #include "ltfit/model/efficientnet.h"
+#include "ltfit/model/efficientnet_v2.h"
+#include "ltfit/model/mobilenet_v3.h"
+#include "ltfit/model/regnet.h"
 #include "ltfit/model/resnet.h"
+#include "ltfit/model/swin.h"
+#include "ltfit/model/vit.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
 
@@ -17,7 +22,8 @@ const std::vector<ArchInfo>& arch_registry() {
   static const std::vector<ArchInfo> registry = [] {
     std::vector<ArchInfo> rows;
     // One line per family: its source pair's rows.
-    for (auto family : {resnet_archs, convnext_archs, efficientnet_archs}) {
+    for (auto family : {resnet_archs, convnext_archs, efficientnet_archs, efficientnet_v2_archs,
+                        mobilenet_v3_archs, regnet_archs, swin_archs, vit_archs}) {
       for (ArchInfo& info : family()) rows.push_back(std::move(info));
     }
     return rows;
@@ -45,10 +51,10 @@ const ArchInfo& arch_info(const std::string& name) {
 }
 
 Classifier make_classifier(const std::string& name, std::int64_t num_classes, HeadKind head,
-                           double dropout, Stem stem) {
+                           double dropout, Stem stem, std::optional<double> drop_path) {
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
   const ArchInfo& info = arch_info(name);
-  Classifier model = info.make(num_classes, head, dropout, stem);
+  Classifier model = info.make(num_classes, head, dropout, stem, drop_path);
   LTFIT_CHECK(model->arch() == name, "a registry row builds its own arch");
   model->set_input_normalization(info.normalization);
   return model;

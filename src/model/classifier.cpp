@@ -28,13 +28,15 @@ bool is_normalization(torch::nn::Module& module) {
 
 }  // namespace
 
-ClassifierImpl::ClassifierImpl(std::string arch, std::int64_t feature_channels)
-    : arch_(std::move(arch)), feature_channels_(feature_channels) {}
+ClassifierImpl::ClassifierImpl(std::string arch, std::int64_t feature_channels,
+                               FeatureLayout layout)
+    : arch_(std::move(arch)), feature_channels_(feature_channels), layout_(layout) {}
 
 torch::Tensor ClassifierImpl::forward(const torch::Tensor& x) { return classify(features(x)); }
 
 torch::Tensor ClassifierImpl::classify(const torch::Tensor& maps) {
   if (head_.is_empty()) return linear_head(maps);
+  if (layout_ == FeatureLayout::kToken) return head_->forward(maps);  // [N,C]: no pooling
   // fastai's AdaptiveConcatPool2d: [max, avg].
   const torch::Tensor pooled =
       torch::cat({F::adaptive_max_pool2d(maps, F::AdaptiveMaxPool2dFuncOptions(1)),
@@ -43,11 +45,18 @@ torch::Tensor ClassifierImpl::classify(const torch::Tensor& maps) {
   return head_->forward(pooled.flatten(1));
 }
 
+CamSplit ClassifierImpl::cam_split(const torch::Tensor& x) {
+  LTFIT_CHECK(layout_ == FeatureLayout::kMap, "a token model defines its own Grad-CAM split");
+  const auto same = [](const torch::Tensor& t) { return t; };
+  return {features(x), [this](const torch::Tensor& maps) { return classify(maps); }, same};
+}
+
 void ClassifierImpl::add_fastai_head(std::int64_t num_classes, double dropout) {
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
   LTFIT_CHECK(head_.is_empty(), "a model has one head");
   constexpr std::int64_t kHidden = 512;
-  const std::int64_t in = 2 * feature_channels_;
+  const std::int64_t in =
+      layout_ == FeatureLayout::kMap ? 2 * feature_channels_ : feature_channels_;
   head_ = register_module(
       "head", torch::nn::Sequential(torch::nn::BatchNorm1d(in), torch::nn::Dropout(dropout / 2),
                                     torch::nn::Linear(in, kHidden), torch::nn::ReLU(),
@@ -69,8 +78,15 @@ void ClassifierImpl::mark_no_weight_decay(const torch::Tensor& parameter) {
 std::vector<std::vector<torch::Tensor>> ClassifierImpl::layer_group_parameters() {
   std::vector<std::vector<torch::Tensor>> groups;
   std::unordered_set<const void*> in_body;
+  bool first = true;
   for (const auto& parts : body_groups()) {
     std::vector<torch::Tensor> params;
+    if (first) {
+      for (auto& p : loose_body_parameters()) {
+        if (in_body.insert(p.unsafeGetTensorImpl()).second) params.push_back(p);
+      }
+      first = false;
+    }
     for (torch::nn::Module* part : parts) {
       for (auto& p : part->parameters()) {
         if (in_body.insert(p.unsafeGetTensorImpl()).second) params.push_back(p);

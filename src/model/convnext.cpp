@@ -16,6 +16,7 @@
 #include <memory>
 #include <numeric>
 
+#include "ltfit/model/weight_init.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -26,18 +27,6 @@ namespace {
 
 constexpr double kLayerNormEps = 1e-6;
 constexpr double kInitStd = 0.02;
-
-// torch.nn.init.trunc_normal_(t, mean=0, std, a=-2, b=2): inverse-CDF sampling of the normal
-// truncated to [a, b] (absolute bounds, as PyTorch's), the same arithmetic as PyTorch's.
-void trunc_normal_(torch::Tensor& t, double std, double a = -2.0, double b = 2.0) {
-  const auto cdf = [](double v) { return (1.0 + std::erf(v / std::sqrt(2.0))) / 2.0; };
-  const double low = cdf(a / std);
-  const double high = cdf(b / std);
-  t.uniform_(2 * low - 1, 2 * high - 1);
-  t.erfinv_();
-  t.mul_(std * std::sqrt(2.0));
-  t.clamp_(a, b);
-}
 
 // torchvision's Permute modules: [N,C,H,W] <-> [N,H,W,C] (views, no copy).
 torch::nn::Functional permute(std::vector<std::int64_t> dims) {
@@ -158,7 +147,7 @@ void ConvNeXtImpl::init_weights() {
     } else {
       continue;
     }
-    trunc_normal_(weight, kInitStd);
+    trunc_normal_init(weight, kInitStd);
     if (bias.defined()) bias.zero_();
   }
 }

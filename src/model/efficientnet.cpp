@@ -40,8 +40,6 @@ constexpr StageConfig kB0Stages[] = {
     {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1},
 };
 
-constexpr double kStochasticDepthProb = 0.2;
-
 // torchvision's efficientnet_bN builders (constant-initialised: safe in static initialisers).
 struct Variant {
   const char* arch;
@@ -93,7 +91,7 @@ std::int64_t EfficientNetSpec::feature_channels() const {
 EfficientNetSpec efficientnet_spec(const std::string& arch) {
   std::string names;
   for (const auto& v : kVariants) {
-    if (v.arch == arch) return {v.arch, v.width_mult, v.depth_mult, v.dropout};
+    if (v.arch == arch) return {v.arch, v.width_mult, v.depth_mult, v.dropout, 0.2};
     names += (names.empty() ? "" : ", ") + std::string(v.arch);
   }
   throw ConfigError("model.arch: expected one of " + names + ", got '" + arch + "'");
@@ -191,7 +189,7 @@ void EfficientNetImpl::build_features() {
         options.in_channels = options.out_channels;
         options.stride = 1;
       }
-      options.stochastic_depth_prob = kStochasticDepthProb * block_id / total_blocks;
+      options.stochastic_depth_prob = spec_.stochastic_depth_prob * block_id / total_blocks;
       blocks->push_back(MBConv(options));
     }
     features_->push_back(blocks);

@@ -39,13 +39,18 @@ std::string add_input(OnnxEmitter& e, const ClassifierImpl& model,
   return e.transpose(scaled, {0, 3, 1, 2}, "preprocess.nchw");
 }
 
-// fastai's head: [max, avg] pooled, flattened, BN, Linear, ReLU, BN, Linear (Dropout gone).
-std::string fastai_head(OnnxEmitter& e, const std::string& maps) {
-  const std::string pooled = e.op("Concat",
-                                  {e.op("GlobalMaxPool", {maps}, {}, "head.maxpool"),
-                                   e.global_average_pool(maps, "head.avgpool")},
-                                  {{"axis", std::int64_t{1}}}, "head.concat_pool");
-  std::string out = e.batch_norm("head.0", e.flatten(pooled, "head.flatten"));
+// fastai's head: [max, avg] pooled and flattened (a map; a token as it is), BN, Linear, ReLU, BN,
+// Linear (Dropout gone).
+std::string fastai_head(OnnxEmitter& e, const ClassifierImpl& model, const std::string& maps) {
+  std::string in = maps;
+  if (model.feature_layout() == FeatureLayout::kMap) {
+    const std::string pooled = e.op("Concat",
+                                    {e.op("GlobalMaxPool", {maps}, {}, "head.maxpool"),
+                                     e.global_average_pool(maps, "head.avgpool")},
+                                    {{"axis", std::int64_t{1}}}, "head.concat_pool");
+    in = e.flatten(pooled, "head.flatten");
+  }
+  std::string out = e.batch_norm("head.0", in);
   out = e.relu(e.linear("head.2", out), "head.3");
   return e.linear("head.6", e.batch_norm("head.4", out));
 }
@@ -72,9 +77,10 @@ onnx::Graph onnx_graph_of(ClassifierImpl& model, const ArchInfo& arch, std::int6
   torch::NoGradGuard no_grad;
   onnx::Graph graph(arch.name);
   OnnxEmitter e(graph, model, options.opset, arch.onnx.custom);
+  if (!options.dynamic_size) e.set_fixed_input_size(options.image_size);
   const std::string maps = arch.onnx.features(e, model, add_input(e, model, options));
   const std::string head =
-      model.has_fastai_head() ? fastai_head(e, maps) : arch.onnx.linear_head(e, model, maps);
+      model.has_fastai_head() ? fastai_head(e, model, maps) : arch.onnx.linear_head(e, model, maps);
   graph.add_node("Identity", {head}, {kOnnxLogits});
   using onnx::Dim;
   graph.add_output(kOnnxLogits, onnx::ElementType::kFloat,

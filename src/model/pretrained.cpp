@@ -185,15 +185,8 @@ std::string file_classes(const StateDict& state, const std::string& prefix) {
   return classes;
 }
 
-}  // namespace
-
-void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source,
-                          const std::vector<std::string>& fresh) {
-  const std::string& arch = model->arch();
-  const std::string classifier = arch_info(arch).classifier_prefix;  // "fc.", "classifier."
-  std::unordered_map<std::string, const torch::Tensor*> by_name;
-  for (const auto& [name, tensor] : state) by_name[name] = &tensor;
-
+// The model's parameters and buffers by state-dict name.
+std::vector<std::pair<std::string, torch::Tensor>> model_tensors(Classifier& model) {
   std::vector<std::pair<std::string, torch::Tensor>> targets;
   for (const auto& item : model->named_parameters(/*recurse=*/true)) {
     targets.emplace_back(item.key(), item.value());
@@ -201,15 +194,39 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
   for (const auto& item : model->named_buffers(/*recurse=*/true)) {
     targets.emplace_back(item.key(), item.value());
   }
+  return targets;
+}
+
+// A weight file's tensor `src` for the model's `dst` of another shape, made to fit by the
+// family's ArchInfo::adapt (ViT's position embeddings); `src` itself when it cannot be.
+torch::Tensor fitted_tensor(const ArchInfo& info, const std::string& name, const torch::Tensor& src,
+                            const torch::Tensor& dst) {
+  if (src.sizes() == dst.sizes() || !info.adapt) return src;
+  torch::Tensor fitted = info.adapt(name, src, dst);
+  if (!fitted.defined() || fitted.sizes() != dst.sizes()) return src;
+  spdlog::info("{} {} resampled to {}", name, shape_str(src), shape_str(dst));
+  return fitted;
+}
+
+}  // namespace
+
+void load_pretrained_body(Classifier& model, const StateDict& state, const std::string& source,
+                          const std::vector<std::string>& fresh) {
+  const std::string& arch = model->arch();
+  const ArchInfo& info = arch_info(arch);
+  const std::string& classifier = info.classifier_prefix;  // "fc.", "classifier."
+  std::unordered_map<std::string, const torch::Tensor*> by_name;
+  for (const auto& [name, tensor] : state) by_name[name] = &tensor;
+  const auto targets = model_tensors(model);
   const bool fastai_head = model->has_fastai_head();
 
   // Validate everything first, so a bad file leaves the model untouched.
-  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
   std::unordered_set<std::string> model_names;
   bool classifier_replaced = fastai_head;
   for (const auto& [name, dst] : targets) {
     model_names.insert(name);
-    if (starts_with(name, "head.")) continue;  // fastai's head is always new
+    if (fastai_head && starts_with(name, "head.")) continue;  // fastai's head is always new
     if (std::find(fresh.begin(), fresh.end(), name) != fresh.end()) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
@@ -217,7 +234,7 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
       throw CheckpointError("'" + source + "' has no tensor '" + name + "' (model.pretrained)",
                             "model.pretrained must hold torchvision " + arch + " weights");
     }
-    const torch::Tensor& src = *it->second;
+    const torch::Tensor src = fitted_tensor(info, name, *it->second, dst);
     if (src.sizes() != dst.sizes()) {
       if (starts_with(name, classifier)) {  // the usual 1000-class classifier: replaced
         classifier_replaced = true;
@@ -228,7 +245,7 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
                                 " (model.pretrained)",
                             "is it a " + arch + " weight file?");
     }
-    copies.emplace_back(dst, &src);
+    copies.emplace_back(dst, src);
   }
   std::vector<std::string> unexpected;
   for (const auto& [name, tensor] : state) {
@@ -244,7 +261,7 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
   }
 
   torch::NoGradGuard no_grad;
-  for (auto& [dst, src] : copies) dst.copy_(*src);
+  for (auto& [dst, src] : copies) dst.copy_(src);
   if (classifier_replaced) {
     spdlog::info("classifier {}* ({}) replaced by the new head for {} classes", classifier,
                  file_classes(state, classifier), model_num_classes(model));
@@ -307,7 +324,7 @@ WeightsHead weights_head(const StateDict& state, const std::string& arch,
   const std::string classifier = arch_info(arch).classifier_prefix;
   WeightsHead head;
   for (const auto& [name, tensor] : state) {
-    if (starts_with(name, "head.")) head.kind = HeadKind::kFastai;
+    if (name == kFastaiHeadLast) head.kind = HeadKind::kFastai;  // swin_t's own is head.*
   }
   for (const auto& [name, tensor] : state) {
     const bool last = head.kind == HeadKind::kFastai

@@ -140,6 +140,47 @@ StateDict map_convnext(StateDict state, const std::string& source) {
   return state;
 }
 
+// A timm VisionTransformer key (global_pool "token", no layer scale or registers) as
+// torchvision's VisionTransformer names it, or nullopt.
+std::optional<std::string> vit_name(const std::string& key) {
+  static const std::vector<std::pair<std::string, std::string>> top = {
+      {"cls_token", "class_token"},
+      {"pos_embed", "encoder.pos_embedding"},
+      {"patch_embed.proj.", "conv_proj."},
+      {"norm.", "encoder.ln."},
+      {"head.", "heads.head."}};
+  if (key == "cls_token" || key == "pos_embed") return replace_prefix(key, top);
+  const auto p = split_head(key, 2);  // blocks, B, rest
+  if (p.size() != 3 || p[0] != "blocks") {
+    return key.find('.') == std::string::npos ? std::nullopt : replace_prefix(key, top);
+  }
+  if (!all_digits(p[1])) return std::nullopt;
+  static const std::vector<std::pair<std::string, std::string>> block = {
+      {"norm1.", "ln_1."},
+      {"attn.qkv.weight", "self_attention.in_proj_weight"},
+      {"attn.qkv.bias", "self_attention.in_proj_bias"},
+      {"attn.proj.", "self_attention.out_proj."},
+      {"norm2.", "ln_2."},
+      {"mlp.fc1.", "mlp.0."},
+      {"mlp.fc2.", "mlp.3."}};
+  const auto rest = replace_prefix(p[2], block);
+  if (!rest) return std::nullopt;
+  return "encoder.layers.encoder_layer_" + std::to_string(std::stoi(p[1])) + "." + *rest;
+}
+
+StateDict map_vit(StateDict state, const std::string& source) {
+  for (auto& [key, tensor] : state) {
+    const auto name = vit_name(key);
+    if (!name) {
+      throw CheckpointError("weight file '" + source + "': timm's ViT key '" + key +
+                            "' has no torchvision counterpart ltfit knows (ltfit's ViT is "
+                            "torchvision's: class-token pooling, no layer scale, no registers)");
+    }
+    key = *name;
+  }
+  return state;
+}
+
 bool has_key(const StateDict& state, const std::string& key) {
   for (const auto& [name, tensor] : state) {
     if (name == key) return true;
@@ -159,6 +200,10 @@ StateDict from_timm_names(StateDict state, const std::string& family, const std:
   if (family == "efficientnet" && has_key(state, "conv_stem.weight")) {
     if (mapped != nullptr) *mapped = true;
     return map_efficientnet(std::move(state), source);
+  }
+  if (family == "vit" && has_key(state, "cls_token")) {
+    if (mapped != nullptr) *mapped = true;
+    return map_vit(std::move(state), source);
   }
   return state;  // ResNet: timm's names are torchvision's
 }

@@ -27,6 +27,14 @@ constexpr PublishedSize kPublished[] = {
     {"efficientnet_b1_rwightman-bac287d4.pth", 30.134},
     {"efficientnet_b2_rwightman-c35c1473.pth", 35.174},
     {"efficientnet_b3_rwightman-b3899882.pth", 47.184},
+    {"efficientnet_v2_s-dd5fe13b.pth", 82.704},
+    {"mobilenet_v3_large-8738ca79.pth", 21.114},
+    {"mobilenet_v3_large-5c1a4163.pth", 21.107},
+    {"mobilenet_v3_small-047dcff4.pth", 9.829},
+    {"regnet_y_800mf-1b27b58c.pth", 24.774},
+    {"regnet_y_1_6gf-b11a554e.pth", 43.152},
+    {"swin_t-704ceda3.pth", 108.19},
+    {"vit_b_16-c867db91.pth", 330.285},
 };
 
 const PublishedSize* find_published(const std::string& file_name) {

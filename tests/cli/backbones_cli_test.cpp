@@ -2,7 +2,8 @@
 // arch exits 2 with a "did you mean", and a ConvNeXt and an EfficientNet train, checkpoint,
 // export a file torchvision loads strictly (Python oracle, skipped by name without
 // torchvision), load that file back as `model.pretrained` under a fastai head, and predict from
-// the checkpoint and from the file (`--weights --arch`).
+// the checkpoint and from the file (`--weights --arch`); a ViT (a token body), a Swin and a
+// MobileNetV3 train with fastai's head, export ONNX, and predict with a Grad-CAM picture.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -145,4 +146,41 @@ TEST_CASE("ConvNeXt and EfficientNet train, export for torchvision, reload and p
   fs::remove(sidecar.replace_extension(".json"));
   CHECK(run_ltfit("predict --weights " + pth.string() + " --arch resnet18 " + image).exit_code ==
         4);
+}
+
+TEST_CASE("ViT, Swin and MobileNetV3 train, export ONNX and predict with Grad-CAM", "[cli]") {
+  ltfit::testing::TempDir dir;
+  REQUIRE(run_ltfit("synth --out " + dir.str() + "/data --train 8 --valid 4 --seed 4").exit_code ==
+          0);
+  const std::string arch = GENERATE(as<std::string>{}, "vit_b_16", "swin_t", "mobilenet_v3_small");
+  INFO(arch);
+  const fs::path config = dir.path() / (arch + ".yaml");
+  ltfit::testing::write_file(config, family_config(dir.path() / "data", dir.path() / "runs", arch,
+                                                   "pretrained: none, head: fastai"));
+  const auto trained = run_ltfit("train --json --config " + config.string());
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const fs::path run = nlohmann::json::parse(trained.stdout_text)["run_dir"].get<std::string>();
+  const fs::path ckpt = run / "checkpoints" / "last.ckpt";
+  REQUIRE(fs::exists(ckpt));
+
+  const fs::path onnx = dir.path() / (arch + ".onnx");
+  const auto exported = run_ltfit("export --checkpoint " + ckpt.string() + " --out " +
+                                  onnx.string() + " --format onnx");
+  INFO(exported.output);
+  REQUIRE(exported.exit_code == 0);
+  CHECK(fs::file_size(onnx) > 100'000);
+
+  const fs::path cams = dir.path() / (arch + "-cams");
+  const std::string image = (dir.path() / "data/valid/cat/00000.jpg").string();
+  const auto predicted = run_ltfit("predict --json --cam " + cams.string() + " --checkpoint " +
+                                   ckpt.string() + " " + image);
+  INFO(predicted.output);
+  REQUIRE(predicted.exit_code == 0);
+  const auto prediction = nlohmann::json::parse(predicted.stdout_text);
+  double total = 0;
+  for (const auto& t : prediction["top"]) total += t["probability"].get<double>();
+  CHECK(total == Approx(1.0));
+  REQUIRE(prediction.contains("cam"));
+  CHECK(fs::exists(prediction["cam"].get<std::string>()));
 }

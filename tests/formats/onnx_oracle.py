@@ -26,6 +26,16 @@ CASES = [
     ("convnext_tiny_fastai_opset20", "convnext_tiny", "fastai", "imagenet", False, 64, [96], 20),
     ("efficientnet_b0_linear", "efficientnet_b0", "linear", "imagenet", False, 64, [], 17),
     ("efficientnet_b0_fastai", "efficientnet_b0", "fastai", "imagenet", False, 64, [96], 18),
+    ("efficientnet_v2_s_linear", "efficientnet_v2_s", "linear", "imagenet", False, 64, [], 17),
+    ("efficientnet_v2_s_fastai", "efficientnet_v2_s", "fastai", "imagenet", False, 64, [96], 18),
+    ("mobilenet_v3_large_linear", "mobilenet_v3_large", "linear", "imagenet", False, 64, [], 17),
+    ("mobilenet_v3_small_fastai", "mobilenet_v3_small", "fastai", "imagenet", False, 64, [96], 18),
+    ("regnet_y_800mf_linear", "regnet_y_800mf", "linear", "imagenet", False, 64, [], 17),
+    ("regnet_y_800mf_fastai", "regnet_y_800mf", "fastai", "imagenet", False, 64, [96], 18),
+    ("swin_t_linear", "swin_t", "linear", "imagenet", False, 100, [], 17),
+    ("swin_t_fastai_opset20", "swin_t", "fastai", "imagenet", False, 64, [], 20),
+    ("vit_b_16_linear", "vit_b_16", "linear", "imagenet", False, 64, [], 17),
+    ("vit_b_16_fastai", "vit_b_16", "fastai", "imagenet", False, 64, [], 20),
 ]
 BATCHES = [1, 7]
 CLASSES = 5
@@ -83,7 +93,7 @@ def compare(work):
         worst = 0.0
         for item in case["inputs"]:
             x = np.fromfile(os.path.join(work, item["file"]), dtype=np.float32).reshape(item["shape"])
-            ours = np.fromfile(os.path.join(work, item["file"].replace("in_", "out_")),
+            ours = np.fromfile(os.path.join(work, "out_" + item["file"][len("in_"):]),
                                dtype=np.float32).reshape(item["shape"][0], case["classes"])
             [theirs] = session.run(["logits"], {"input": x})
             diff = float(np.abs(theirs - ours).max())

@@ -25,6 +25,7 @@ CASES = [
     ("resnet50", "resnet50", "resnet50", 64),
     ("convnext_tiny", "convnext_tiny", "convnext_tiny", 64),
     ("efficientnet_b0", "efficientnet_b0", "efficientnet_b0", 64),
+    ("vit_b_16", "vit_base_patch16_224", "vit_b_16", 224),  # its position embeddings' size
 ]
 
 

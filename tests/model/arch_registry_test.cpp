@@ -8,6 +8,8 @@
 #include <set>
 
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/convnext.h"      // CNBlock
+#include "ltfit/model/efficientnet.h"  // StochasticDepth
 #include "ltfit/model/pretrained.h"
 #include "ltfit/util/error.h"
 
@@ -39,7 +41,10 @@ TEST_CASE("every registered arch builds with torchvision's parameter count", "[m
     CHECK(linear->input_normalization() == info.normalization);
     // The fastai head's first BatchNorm1d sees [max, avg] of the feature map: 2 x its width.
     ltfit::Classifier fastai = ltfit::make_classifier(info.name, 3, ltfit::HeadKind::kFastai);
-    CHECK(fastai->named_parameters()["head.0.weight"].size(0) == 2 * info.feature_channels);
+    // concat pooling doubles a map's channels; a token (ViT) is not pooled
+    const std::int64_t pooled = info.feature_layout == ltfit::FeatureLayout::kMap ? 2 : 1;
+    CHECK(fastai->named_parameters()["head.0.weight"].size(0) == pooled * info.feature_channels);
+    CHECK(fastai->feature_layout() == info.feature_layout);
     CHECK(fastai->feature_channels() == info.feature_channels);
     const auto groups = fastai->layer_group_parameters();
     REQUIRE(groups.size() == 3);
@@ -54,7 +59,8 @@ TEST_CASE("every registered arch builds with torchvision's parameter count", "[m
     }
     CHECK(total == ltfit::count_parameters(*fastai));
   }
-  CHECK(families == std::set<std::string>{"convnext", "efficientnet", "resnet"});
+  CHECK(families == std::set<std::string>{"convnext", "efficientnet", "efficientnet_v2",
+                                          "mobilenet_v3", "regnet", "resnet", "swin", "vit"});
 }
 
 TEST_CASE("the feature map has the registered width and the logits their classes", "[model]") {
@@ -89,4 +95,45 @@ TEST_CASE("ltfit models' table has a row per arch", "[model]") {
     CHECK_THAT(table, Contains("| " + info.name + " | " + info.family + " |"));
     CHECK_THAT(table, Contains(info.weights_file));
   }
+}
+
+TEST_CASE("model.drop_path sets the deepest block's stochastic depth, per family", "[model]") {
+  const auto probabilities = [](ltfit::Classifier& model) {
+    std::vector<double> p;
+    for (const auto& m : model->modules(/*include_self=*/false)) {
+      if (auto* sd = m->as<ltfit::StochasticDepthImpl>()) p.push_back(sd->p());
+      if (auto* block = m->as<ltfit::CNBlockImpl>()) p.push_back(block->drop_prob());
+    }
+    return p;
+  };
+  // ConvNeXt: p * i / (blocks - 1), as torchvision and timm (linspace) schedule it.
+  ltfit::Classifier convnext = ltfit::make_classifier("convnext_tiny", 3, ltfit::HeadKind::kLinear,
+                                                      0.5, ltfit::Stem::kImagenet, 0.3);
+  auto p = probabilities(convnext);
+  REQUIRE(p.size() == 18);
+  CHECK(p.front() == 0.0);
+  CHECK(p.back() == Approx(0.3));
+  // EfficientNet: p * i / blocks (torchvision's), 16 blocks for B0.
+  ltfit::Classifier b0 = ltfit::make_classifier("efficientnet_b0", 3, ltfit::HeadKind::kLinear, 0.5,
+                                                ltfit::Stem::kImagenet, 0.4);
+  CHECK(probabilities(b0).back() == Approx(0.4 * 15 / 16));
+  // ViT: none by default (torchvision), timm's linspace when set.
+  ltfit::Classifier vit_default = ltfit::make_classifier("vit_b_16", 3);
+  for (const double q : probabilities(vit_default)) CHECK(q == 0.0);
+  ltfit::Classifier vit = ltfit::make_classifier("vit_b_16", 3, ltfit::HeadKind::kLinear, 0.5,
+                                                 ltfit::Stem::kImagenet, 0.1);
+  p = probabilities(vit);
+  REQUIRE(p.size() == 12);
+  CHECK(p[0] == 0.0);
+  CHECK(p[11] == Approx(0.1));
+  // No stochastic depth in torchvision's ResNet: 0 is fine, anything else exits 2.
+  CHECK_NOTHROW(ltfit::make_classifier("resnet18", 3, ltfit::HeadKind::kLinear, 0.5,
+                                       ltfit::Stem::kImagenet, 0.0));
+  CHECK_THROWS_AS(ltfit::make_classifier("resnet18", 3, ltfit::HeadKind::kLinear, 0.5,
+                                         ltfit::Stem::kImagenet, 0.1),
+                  ltfit::ConfigError);
+  CHECK_THROWS_WITH(
+      ltfit::make_classifier("regnet_y_800mf", 3, ltfit::HeadKind::kLinear, 0.5,
+                             ltfit::Stem::kImagenet, 0.1),
+      Catch::Matchers::Contains("model.drop_path") && Catch::Matchers::Contains("regnet_y_800mf"));
 }

@@ -32,6 +32,11 @@ ltfit::Classifier model_with_statistics(const std::string& arch, std::int64_t cl
     if (buffer.key().find("running_mean") != std::string::npos) buffer.value().normal_(0, 0.1);
     if (buffer.key().find("running_var") != std::string::npos) buffer.value().uniform_(0.5, 1.5);
   }
+  // Parameters that start at zero (biases, ViT's class token and head) made random, so that the
+  // comparison sees them.
+  for (auto& p : model->parameters()) {
+    if (p.numel() > 0 && p.abs().max().item<float>() == 0) p.normal_(0, 0.02);
+  }
   model->eval();
   return model;
 }

@@ -23,6 +23,7 @@
 #include "ltfit/model/efficientnet.h"
 #include "ltfit/model/pretrained.h"
 #include "ltfit/model/torch_weights.h"
+#include "ltfit/model/vit.h"
 #include "support/test_support.h"
 
 namespace {
@@ -60,7 +61,8 @@ TEST_CASE("every registered arch's logits equal torchvision's on the same weight
     INFO(arch);
     const auto path = dir / (arch + ".pth");
     REQUIRE(std::filesystem::exists(path));  // make_parity.py's ARCHS must list every arch
-    const auto expected = nlohmann::json::parse(ltfit::testing::read_file(dir / (arch + ".json")));
+    const auto expected =
+        nlohmann::json::parse(ltfit::testing::read_file(dir / (arch + ".expected.json")));
     ltfit::Classifier model = ltfit::make_classifier(arch, 1000);
     const ltfit::StateDict state = ltfit::read_torch_state_dict(path.string());
     ltfit::load_pretrained_body(model, state, path.string());
@@ -81,7 +83,7 @@ TEST_CASE("every registered arch: torchvision's eval transform, normalisation an
   for (const ltfit::ArchInfo& info : ltfit::arch_registry()) {
     INFO(info.name << " (" << info.weights_file << ")");
     const auto expected =
-        nlohmann::json::parse(ltfit::testing::read_file(dir / (info.name + ".json")));
+        nlohmann::json::parse(ltfit::testing::read_file(dir / (info.name + ".expected.json")));
     const nlohmann::json& presets = expected["presets"];
     const auto preset = std::find_if(presets.begin(), presets.end(), [&](const auto& p) {
       return p["file"].template get<std::string>() == info.weights_file;
@@ -136,7 +138,9 @@ TEST_CASE("load_eval_image gives the bytes of torchvision's Resize and CenterCro
 
 TEST_CASE("one training step gives torchvision's gradients, one arch per family", "[parity]") {
   const std::filesystem::path dir = parity_dir();
-  for (const std::string arch : {"resnet18", "convnext_tiny", "efficientnet_b0"}) {
+  for (const std::string arch :
+       {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small",
+        "regnet_y_800mf", "swin_t", "vit_b_16"}) {
     INFO(arch);
     const auto expected =
         nlohmann::json::parse(ltfit::testing::read_file(dir / (arch + ".train.json")));
@@ -174,5 +178,32 @@ TEST_CASE("one training step gives torchvision's gradients, one arch per family"
     }
     INFO("largest relative gradient difference " << worst << " (" << worst_name << ")");
     CHECK(worst <= 1e-3);
+  }
+}
+
+TEST_CASE("ViT's position embeddings resample as timm's resample_abs_pos_embed", "[parity]") {
+  const std::filesystem::path dir = parity_dir();
+  const auto path = dir / "vit_b_16.resample.json";
+  if (!std::filesystem::exists(path)) {
+    WARN("timm not installed: the resampling oracle was not written");
+    return;
+  }
+  const auto expected = nlohmann::json::parse(ltfit::testing::read_file(path));
+  const std::string weights = (dir / "vit_b_16.pth").string();
+  const ltfit::StateDict state = ltfit::read_torch_state_dict(weights);
+  const auto found = std::find_if(state.begin(), state.end(), [](const auto& entry) {
+    return entry.first == "encoder.pos_embedding";
+  });
+  REQUIRE(found != state.end());
+  const torch::Tensor& pos = found->second;
+  for (const auto& [h, w] : {std::pair<std::int64_t, std::int64_t>{10, 8}, {24, 24}}) {
+    const std::string key = std::to_string(h) + "x" + std::to_string(w);
+    INFO(key);
+    const torch::Tensor got = ltfit::resample_position_embedding(pos, h, w);
+    const torch::Tensor want =
+        torch::tensor(expected.at(key).get<std::vector<float>>()).reshape(got.sizes());
+    const double max_diff = (got - want).abs().max().item<double>();
+    INFO("max abs difference " << max_diff);
+    CHECK(max_diff <= 1e-6);
   }
 }

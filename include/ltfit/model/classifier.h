@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,23 @@
 
 namespace ltfit {
 
+// What a family's body returns: a spatial feature map (the CNNs, Swin) or one token's embedding
+// (ViT's class token).
+enum class FeatureLayout {
+  kMap,    // [N,C,h,w]: fastai's head concat-pools it, Grad-CAM weighs its channels
+  kToken,  // [N,C]: fastai's head without pooling (fastai's create_head(pool=False))
+};
+
+// What Grad-CAM differentiates (eval/grad_cam.h): `activations` (computed without gradients),
+// `logits` of the model as a function of them, and `to_map`, which lays the activations (or a
+// gradient of their shape) out as a [N,C,h,w] grid. A CNN's: its feature map, classify(), the
+// identity.
+struct CamSplit {
+  torch::Tensor activations;
+  std::function<torch::Tensor(const torch::Tensor&)> logits;
+  std::function<torch::Tensor(const torch::Tensor&)> to_map;
+};
+
 // Marks a family's own normalisation module (ConvNeXt's LayerNorm2d, ...) so that freezing keeps
 // it trainable, as it does LibTorch's BatchNorm and LayerNorm.
 class NormalizationLayer {
@@ -31,18 +49,22 @@ class NormalizationLayer {
 
 class ClassifierImpl : public torch::nn::Module {
  public:
-  // [N,3,H,W] float, normalised with the arch's mean/std -> [N,C,h,w] the body's feature map
-  // (what fastai's cut body returns; C = feature_channels()).
+  // [N,3,H,W] float, normalised with the arch's mean/std -> what fastai's cut body returns:
+  // [N,C,h,w] the feature map (FeatureLayout::kMap) or [N,C] a token (kToken); C =
+  // feature_channels().
   virtual torch::Tensor features(const torch::Tensor& x) = 0;
   // [N,3,H,W] -> [N,num_classes] logits: classify(features(x)).
   torch::Tensor forward(const torch::Tensor& x);
-  // [N,C,h,w] the body's feature map -> [N,num_classes] logits: the fastai head (concat pooling)
-  // when the model has one, else the family's torchvision classifier. Grad-CAM differentiates
-  // the logits with respect to the map through it (eval/grad_cam.h).
+  // features() -> [N,num_classes] logits: the fastai head (concat pooling of a map) when the
+  // model has one, else the family's torchvision classifier.
   torch::Tensor classify(const torch::Tensor& maps);
+  // Grad-CAM's view of the model on `x` (see CamSplit); call without gradients. The default is
+  // features() and classify(); a token model splits where its tokens still form a grid.
+  virtual CamSplit cam_split(const torch::Tensor& x);
 
   const std::string& arch() const { return arch_; }
   std::int64_t feature_channels() const { return feature_channels_; }
+  FeatureLayout feature_layout() const { return layout_; }
   bool has_fastai_head() const { return !head_.is_empty(); }
   // The mean/std its inputs are normalised with (the registry row's; make_classifier sets it).
   const ImageNormalization& input_normalization() const { return normalization_; }
@@ -58,13 +80,18 @@ class ClassifierImpl : public torch::nn::Module {
   std::vector<torch::Tensor> no_weight_decay_parameters();
 
  protected:
-  ClassifierImpl(std::string arch, std::int64_t feature_channels);
+  ClassifierImpl(std::string arch, std::int64_t feature_channels,
+                 FeatureLayout layout = FeatureLayout::kMap);
   // The family's body split into fastai's first two layer groups.
   virtual std::vector<std::vector<torch::nn::Module*>> body_groups() = 0;
+  // Body parameters registered outside the group modules (ViT's class token at the model's
+  // root): the first layer group's.
+  virtual std::vector<torch::Tensor> loose_body_parameters() { return {}; }
   // The family's torchvision classifier on the feature map (called when no fastai head).
   virtual torch::Tensor linear_head(const torch::Tensor& maps) = 0;
-  // Registers fastai's head as `head`: AdaptiveConcatPool, BatchNorm1d, Dropout(p/2),
-  // Linear(2C, 512), ReLU, BatchNorm1d, Dropout(p), Linear(512, classes); kaiming-normal linears.
+  // Registers fastai's head as `head`: AdaptiveConcatPool (a map; none for a token), BatchNorm1d,
+  // Dropout(p/2), Linear(2C or C, 512), ReLU, BatchNorm1d, Dropout(p), Linear(512, classes);
+  // kaiming-normal linears.
   void add_fastai_head(std::int64_t num_classes, double dropout);
   // Exempts `parameter` from weight decay (for parameters with more than one dimension).
   void mark_no_weight_decay(const torch::Tensor& parameter);
@@ -72,6 +99,7 @@ class ClassifierImpl : public torch::nn::Module {
  private:
   std::string arch_;
   std::int64_t feature_channels_;
+  FeatureLayout layout_;
   ImageNormalization normalization_;
   torch::nn::Sequential head_{nullptr};
   std::vector<torch::Tensor> no_decay_marked_;

@@ -31,10 +31,11 @@ namespace ltfit {
 
 // The variant-specific scaling of EfficientNet-B0 (torchvision's _efficientnet_conf).
 struct EfficientNetSpec {
-  std::string arch;         // efficientnet_b0 ... efficientnet_b3
-  double width_mult = 1.0;  // channel multiplier (rounded to multiples of 8)
-  double depth_mult = 1.0;  // blocks-per-stage multiplier (rounded up)
-  double dropout = 0.2;     // torchvision classifier's dropout p
+  std::string arch;                    // efficientnet_b0 ... efficientnet_b3
+  double width_mult = 1.0;             // channel multiplier (rounded to multiples of 8)
+  double depth_mult = 1.0;             // blocks-per-stage multiplier (rounded up)
+  double dropout = 0.2;                // torchvision classifier's dropout p
+  double stochastic_depth_prob = 0.2;  // of the last block; block i gets p * i / blocks
   // 4 x the last stage's channels: 1280 (B0, B1), 1408 (B2), 1536 (B3).
   std::int64_t feature_channels() const;
 };

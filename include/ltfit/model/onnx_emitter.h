@@ -38,6 +38,10 @@ class OnnxEmitter {
 
   onnx::Graph& graph() { return graph_; }
   int opset() const { return opset_; }
+  // The side of the graph's square input when the export fixes it (nullopt: dynamic height and
+  // width); a family whose graph depends on it (ViT's position embeddings) reads it.
+  std::optional<std::int64_t> fixed_input_size() const { return fixed_input_size_; }
+  void set_fixed_input_size(std::optional<std::int64_t> side) { fixed_input_size_ = side; }
 
   // The module at `path` ("" the root); an internal error when there is none.
   torch::nn::Module& module(const std::string& path);
@@ -84,6 +88,7 @@ class OnnxEmitter {
 
   onnx::Graph& graph_;
   int opset_;
+  std::optional<std::int64_t> fixed_input_size_;
   Custom custom_;
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules_;
   std::map<std::string, torch::Tensor> tensors_;

@@ -54,13 +54,13 @@ void load_pretrained_body(Classifier& model, const StateDict& state, const std::
 
 // The classifier a weight file holds, as `predict --weights` rebuilds the model around it.
 struct WeightsHead {
-  HeadKind kind = HeadKind::kLinear;  // fastai (`head.*` keys) or the arch's torchvision one
+  HeadKind kind = HeadKind::kLinear;  // fastai (`head.6.weight`) or the arch's torchvision one
   std::int64_t num_classes = 0;       // rows of its last linear layer
 };
 
-// The head `state` holds for `arch`: fastai's when it has `head.*` keys (classes: the rows of
-// `head.6.weight`, its last linear), else the arch's torchvision classifier (`fc.*`,
-// `classifier.*`; classes: the rows of its last 2-D tensor). CheckpointError naming `source` and
+// The head `state` holds for `arch`: fastai's when it has `head.6.weight` (its last linear;
+// classes: its rows), else the arch's torchvision classifier (`fc.*`, `classifier.*`, swin_t's
+// `head.*`; classes: the rows of its last 2-D tensor). CheckpointError naming `source` and
 // some of its keys when it holds neither.
 WeightsHead weights_head(const StateDict& state, const std::string& arch,
                          const std::string& source);

@@ -3,7 +3,8 @@
 // load as torchvision's do. ResNet: timm uses torchvision's names. ConvNeXt: stem.*, stages.S
 // (downsample, blocks.B: conv_dw, norm, mlp.fc1/fc2, gamma), head.norm/fc. EfficientNet:
 // conv_stem, bn1, blocks.S.B (depthwise-separable and inverted-residual blocks, se.conv_reduce/
-// conv_expand), conv_head, bn2, classifier. Thread-safe.
+// conv_expand), conv_head, bn2, classifier. ViT: cls_token, pos_embed, patch_embed.proj,
+// blocks.B (norm1, attn.qkv, attn.proj, norm2, mlp.fc1/fc2), norm, head. Thread-safe.
 #pragma once
 
 #include <string>
@@ -13,10 +14,11 @@
 namespace ltfit {
 
 // `state` with torchvision's names when it holds timm's names for `family` ("resnet", "convnext",
-// "efficientnet"); as it is otherwise (torchvision's own files, ltfit's exports). A tensor whose
-// timm shape differs from torchvision's only by unit dims (ConvNeXt's gamma [C], torchvision's
-// layer_scale [C,1,1]) is reshaped. Throws CheckpointError naming `source` and the key for a timm
-// name the map does not know. `mapped`, when given, is set to whether the names were timm's.
+// "efficientnet", "vit"); as it is otherwise (torchvision's own files, ltfit's exports). A tensor
+// whose timm shape differs from torchvision's only by unit dims (ConvNeXt's gamma [C],
+// torchvision's layer_scale [C,1,1]) is reshaped. Throws CheckpointError naming `source` and the
+// key for a timm name the map does not know. `mapped`, when given, is set to whether the names were
+// timm's.
 StateDict from_timm_names(StateDict state, const std::string& family, const std::string& source,
                           bool* mapped = nullptr);
 
