@@ -47,7 +47,8 @@ const EnumNames<HeadKind>& head_kinds() {
 }
 
 const EnumNames<OptimizerKind>& optimizer_kinds() {
-  static const EnumNames<OptimizerKind> names{"train.optimizer.name", {"adamw", "sgd"}};
+  static const EnumNames<OptimizerKind> names{"train.optimizer.name",
+                                              {"adamw", "sgd", "lamb", "rmsprop"}};
   return names;
 }
 

@@ -76,7 +76,17 @@ void convert_model(const Walk& walk, const Located& at, ModelConfig& model) {
              "max-pool: a 224 px image reaches layer1 at 56 px) or cifar (the adaptation most "
              "PyTorch CIFAR code uses: a 3×3 stride-1 conv and no max-pool, so a 32 px image "
              "reaches layer1 at 32 px, 16 times the compute); ResNet family only; with "
-             "`pretrained`, the 3×3 conv starts from random and the rest from the weights")});
+             "`pretrained`, the 3×3 conv starts from random and the rest from the weights"),
+       field("drop_path", read_optional_number, write_optional_number, model.drop_path,
+             "number or null",
+             "stochastic depth (timm's `drop_path_rate`): in training, each residual branch of the "
+             "deepest block is dropped per image with this probability, the shallower blocks' "
+             "probabilities rising linearly to it, as the arch's torchvision and timm code "
+             "schedule it; off in evaluation; null: the arch's own (ConvNeXt-Tiny 0.1, -Small "
+             "0.4, EfficientNet 0.2, Swin-T 0.2, ViT 0); archs without stochastic depth (ResNet, "
+             "RegNet, MobileNetV3) refuse a non-zero value",
+             Bounds{0, 1, /*low_open=*/false, /*high_open=*/true,
+                    "a probability in [0, 1), or null"})});
 }
 
 void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
@@ -113,7 +123,13 @@ void convert_eval(const Walk& walk, const Located& at, EvalConfig& eval) {
              "temperature scaling: probabilities (softmax, or multi_label's sigmoids) and losses "
              "come from logits / temperature wherever evaluation runs (validation, TTA, "
              "`evaluate`, `predict`); `ltfit calibrate` fits it; 1: the logits as they are",
-             open_open(0, kInfinity, "a finite number > 0"))});
+             open_open(0, kInfinity, "a finite number > 0")),
+       field("top_k", read_top_k, write_top_k, eval.top_k, "auto, or an integer >= 1",
+             "single_label: also report top-k accuracy (the target among the k most probable "
+             "classes; k above the class count counts as the count) in validation, epochs.csv's "
+             "`top_k_accuracy`, TensorBoard and `evaluate`; auto: k = 5 when the model has more "
+             "than 5 classes, else none",
+             closed(0, 1e6, "auto, or an integer from 1 to 1000000"))});
 }
 
 void convert_dist(const Walk& walk, const Located& at, DistConfig& dist) {

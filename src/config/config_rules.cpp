@@ -179,6 +179,34 @@ struct IgnoredKey {
   std::string (*value)(const Config&);
 };
 
+// The optimizer's keys another optimizer does not read.
+const std::vector<IgnoredKey>& ignored_optimizer_keys() {
+  static const std::vector<IgnoredKey> keys = {
+      {"train.optimizer.eps", "train.optimizer.name is sgd (SGD has no epsilon)",
+       [](const Config& c) {
+         return c.train.optimizer.name == OptimizerKind::kSgd && c.train.optimizer.eps;
+       },
+       [](const Config& c) { return show(c.train.optimizer.eps.value_or(0.0)); }},
+      {"train.optimizer.alpha", "train.optimizer.name is not rmsprop (alpha is RMSprop's)",
+       [](const Config& c) {
+         return c.train.optimizer.name != OptimizerKind::kRmsprop &&
+                c.train.optimizer.alpha != OptimizerConfig{}.alpha;
+       },
+       [](const Config& c) { return show(c.train.optimizer.alpha); }},
+      {"train.optimizer.max_grad_norm",
+       "train.optimizer.name is not lamb (the other optimizers clip with train.clip_grad_norm)",
+       [](const Config& c) {
+         return c.train.optimizer.name != OptimizerKind::kLamb &&
+                c.train.optimizer.max_grad_norm != OptimizerConfig{}.max_grad_norm;
+       },
+       [](const Config& c) {
+         const auto& norm = c.train.optimizer.max_grad_norm;
+         return norm ? show(*norm) : std::string("null");
+       }},
+  };
+  return keys;
+}
+
 const std::vector<IgnoredKey>& ignored_keys() {
   static const std::vector<IgnoredKey> keys = {
       {"train.freeze_epochs", "train.recipe is one_cycle (frozen epochs are fine_tune's)",
@@ -219,7 +247,12 @@ const std::vector<IgnoredKey>& ignored_keys() {
        },
        [](const Config& c) { return show(c.eval.tta_scale); }},
   };
-  return keys;
+  static const std::vector<IgnoredKey> all = [] {
+    std::vector<IgnoredKey> out = keys;
+    for (const IgnoredKey& k : ignored_optimizer_keys()) out.push_back(k);
+    return out;
+  }();
+  return all;
 }
 
 }  // namespace

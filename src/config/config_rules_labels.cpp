@@ -110,6 +110,10 @@ void validate_task_keys(const Config& config, const Rules& fail) {
                                   [](double v) { return std::isfinite(v) && v >= 0 && v <= 1e6; });
   require(fail, train.pos_weight.kind != ClassWeights::Kind::kList || (!w.empty() && finite),
           "train.pos_weight", "null, balanced, or one number in [0, 1e6] per class", w);
+  refuse_for_task(fail, multi && config.eval.top_k != 0, "eval.top_k", "multi_label",
+                  show(config.eval.top_k),
+                  "top-k accuracy is a single-label figure; a multi-label run reports "
+                  "f1_samples, f1_macro and map");
   const struct {
     const char* key;
     Monitor monitor;

@@ -15,13 +15,23 @@ void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& opt
       walk, at,
       {field("name", parse_optimizer_kind, optimizer_kind_name, optimizer.name,
              "adamw: Adam with decoupled weight decay (fastai's default); sgd: SGD with momentum "
-             "`betas[0]`"),
+             "`betas[0]`; lamb: timm's Lamb (the Adam update scaled per parameter by the trust "
+             "ratio ‖p‖/‖u‖, the gradients clipped to a global norm of `max_grad_norm` first; "
+             "parameters exempt from weight decay get no trust ratio); rmsprop: timm's "
+             "RMSpropTF (TensorFlow's RMSprop, as in timm's EfficientNet recipe: eps inside the "
+             "square root, the average of squares starting at one, the LR inside the momentum "
+             "`betas[0]`)"),
        field("betas", optimizer.betas,
-             "Adam's (beta1, beta2); the one-cycle schedule drives beta1 (SGD's momentum) "
-             "through `train.one_cycle.moms`"),
-       field("eps", optimizer.eps, "Adam's epsilon", open_closed(0, 1, "a positive number <= 1")),
+             "Adam's and Lamb's (beta1, beta2); the one-cycle schedule drives beta1 (SGD's and "
+             "RMSprop's momentum) through `train.one_cycle.moms`"),
+       field("eps", read_optional_number, write_optional_number, optimizer.eps, "number or null",
+             "the optimizer's epsilon; null: the optimizer's own, adamw 1e-5 (fastai's), lamb "
+             "1e-6 and rmsprop 1e-10 (timm's; timm's EfficientNet recipe sets 1e-3)",
+             open_closed(0, 1, "a positive number <= 1, or null")),
        field("weight_decay", optimizer.weight_decay,
-             "decoupled weight decay: `p ← p·(1 − lr·wd)` before each step",
+             "adamw: decoupled weight decay, `p ← p·(1 − lr·wd)` before each step; sgd, lamb, "
+             "rmsprop: L2, `wd·p` added to the gradient (SGD, RMSpropTF) or to Lamb's update, as "
+             "torch's and timm's",
              closed(0, 1, "a number in [0, 1]")),
        field("wd_bn_bias", optimizer.wd_bn_bias,
              "also decay BatchNorm and bias parameters (fastai v2's `wd_bn_bias`; false exempts "
@@ -29,7 +39,16 @@ void convert_optimizer(const Walk& walk, const Located& at, OptimizerConfig& opt
        field("fused", optimizer.fused,
              "step through ATen's fused multi-tensor kernels (torch.optim's `fused=True`): one "
              "kernel per layer group instead of a loop over the parameters; false: LibTorch's "
-             "loop (the same arithmetic, to rounding)")});
+             "loop (the same arithmetic, to rounding); lamb and rmsprop have no fused step"),
+       field("alpha", optimizer.alpha,
+             "rmsprop: decay of the average of squared gradients, `v ← alpha·v + (1 − alpha)·g²`",
+             closed_open(0, 1, "a number in [0, 1)")),
+       field("max_grad_norm", read_optional_number, write_optional_number, optimizer.max_grad_norm,
+             "number or null",
+             "lamb: the global norm (over all parameters) the gradients are clipped to before "
+             "each step (timm's default); null: no clipping",
+             Bounds{0, kInfinity, /*low_open=*/true, /*high_open=*/false,
+                    "a positive number, or null"})});
 }
 
 void convert_one_cycle(const Walk& walk, const Located& at, OneCycleConfig& one_cycle) {

@@ -109,6 +109,18 @@ void write_optional_text(YAML::Emitter& out, const std::optional<std::string>& t
   }
 }
 
+void write_top_k(YAML::Emitter& out, const int& top_k) {
+  out << (top_k == 0 ? std::string("auto") : std::to_string(top_k));
+}
+
+void write_optional_number(YAML::Emitter& out, const std::optional<double>& value) {
+  if (value) {
+    write_value(out, *value);
+  } else {
+    out << YAML::Null;
+  }
+}
+
 void write_pos_weight(YAML::Emitter& out, const ClassWeights& weights) {
   if (weights.kind == ClassWeights::Kind::kNone) {
     out << YAML::Null;

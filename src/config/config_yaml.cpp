@@ -207,6 +207,27 @@ void read_path(const Context& context, const Located& at, std::string& out) {
   out = expand_home(text);
 }
 
+void read_top_k(const Context& context, const Located& at, int& out) {
+  if (is_plain_scalar(at.node) && at.node.Scalar() == "auto") {
+    out = 0;
+  } else if (at.node.IsDefined()) {
+    const auto value = is_plain_scalar(at.node) ? parse_integer(at.node.Scalar()) : std::nullopt;
+    if (!value || *value < 1 || *value > INT_MAX) fail_type(context, at, "auto or an integer >= 1");
+    out = static_cast<int>(*value);
+  }
+}
+
+void read_optional_number(const Context& context, const Located& at, std::optional<double>& out) {
+  if (!at.node.IsDefined()) return;
+  if (at.node.IsNull()) {
+    out.reset();
+    return;
+  }
+  const auto value = is_plain_scalar(at.node) ? parse_real(at.node.Scalar()) : std::nullopt;
+  if (!value) fail_type(context, at, "a number or null");
+  out = value;
+}
+
 void read_optional_text(const Context& context, const Located& at,
                         std::optional<std::string>& out) {
   if (!at.node.IsDefined()) return;
@@ -290,8 +311,11 @@ static void check_fields(const Walk& walk, const Located& at, const std::vector<
     const Located place = child(at, f.key);
     if (f.section) {
       f.read(walk, place);
-    } else if (f.bounds && (walk.list_all || !f.bounds->contains(f.number()))) {
-      (*walk.check)({place.path, f.bounds->expected.text, written(f), ""});
+    } else if (f.bounds) {
+      const std::optional<double> value = f.number();  // null: nothing to check
+      if (walk.list_all || (value && !f.bounds->contains(*value))) {
+        (*walk.check)({place.path, f.bounds->expected.text, written(f), ""});
+      }
     }
   }
 }

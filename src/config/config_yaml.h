@@ -66,6 +66,10 @@ void read_size_schedule(const Context& context, const Located& at, std::vector<S
 // A path (data.root, run.out_dir, data.csv.file): a string whose leading `~` is a home folder.
 void read_path(const Context& context, const Located& at, std::string& out);
 inline constexpr const char* kPathExpected = "path (a leading ~ is your home folder)";
+// eval.top_k: `auto` (stored as 0) or an integer >= 1.
+void read_top_k(const Context& context, const Located& at, int& out);
+// A number that may be null (train.optimizer.eps, train.optimizer.max_grad_norm).
+void read_optional_number(const Context& context, const Located& at, std::optional<double>& out);
 // A string that may be null (data.csv.valid_column, data.csv.label_delim).
 void read_optional_text(const Context& context, const Located& at, std::optional<std::string>& out);
 // eval.thresholds: null (empty) or a list of numbers (one per class, checked when used).
@@ -98,6 +102,9 @@ void write_erasing_value(YAML::Emitter& out, const RandomErasingConfig& erasing)
 void write_size_schedule(YAML::Emitter& out, const std::vector<SizeStep>& steps);
 void write_path(YAML::Emitter& out, const std::string& path);
 void write_optional_text(YAML::Emitter& out, const std::optional<std::string>& text);
+// eval.top_k: auto for 0.
+void write_top_k(YAML::Emitter& out, const int& top_k);
+void write_optional_number(YAML::Emitter& out, const std::optional<double>& value);  // or null
 void write_pos_weight(YAML::Emitter& out, const ClassWeights& weights);     // null, balanced, list
 void write_class_weights(YAML::Emitter& out, const ClassWeights& weights);  // none, balanced, list
 
@@ -225,14 +232,16 @@ struct Field {
   DocText meaning;
   bool section = false;  // a nested map, read by a convert_* function
   std::optional<Bounds> bounds;
-  std::function<double()> number;  // the value the bounds check
+  std::function<std::optional<double>()> number;  // the value the bounds check (null: none)
 };
 
-// The value a number field's bounds check.
+// The value a number field's bounds check; a null optional number is not checked.
 template <typename T>
-std::function<double()> number_of(const T& out) {
+std::function<std::optional<double>()> number_of(const T& out) {
   if constexpr (std::is_arithmetic_v<T>) {
-    return [&out] { return static_cast<double>(out); };
+    return [&out] { return std::optional<double>(static_cast<double>(out)); };
+  } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+    return [&out] { return out; };
   } else {
     return nullptr;
   }

@@ -1,6 +1,7 @@
 // Plain evaluation over a loader: see evaluator.h.
 #include "ltfit/eval/evaluator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -88,9 +89,14 @@ EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group,
                            const std::vector<double>& thresholds) {
   if (!thresholds.empty()) return all_reduce_multi_label(local, group, thresholds);
   const double count = static_cast<double>(local.count);
-  const torch::Tensor sums = torch::tensor(
-      {count > 0 ? local.loss * count : 0.0, count > 0 ? local.accuracy * count : 0.0, count},
-      torch::kFloat64);
+  const bool scored = count > 0;
+  // Sums of: loss, correct, images, top-k correct, and the k and count of the ranks that scored
+  // (all score the same k; an empty rank knows none).
+  const torch::Tensor sums =
+      torch::tensor({scored ? local.loss * count : 0.0, scored ? local.accuracy * count : 0.0,
+                     count, scored ? local.top_k_accuracy * count : 0.0,
+                     scored ? static_cast<double>(local.top_k) : 0.0, scored ? 1.0 : 0.0},
+                    torch::kFloat64);
   std::vector<torch::Tensor> reduced{sums.to(group.device())};
   group.all_reduce_sum(reduced);
   const torch::Tensor total = reduced[0].cpu();
@@ -101,7 +107,14 @@ EvalResult all_reduce_eval(const EvalResult& local, DistGroup& group,
   result.loss = total[0].item<double>() / images;
   // Correct predictions are whole numbers: round away the products' float error.
   result.accuracy = std::round(total[1].item<double>()) / images;
+  result.top_k = static_cast<int>(std::round(total[4].item<double>() / total[5].item<double>()));
+  result.top_k_accuracy = result.top_k > 0 ? std::round(total[3].item<double>()) / images : 0.0;
   return result;
+}
+
+int resolve_top_k(int configured, std::int64_t classes) {
+  if (configured >= 1) return static_cast<int>(std::min<std::int64_t>(configured, classes));
+  return classes > 5 ? 5 : 0;
 }
 
 Precision resolve_eval_precision(Precision requested, const torch::Device& device) {
@@ -120,7 +133,7 @@ torch::Tensor forward_logits(Classifier& model, const torch::Tensor& images,
 }
 
 EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
-                             torch::Tensor indices, double loss_sum) {
+                             torch::Tensor indices, double loss_sum, int top_k) {
   EvalResult result;
   result.count = targets.numel();
   if (result.count == 0) throw DataError("no readable image to evaluate");
@@ -135,6 +148,12 @@ EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
   const std::int64_t classes = result.probabilities.size(1);
   result.confusion = torch::bincount(result.targets * classes + predicted, {}, classes * classes)
                          .reshape({classes, classes});
+  result.top_k = resolve_top_k(top_k, classes);
+  if (result.top_k > 0) {  // ties ranked as torch.topk ranks them, as timm's accuracy() does
+    const torch::Tensor top = std::get<1>(result.probabilities.topk(result.top_k, 1));
+    result.top_k_accuracy =
+        top.eq(result.targets.unsqueeze(1)).any(1).to(torch::kFloat64).mean().item<double>();
+  }
   return result;
 }
 
@@ -201,7 +220,7 @@ EvalResult score_outputs(torch::Tensor probabilities, torch::Tensor targets, tor
                          double loss_sum, const EvalOptions& options) {
   if (options.thresholds.empty()) {
     return score_predictions(std::move(probabilities), std::move(targets), std::move(indices),
-                             loss_sum);
+                             loss_sum, options.top_k);
   }
   EvalResult result;
   result.count = targets.size(0);

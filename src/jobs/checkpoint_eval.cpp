@@ -195,6 +195,7 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
       precision.empty() ? loaded.config.train.precision : parse_precision(precision), device);
   options.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
   options.temperature = loaded.config.eval.temperature;
+  options.top_k = loaded.config.eval.top_k;
   return options;
 }
 

@@ -32,9 +32,12 @@ nlohmann::json per_class_json(const EvalResult& r, const std::vector<std::string
   return out;
 }
 
+// One evaluation's row of the figures table; with top-k on, its top-k accuracy last.
 std::string figures_row(const std::string& name, const EvalResult& r) {
-  return fmt::format("{:<12} {:>8} {:>10.6f} {:>10.6f} {:>10.6f} {:>9.2f}\n", name, r.count, r.loss,
-                     r.accuracy, 1.0 - r.accuracy, r.seconds);
+  std::string row = fmt::format("{:<12} {:>8} {:>10.6f} {:>10.6f} {:>10.6f} {:>9.2f}", name,
+                                r.count, r.loss, r.accuracy, 1.0 - r.accuracy, r.seconds);
+  if (r.top_k > 0) row += fmt::format(" {:>10.6f}", r.top_k_accuracy);
+  return row + "\n";
 }
 
 std::string confusion_table(const std::string& title, const EvalResult& r,
@@ -106,6 +109,10 @@ nlohmann::json evaluation_document(const CheckpointEvaluation& e,
       {"predictions_csv", predictions_path},
       {"temperature", e.temperature},
   };
+  if (r.top_k > 0) {  // eval.top_k (auto: 5 above 5 classes)
+    j["top_k"] = r.top_k;
+    j["top_k_accuracy"] = r.top_k_accuracy;
+  }
   add_calibration_json(j, "", r);
   if (e.tta) {
     const EvalResult& t = e.tta->tta;
@@ -116,6 +123,7 @@ nlohmann::json evaluation_document(const CheckpointEvaluation& e,
     j["tta_loss"] = t.loss;
     j["tta_accuracy"] = t.accuracy;
     j["tta_error_rate"] = 1.0 - t.accuracy;
+    if (t.top_k > 0) j["tta_top_k_accuracy"] = t.top_k_accuracy;
     j["tta_seconds"] = e.tta->seconds;
     j["tta_confusion"] = confusion_rows(t.confusion);
     j["tta_per_class"] = per_class_json(t, e.classes);
@@ -128,8 +136,10 @@ std::string evaluation_table(const CheckpointEvaluation& e) {
   std::string out =
       fmt::format("{} ({}) on {}, {}\ndata: {}{}\n\n", e.checkpoint, e.arch, e.device, e.precision,
                   e.data_folder, e.split.empty() ? "" : " (split " + e.split + ")");
-  out += fmt::format("{:<12} {:>8} {:>10} {:>10} {:>10} {:>9}\n", "evaluation", "images", "loss",
+  out += fmt::format("{:<12} {:>8} {:>10} {:>10} {:>10} {:>9}", "evaluation", "images", "loss",
                      "accuracy", "error", "seconds");
+  if (e.plain.top_k > 0) out += fmt::format(" {:>10}", "top-" + std::to_string(e.plain.top_k));
+  out += "\n";
   out += figures_row("plain", e.plain);
   if (e.tta) out += figures_row("tta " + e.tta->mode, e.tta->tta);
   out += confusion_table("plain", e.plain, e.classes);

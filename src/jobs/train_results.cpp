@@ -84,6 +84,7 @@ torch::Tensor run_final_tta(const Config& config, Classifier& model, Loader& val
                            resolve_eval_precision(config.train.precision, device)};
   eval_options.thresholds = class_thresholds(config, summary.classes.size());
   eval_options.temperature = config.eval.temperature;
+  eval_options.top_k = config.eval.top_k;
   const TtaResult tta = run_tta(model, valid_loader, valid_options, config.eval, eval_options);
   summary.tta_accuracy = tta.tta.accuracy;
   if (tta.tta.multi_label) {

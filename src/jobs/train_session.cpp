@@ -14,6 +14,7 @@
 #include "jobs/train_results.h"
 #include "ltfit/config/config_loader.h"
 #include "ltfit/data/dataset_index.h"
+#include "ltfit/eval/evaluator.h"
 #include "ltfit/eval/tta.h"
 #include "ltfit/jobs/standard_hook_set.h"
 #include "ltfit/jobs/train_tensorboard.h"
@@ -169,7 +170,12 @@ class TrainSession {
                       split_csv(setup_.index, config_.data.root));
     std::optional<MetricsWriter::ResumeAt> metrics_resume;
     if (options_.resume) metrics_resume = {{resumed_.global_step, resumed_.epochs_done}};
-    metrics_.emplace(run_dir_.string(), kLayerGroups, metrics_resume, !setup_.thresholds.empty());
+    const bool multi_label = !setup_.thresholds.empty();
+    const int top_k = multi_label
+                          ? 0
+                          : resolve_top_k(config_.eval.top_k,
+                                          static_cast<std::int64_t>(setup_.index.classes.size()));
+    metrics_.emplace(run_dir_.string(), kLayerGroups, metrics_resume, multi_label, top_k);
     progress_.emplace(static_cast<std::int64_t>(config_.data.batch_size) *
                       config_.train.accumulate);
     if (config_.run.tensorboard) {

@@ -14,7 +14,8 @@
 namespace ltfit {
 
 Classifier build_model(const ModelConfig& model, std::int64_t num_classes) {
-  Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout, model.stem);
+  Classifier net = make_classifier(model.arch, num_classes, model.head, model.dropout, model.stem,
+                                   model.drop_path);
   if (model.pretrained.kind == PretrainedWeights::Kind::kNone) {
     spdlog::info("model: {} with a {} head for {} classes, {} parameters, random init", model.arch,
                  head_kind_name(model.head), num_classes, count_parameters(*net));

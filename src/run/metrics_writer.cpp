@@ -42,11 +42,12 @@ std::ofstream reopen_csv(const std::string& path, const std::string& header, std
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::string& run_dir, int groups, std::optional<ResumeAt> resume,
-                             bool multi_label)
-    : multi_label_(multi_label) {
+                             bool multi_label, int top_k)
+    : multi_label_(multi_label), top_k_(top_k > 0) {
   std::string epochs_header =
       "epoch,stage,train_loss,valid_loss,accuracy,error_rate,seconds,images_per_second,"
       "data_wait_seconds,image_size";
+  if (top_k_) epochs_header += ",top_k_accuracy";
   if (multi_label) epochs_header += ",f1_samples,f1_macro,map";
   std::string steps_header = "step,epoch";
   for (int g = 0; g < groups; ++g) steps_header += ",lr_" + std::to_string(g);
@@ -72,6 +73,7 @@ void MetricsWriter::on_epoch_end(const EpochStats& e) {
       fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.2f},{:.3f},{}", e.epoch, e.stage,
                   e.train_loss, e.valid_loss, e.accuracy, e.error_rate, e.seconds,
                   e.images_per_second, e.data_wait_seconds, e.image_size);
+  if (top_k_) row += fmt::format(",{:.6f}", e.top_k_accuracy);
   if (multi_label_) row += fmt::format(",{:.6f},{:.6f},{:.6f}", e.f1_samples, e.f1_macro, e.map);
   epochs_ << row << '\n';
   epochs_.flush();

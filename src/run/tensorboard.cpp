@@ -103,6 +103,11 @@ void TensorBoardWriter::on_epoch_end(const EpochStats& e) {
   const std::int64_t step =
       last_step_ >= 0 ? last_step_ : std::max<std::int64_t>(first_step_ - 1, 0);
   file_.add_scalars(step, epoch_tags_, values_);
+  if (e.top_k > 0) {
+    static const std::vector<std::string> top_k_tags{"epoch/top_k_accuracy"};
+    const std::vector<double> figure{e.top_k_accuracy};
+    file_.add_scalars(step, top_k_tags, figure);
+  }
   if (e.multi_label) {
     static const std::vector<std::string> multi_label_tags{"epoch/f1_samples", "epoch/f1_macro",
                                                            "epoch/map"};

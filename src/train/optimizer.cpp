@@ -3,9 +3,11 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <stdexcept>
 #include <unordered_set>
 
 #include "ltfit/train/fused_optimizer.h"
+#include "ltfit/train/timm_optimizers.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -46,6 +48,37 @@ std::vector<ParamSplit> split_groups(const OptimizerConfig& config,
   return splits;
 }
 
+// One parameter group's options for `config`'s optimizer, with weight decay `wd` (0 for the
+// exempt parameters). The LR is set per step by set_hyper_parameters.
+std::unique_ptr<torch::optim::OptimizerOptions> optimizer_group_options(
+    const OptimizerConfig& config, double wd) {
+  const double eps = config.resolved_eps();
+  switch (config.name) {
+    case OptimizerKind::kAdamW: {
+      auto o = std::make_unique<torch::optim::AdamWOptions>(1e-3);
+      o->betas({config.betas[0], config.betas[1]}).eps(eps).weight_decay(wd);
+      return o;
+    }
+    case OptimizerKind::kSgd: {
+      auto o = std::make_unique<torch::optim::SGDOptions>(1e-3);
+      o->momentum(config.betas[0]).weight_decay(wd);
+      return o;
+    }
+    case OptimizerKind::kLamb: {
+      auto o = std::make_unique<LambOptions>(1e-3);
+      o->betas({config.betas[0], config.betas[1]}).eps(eps).weight_decay(wd);
+      o->max_grad_norm(config.max_grad_norm);
+      return o;
+    }
+    case OptimizerKind::kRmsprop: {
+      auto o = std::make_unique<RMSpropTFOptions>(1e-3);
+      o->momentum(config.betas[0]).alpha(config.alpha).eps(eps).weight_decay(wd);
+      return o;
+    }
+  }
+  throw std::logic_error("unknown optimizer kind");
+}
+
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& config,
@@ -60,24 +93,26 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   for (auto& split : split_groups(config, groups, no_decay)) {
     const double wd = split.decay ? config.weight_decay : 0.0;
-    if (config.name == OptimizerKind::kAdamW) {
-      auto options = std::make_unique<torch::optim::AdamWOptions>(1e-3);
-      options->betas({config.betas[0], config.betas[1]}).eps(config.eps).weight_decay(wd);
-      param_groups.emplace_back(split.params, std::move(options));
-    } else {
-      auto options = std::make_unique<torch::optim::SGDOptions>(1e-3);
-      options->momentum(config.betas[0]).weight_decay(wd);
-      param_groups.emplace_back(split.params, std::move(options));
+    param_groups.emplace_back(split.params, optimizer_group_options(config, wd));
+  }
+  switch (config.name) {
+    case OptimizerKind::kAdamW: {
+      const torch::optim::AdamWOptions defaults(1e-3);
+      if (config.fused) return std::make_unique<FusedAdamW>(param_groups, defaults);
+      return std::make_unique<torch::optim::AdamW>(param_groups, defaults);
     }
+    case OptimizerKind::kSgd: {
+      const torch::optim::SGDOptions defaults(1e-3);
+      if (config.fused) return std::make_unique<FusedSGD>(param_groups, defaults);
+      return std::make_unique<torch::optim::SGD>(param_groups, defaults);
+    }
+    case OptimizerKind::kLamb:  // timm reads max_grad_norm from the defaults (one global clip)
+      return std::make_unique<Lamb>(param_groups,
+                                    LambOptions(1e-3).max_grad_norm(config.max_grad_norm));
+    case OptimizerKind::kRmsprop:
+      return std::make_unique<RMSpropTF>(param_groups, RMSpropTFOptions(1e-3));
   }
-  if (config.name == OptimizerKind::kAdamW) {
-    const torch::optim::AdamWOptions defaults(1e-3);
-    if (config.fused) return std::make_unique<FusedAdamW>(param_groups, defaults);
-    return std::make_unique<torch::optim::AdamW>(param_groups, defaults);
-  }
-  const torch::optim::SGDOptions defaults(1e-3);
-  if (config.fused) return std::make_unique<FusedSGD>(param_groups, defaults);
-  return std::make_unique<torch::optim::SGD>(param_groups, defaults);
+  throw std::logic_error("unknown optimizer kind");
 }
 
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,
@@ -93,6 +128,10 @@ void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<
       adam->betas({momentum, std::get<1>(adam->betas())});
     } else if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options)) {
       sgd->momentum(momentum);
+    } else if (auto* lamb = dynamic_cast<LambOptions*>(&options)) {
+      lamb->betas({momentum, std::get<1>(lamb->betas())});
+    } else if (auto* rmsprop = dynamic_cast<RMSpropTFOptions*>(&options)) {
+      rmsprop->momentum(momentum);
     }
   }
 }

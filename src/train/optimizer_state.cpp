@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -9,6 +12,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/torch.h>
+
+#include "ltfit/train/timm_optimizers.h"
 
 namespace ltfit::detail {
 
@@ -25,49 +30,115 @@ using torch::optim::SGDParamState;
 
 // ---- writing ---------------------------------------------------------------------------------
 
-// The hyper-parameters of one group under PyTorch's names (the keys LibTorch lacks with their
-// PyTorch defaults, so that torch.optim.AdamW / SGD.load_state_dict accept the dict).
-void write_group_options(pickle::PickleWriter& w, const OptimizerOptions& options) {
-  const auto number = [&w](const char* key, double v) {
-    w.string(key);
-    w.real(v);
-  };
-  const auto flag = [&w](const char* key, bool v) {
-    w.string(key);
-    w.boolean(v);
-  };
-  const auto none = [&w](const char* key) {
-    w.string(key);
-    w.none();
-  };
-  if (const auto* a = dynamic_cast<const AdamWOptions*>(&options)) {
-    number("lr", a->lr());
+constexpr const char* kOptimizerTypesHeld =
+    "checkpoints hold AdamW, SGD, Lamb or RMSpropTF optimizers only";
+
+// A group's keys as items of the pickled dict being written.
+struct OptionItemWriter {
+  TorchArchiveWriter& out;
+
+  void number(const char* key, double v) const {
+    out.pickle().string(key);
+    out.pickle().real(v);
+  }
+  void flag(const char* key, bool v) const {
+    out.pickle().string(key);
+    out.pickle().boolean(v);
+  }
+  void none(const char* key) const {
+    out.pickle().string(key);
+    out.pickle().none();
+  }
+  void betas(const std::tuple<double, double>& v) const {
+    pickle::PickleWriter& w = out.pickle();
     w.string("betas");
     w.mark();
-    w.real(std::get<0>(a->betas()));
-    w.real(std::get<1>(a->betas()));
+    w.real(std::get<0>(v));
+    w.real(std::get<1>(v));
     w.tuple();
-    number("eps", a->eps());
-    number("weight_decay", a->weight_decay());
-    flag("amsgrad", a->amsgrad());
-    flag("maximize", false);
-    none("foreach");
-    flag("capturable", false);
-    flag("differentiable", false);
-    none("fused");
-  } else if (const auto* s = dynamic_cast<const SGDOptions*>(&options)) {
-    number("lr", s->lr());
-    number("momentum", s->momentum());
-    number("dampening", s->dampening());
-    number("weight_decay", s->weight_decay());
-    flag("nesterov", s->nesterov());
-    flag("maximize", false);
-    none("foreach");
-    flag("differentiable", false);
-    none("fused");
-  } else {
-    throw std::logic_error("checkpoints hold AdamW or SGD optimizers only");
   }
+};
+
+// timm's Lamb group: its keyword arguments (caution and corrected_weight_decay off, which ltfit
+// lacks), max_lr_snapshot (read only with corrected_weight_decay) and the group's step.
+void write_lamb_options(const OptionItemWriter& o, const LambOptions& l) {
+  o.number("lr", l.lr());
+  o.flag("bias_correction", l.bias_correction());
+  o.betas(l.betas());
+  o.number("eps", l.eps());
+  o.number("weight_decay", l.weight_decay());
+  o.flag("grad_averaging", l.grad_averaging());
+  if (l.max_grad_norm()) {
+    o.number("max_grad_norm", *l.max_grad_norm());
+  } else {
+    o.none("max_grad_norm");
+  }
+  o.flag("trust_clip", l.trust_clip());
+  o.flag("always_adapt", l.always_adapt());
+  o.flag("caution", false);
+  o.flag("decoupled_decay", l.decoupled_decay());
+  o.flag("corrected_weight_decay", false);
+  o.number("max_lr_snapshot", l.lr());
+  o.none("foreach");
+  o.out.pickle().string("step");  // a 0-dim float32 tensor: timm's step() adds to it in place
+  o.out.tensor(torch::tensor(static_cast<float>(l.step())));
+}
+
+void write_rmsprop_options(const OptionItemWriter& o, const RMSpropTFOptions& r) {
+  o.number("lr", r.lr());
+  o.number("momentum", r.momentum());
+  o.number("alpha", r.alpha());
+  o.number("eps", r.eps());
+  o.flag("centered", r.centered());
+  o.number("weight_decay", r.weight_decay());
+  o.flag("decoupled_decay", r.decoupled_decay());
+  o.flag("corrected_weight_decay", false);
+  o.number("max_lr_snapshot", r.lr());
+  o.flag("lr_in_momentum", r.lr_in_momentum());
+  o.flag("caution", false);
+  o.none("foreach");
+}
+
+// The hyper-parameters of one group under PyTorch's names (the keys LibTorch lacks with their
+// PyTorch defaults, so that torch.optim.AdamW / SGD.load_state_dict accept the dict; timm's for
+// Lamb and RMSpropTF).
+void write_group_options(TorchArchiveWriter& out, const OptimizerOptions& options) {
+  const OptionItemWriter o{out};
+  if (const auto* a = dynamic_cast<const AdamWOptions*>(&options)) {
+    o.number("lr", a->lr());
+    o.betas(a->betas());
+    o.number("eps", a->eps());
+    o.number("weight_decay", a->weight_decay());
+    o.flag("amsgrad", a->amsgrad());
+    o.flag("maximize", false);
+    o.none("foreach");
+    o.flag("capturable", false);
+    o.flag("differentiable", false);
+    o.none("fused");
+  } else if (const auto* s = dynamic_cast<const SGDOptions*>(&options)) {
+    o.number("lr", s->lr());
+    o.number("momentum", s->momentum());
+    o.number("dampening", s->dampening());
+    o.number("weight_decay", s->weight_decay());
+    o.flag("nesterov", s->nesterov());
+    o.flag("maximize", false);
+    o.none("foreach");
+    o.flag("differentiable", false);
+    o.none("fused");
+  } else if (const auto* l = dynamic_cast<const LambOptions*>(&options)) {
+    write_lamb_options(o, *l);
+  } else if (const auto* r = dynamic_cast<const RMSpropTFOptions*>(&options)) {
+    write_rmsprop_options(o, *r);
+  } else {
+    throw std::logic_error(kOptimizerTypesHeld);
+  }
+}
+
+// `key`: T, when `t` is defined.
+void write_defined_tensor(TorchArchiveWriter& out, const char* key, const torch::Tensor& t) {
+  if (!t.defined()) return;
+  out.pickle().string(key);
+  out.tensor(t);
 }
 
 void write_param_state(TorchArchiveWriter& out, const OptimizerParamState& state) {
@@ -77,14 +148,9 @@ void write_param_state(TorchArchiveWriter& out, const OptimizerParamState& state
   if (const auto* a = dynamic_cast<const AdamWParamState*>(&state)) {
     w.string("step");
     w.integer(a->step());
-    w.string("exp_avg");
-    out.tensor(a->exp_avg());
-    w.string("exp_avg_sq");
-    out.tensor(a->exp_avg_sq());
-    if (a->max_exp_avg_sq().defined()) {
-      w.string("max_exp_avg_sq");
-      out.tensor(a->max_exp_avg_sq());
-    }
+    write_defined_tensor(out, "exp_avg", a->exp_avg());
+    write_defined_tensor(out, "exp_avg_sq", a->exp_avg_sq());
+    write_defined_tensor(out, "max_exp_avg_sq", a->max_exp_avg_sq());
   } else if (const auto* s = dynamic_cast<const SGDParamState*>(&state)) {
     w.string("momentum_buffer");
     if (s->momentum_buffer().defined()) {
@@ -92,8 +158,17 @@ void write_param_state(TorchArchiveWriter& out, const OptimizerParamState& state
     } else {
       w.none();
     }
+  } else if (const auto* l = dynamic_cast<const LambParamState*>(&state)) {
+    write_defined_tensor(out, "exp_avg", l->exp_avg());  // timm's Lamb: no per-parameter step
+    write_defined_tensor(out, "exp_avg_sq", l->exp_avg_sq());
+  } else if (const auto* r = dynamic_cast<const RMSpropTFParamState*>(&state)) {
+    w.string("step");  // timm writes a tensor; an int loads as well (the step is never read)
+    w.integer(r->step());
+    write_defined_tensor(out, "square_avg", r->square_avg());
+    write_defined_tensor(out, "momentum_buffer", r->momentum_buffer());  // momentum > 0
+    write_defined_tensor(out, "grad_avg", r->grad_avg());                // centered
   } else {
-    throw std::logic_error("checkpoints hold AdamW or SGD optimizers only");
+    throw std::logic_error(kOptimizerTypesHeld);
   }
   w.set_items();
 }
@@ -105,14 +180,18 @@ double finite(const CheckpointFields& f, double v, const std::string& key_path) 
   return v;
 }
 
-std::unique_ptr<OptimizerOptions> read_options(const CheckpointFields& f, const Value& g,
-                                               const std::string& path,
-                                               const OptimizerOptions& current) {
-  const auto number = [&](const char* key) {
+// A group's finite numbers and flags, read at `path`.
+struct GroupReader {
+  const CheckpointFields& f;
+  const Value& g;
+  const std::string& path;
+
+  double number(const char* key) const {
     return finite(f, f.real(g, key, path), CheckpointFields::join(path, key));
-  };
-  if (const auto* a = dynamic_cast<const AdamWOptions*>(&current)) {
-    auto o = std::make_unique<AdamWOptions>(*a);
+  }
+  bool flag(const char* key) const { return f.boolean(g, key, path); }
+  // "betas": a tuple of two floats.
+  std::tuple<double, double> betas() const {
     const Value& betas = f.of_kind(f.at(g, "betas", path), Kind::kTuple, path + ".betas");
     if (betas.items.size() != 2) f.fail(path + ".betas", "is not a pair");
     double b[2];
@@ -122,16 +201,88 @@ std::unique_ptr<OptimizerOptions> read_options(const CheckpointFields& f, const 
         f.fail(path + ".betas", "holds a " + std::string(pickle::kind_name(v.kind)));
       b[i] = finite(f, v.real, path + ".betas");
     }
-    o->lr(number("lr")).eps(number("eps")).weight_decay(number("weight_decay"));
-    o->betas({b[0], b[1]}).amsgrad(f.boolean(g, "amsgrad", path));
+    return {b[0], b[1]};
+  }
+  // A timm option that ltfit's optimizers lack: refused when present and true.
+  void refuse_flag(const char* key) const {
+    const Value* v = pickle::find_entry(g, key);
+    if (v != nullptr && v->kind == Kind::kBool && v->integer != 0) {
+      f.fail(CheckpointFields::join(path, key),
+             "is true: ltfit's optimizers have no " + std::string(key));
+    }
+  }
+};
+
+// A step count at `dict`'s "step": an int, or a 0-dim tensor holding an integer (timm's);
+// >= 0.
+std::int64_t read_step_count(const CheckpointFields& f, const Value& dict,
+                             const std::string& path) {
+  const std::string key_path = CheckpointFields::join(path, "step");
+  const Value& v = f.at(dict, "step", path);
+  if (v.kind != Kind::kTensor) {
+    const std::int64_t step = f.of_kind(v, Kind::kInt, key_path).integer;
+    if (step < 0) f.fail(key_path, "is negative");
+    return step;
+  }
+  if (v.tensor.dim() != 0 || v.tensor.is_complex()) f.fail(key_path, "is not a 0-dim tensor");
+  const double step = v.tensor.item<double>();
+  if (!(step >= 0 && step <= 1e15 && step == std::floor(step))) {
+    f.fail(key_path, "is not a step count (an integer >= 0)");
+  }
+  return static_cast<std::int64_t>(step);
+}
+
+std::unique_ptr<OptimizerOptions> read_lamb_options(const GroupReader& r, const LambOptions& now) {
+  auto o = std::make_unique<LambOptions>(now);
+  r.refuse_flag("caution");
+  r.refuse_flag("corrected_weight_decay");
+  o->lr(r.number("lr")).betas(r.betas()).eps(r.number("eps"));
+  o->weight_decay(r.number("weight_decay")).bias_correction(r.flag("bias_correction"));
+  o->grad_averaging(r.flag("grad_averaging")).trust_clip(r.flag("trust_clip"));
+  o->always_adapt(r.flag("always_adapt")).decoupled_decay(r.flag("decoupled_decay"));
+  const Value& norm = r.f.at(r.g, "max_grad_norm", r.path);  // None: no clipping
+  if (norm.kind == Kind::kNone) {
+    o->max_grad_norm(std::nullopt);
+  } else {
+    const std::string norm_path = CheckpointFields::join(r.path, "max_grad_norm");
+    o->max_grad_norm(finite(r.f, r.f.number(norm, norm_path), norm_path));
+  }
+  o->step(read_step_count(r.f, r.g, r.path));
+  return o;
+}
+
+std::unique_ptr<OptimizerOptions> read_rmsprop_options(const GroupReader& r,
+                                                       const RMSpropTFOptions& now) {
+  auto o = std::make_unique<RMSpropTFOptions>(now);
+  r.refuse_flag("caution");
+  r.refuse_flag("corrected_weight_decay");
+  o->lr(r.number("lr")).momentum(r.number("momentum")).alpha(r.number("alpha"));
+  o->eps(r.number("eps")).weight_decay(r.number("weight_decay")).centered(r.flag("centered"));
+  o->decoupled_decay(r.flag("decoupled_decay")).lr_in_momentum(r.flag("lr_in_momentum"));
+  return o;
+}
+
+std::unique_ptr<OptimizerOptions> read_options(const CheckpointFields& f, const Value& g,
+                                               const std::string& path,
+                                               const OptimizerOptions& current) {
+  const GroupReader r{f, g, path};
+  if (const auto* a = dynamic_cast<const AdamWOptions*>(&current)) {
+    auto o = std::make_unique<AdamWOptions>(*a);
+    o->lr(r.number("lr")).eps(r.number("eps")).weight_decay(r.number("weight_decay"));
+    o->betas(r.betas()).amsgrad(r.flag("amsgrad"));
     return o;
   }
-  const auto* s = dynamic_cast<const SGDOptions*>(&current);
-  if (s == nullptr) throw std::logic_error("checkpoints hold AdamW or SGD optimizers only");
-  auto o = std::make_unique<SGDOptions>(*s);
-  o->lr(number("lr")).momentum(number("momentum")).dampening(number("dampening"));
-  o->weight_decay(number("weight_decay")).nesterov(f.boolean(g, "nesterov", path));
-  return o;
+  if (const auto* s = dynamic_cast<const SGDOptions*>(&current)) {
+    auto o = std::make_unique<SGDOptions>(*s);
+    o->lr(r.number("lr")).momentum(r.number("momentum")).dampening(r.number("dampening"));
+    o->weight_decay(r.number("weight_decay")).nesterov(r.flag("nesterov"));
+    return o;
+  }
+  if (const auto* l = dynamic_cast<const LambOptions*>(&current)) return read_lamb_options(r, *l);
+  if (const auto* m = dynamic_cast<const RMSpropTFOptions*>(&current)) {
+    return read_rmsprop_options(r, *m);
+  }
+  throw std::logic_error(kOptimizerTypesHeld);
 }
 
 // A state tensor of `param`'s shape, copied into a new tensor like `param` (device, dtype,
@@ -151,21 +302,49 @@ torch::Tensor state_tensor(const CheckpointFields& f, const Value& state, const 
   return out;
 }
 
-// Null for an SGD state without a momentum buffer (None): the parameter gets no state.
+// state_tensor when `key` is present and not None; else undefined.
+torch::Tensor optional_state_tensor(const CheckpointFields& f, const Value& state, const char* key,
+                                    const std::string& path, const torch::Tensor& param) {
+  const Value* v = pickle::find_entry(state, key);
+  if (v == nullptr || v->kind == Kind::kNone) return {};
+  return state_tensor(f, state, key, path, param);
+}
+
+std::unique_ptr<OptimizerParamState> read_adamw_state(const CheckpointFields& f, const Value& v,
+                                                      const std::string& path,
+                                                      const torch::Tensor& param) {
+  auto s = std::make_unique<AdamWParamState>();
+  const std::int64_t step = f.integer(v, "step", path);
+  if (step < 0) f.fail(path + ".step", "is negative");
+  s->step(step);
+  s->exp_avg(state_tensor(f, v, "exp_avg", path, param));
+  s->exp_avg_sq(state_tensor(f, v, "exp_avg_sq", path, param));
+  if (pickle::find_entry(v, "max_exp_avg_sq") != nullptr) {
+    s->max_exp_avg_sq(state_tensor(f, v, "max_exp_avg_sq", path, param));
+  }
+  return s;
+}
+
+// One parameter's state for an optimizer of `type` (optimizer_type's names). Null for an SGD
+// state without a momentum buffer (None): the parameter gets no state.
 std::unique_ptr<OptimizerParamState> read_param_state(const CheckpointFields& f, const Value& v,
                                                       const std::string& path,
-                                                      const torch::Tensor& param, bool adamw) {
+                                                      const torch::Tensor& param,
+                                                      const std::string& type) {
   f.of_kind(v, Kind::kDict, path);
-  if (adamw) {
-    auto s = std::make_unique<AdamWParamState>();
-    const std::int64_t step = f.integer(v, "step", path);
-    if (step < 0) f.fail(path + ".step", "is negative");
-    s->step(step);
+  if (type == "AdamW") return read_adamw_state(f, v, path, param);
+  if (type == "Lamb") {
+    auto s = std::make_unique<LambParamState>();
     s->exp_avg(state_tensor(f, v, "exp_avg", path, param));
     s->exp_avg_sq(state_tensor(f, v, "exp_avg_sq", path, param));
-    if (pickle::find_entry(v, "max_exp_avg_sq") != nullptr) {
-      s->max_exp_avg_sq(state_tensor(f, v, "max_exp_avg_sq", path, param));
-    }
+    return s;
+  }
+  if (type == "RMSpropTF") {  // absent buffers stay undefined: RMSpropTF makes them as needed
+    auto s = std::make_unique<RMSpropTFParamState>();
+    s->step(read_step_count(f, v, path));
+    s->square_avg(state_tensor(f, v, "square_avg", path, param));
+    s->momentum_buffer(optional_state_tensor(f, v, "momentum_buffer", path, param));
+    s->grad_avg(optional_state_tensor(f, v, "grad_avg", path, param));
     return s;
   }
   if (f.at(v, "momentum_buffer", path).kind == Kind::kNone) return nullptr;
@@ -226,6 +405,8 @@ const char* optimizer_type(const torch::optim::Optimizer& optimizer) {
   const OptimizerOptions& options = optimizer.param_groups().front().options();
   if (dynamic_cast<const AdamWOptions*>(&options) != nullptr) return "AdamW";
   if (dynamic_cast<const SGDOptions*>(&options) != nullptr) return "SGD";
+  if (dynamic_cast<const LambOptions*>(&options) != nullptr) return "Lamb";
+  if (dynamic_cast<const RMSpropTFOptions*>(&options) != nullptr) return "RMSpropTF";
   return "other";
 }
 
@@ -255,7 +436,7 @@ void write_optimizer_state(TorchArchiveWriter& out, const torch::optim::Optimize
   for (const auto& group : optimizer.param_groups()) {
     w.empty_dict();
     w.mark();
-    write_group_options(w, group.options());
+    write_group_options(out, group.options());
     w.string("params");
     w.empty_list();
     w.mark();
@@ -274,7 +455,7 @@ std::function<void()> stage_optimizer_state(const CheckpointFields& f, const Val
   staged->optimizer = &optimizer;
   f.of_kind(value, Kind::kDict, path);
   stage_groups(f, value, path, *staged);
-  const bool adamw = std::string(optimizer_type(optimizer)) == "AdamW";
+  const std::string type = optimizer_type(optimizer);
   const Value& state = f.of_kind(f.at(value, "state", path), Kind::kDict, path + ".state");
   std::unordered_set<std::int64_t> seen;
   for (const auto& [key, v] : state.entries) {
@@ -283,7 +464,7 @@ std::function<void()> stage_optimizer_state(const CheckpointFields& f, const Val
       f.fail(path + ".state", "has a key that is not a parameter index");
     }
     const torch::Tensor& param = staged->params[std::size_t(key->integer)];
-    auto s = read_param_state(f, *v, path + ".state." + std::to_string(key->integer), param, adamw);
+    auto s = read_param_state(f, *v, path + ".state." + std::to_string(key->integer), param, type);
     if (s) staged->states.emplace_back(param.unsafeGetTensorImpl(), std::move(s));
   }
   return [staged] { staged->apply(); };

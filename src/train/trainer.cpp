@@ -199,7 +199,7 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
     const bool shard = options_.group != nullptr;
     valid = evaluate(model_, *valid_,
                      {options_.device, options_.train.channels_last, options_.train.precision,
-                      shard, options_.thresholds, options_.eval.temperature});
+                      shard, options_.thresholds, options_.eval.temperature, options_.eval.top_k});
     if (options_.group != nullptr) {
       valid = all_reduce_eval(valid, *options_.group, options_.thresholds);
     }
@@ -207,6 +207,8 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   epoch.valid_loss = valid.loss;
   epoch.accuracy = valid.accuracy;
   epoch.error_rate = 1.0 - valid.accuracy;
+  epoch.top_k = valid.top_k;
+  epoch.top_k_accuracy = valid.top_k_accuracy;
   epoch.multi_label = valid.multi_label;
   epoch.f1_samples = valid.f1_samples;
   epoch.f1_macro = valid.f1_macro;

@@ -203,7 +203,7 @@ TEST_CASE("enumerations list the allowed values", "[config]") {
   CHECK_THAT(error_of_string("train:\n  precision: fp8\n"),
              Contains("train.precision: expected one of fp32, fp16, bf16, got fp8"));
   CHECK_THAT(error_of_string("train:\n  optimizer: {name: adam}\n"),
-             Contains("train.optimizer.name: expected one of adamw, sgd, got adam"));
+             Contains("train.optimizer.name: expected one of adamw, sgd, lamb, rmsprop, got adam"));
 }
 
 TEST_CASE("train.device and model.pretrained are parsed once into typed values", "[config]") {
@@ -400,7 +400,8 @@ TEST_CASE("each enumeration has one parse and one name, in the order messages li
   check_names(parse_monitor, monitor_name,
               {"valid_loss", "accuracy", "f1_samples", "f1_macro", "map"}, "monitor");
   check_names(parse_head_kind, head_kind_name, {"fastai", "linear"}, "model.head");
-  check_names(parse_optimizer_kind, optimizer_kind_name, {"adamw", "sgd"}, "train.optimizer.name");
+  check_names(parse_optimizer_kind, optimizer_kind_name, {"adamw", "sgd", "lamb", "rmsprop"},
+              "train.optimizer.name");
   check_names(parse_tta_mode, tta_mode_name, {"v1", "v2"}, "eval.tta_mode");
   // What to_yaml writes for each is its name, so config.yaml reads back the same.
   Config c;
@@ -643,7 +644,7 @@ TEST_CASE("every unknown key and invalid value of one load is reported, then exi
     CHECK_THAT(message, Contains("t.yaml:5: model.arch: expected one of resnet18") &&
                             Contains("(did you mean 'resnet34'?)"));
     CHECK_THAT(message, Contains("t.yaml:10: train.optimizer.eps: expected a positive number <= 1, "
-                                 "got -1"));
+                                 "or null, got -1"));
     CHECK_THAT(e.hint(), Contains("every unknown key and invalid value is listed"));
   }
   // One key breaking two rules is one problem (its first rule), as before.
@@ -784,6 +785,75 @@ TEST_CASE("train.accumulate and train.clip_grad_norm: defaults, bounds, written 
              Catch::Matchers::Contains("train.accumulate"));
   CHECK_THAT(ltfit::error_of_string("train: {clip_grad_norm: -1}"),
              Catch::Matchers::Contains("train.clip_grad_norm"));
+}
+
+TEST_CASE("eval.top_k: auto or k >= 1, written back, refused under multi_label", "[config]") {
+  using Catch::Matchers::Contains;
+  const ltfit::Config defaults = ltfit::load_config_from_string("", "t.yaml");
+  CHECK(defaults.eval.top_k == 0);  // auto
+  CHECK_THAT(ltfit::to_yaml(defaults), Contains("  top_k: auto\n"));
+  const ltfit::Config three = ltfit::load_config_from_string("eval: {top_k: 3}", "t.yaml");
+  CHECK(three.eval.top_k == 3);
+  ltfit::Config again = ltfit::load_config_from_string(ltfit::to_yaml(three), "w.yaml");
+  again.source = three.source;
+  CHECK(again == three);
+  CHECK(ltfit::load_config_from_string("eval: {top_k: auto}", "t.yaml").eval.top_k == 0);
+  for (const char* bad : {"0", "-5", "2.5", "five"}) {
+    CHECK_THAT(ltfit::error_of_string(std::string("eval: {top_k: ") + bad + "}"),
+               Contains("eval.top_k: expected auto or an integer >= 1, got"));
+  }
+  CHECK_THAT(ltfit::error_of_string("model: {task: multi_label}\neval: {top_k: 5}\n"),
+             Contains("eval.top_k: expected its default under model.task multi_label, got 5"));
+}
+
+TEST_CASE("train.optimizer: lamb and rmsprop, eps per optimizer, alpha and max_grad_norm",
+          "[config]") {
+  using Catch::Matchers::Contains;
+  const ltfit::Config defaults = ltfit::load_config_from_string("", "t.yaml");
+  const ltfit::OptimizerConfig& d = defaults.train.optimizer;
+  CHECK_FALSE(d.eps.has_value());
+  CHECK(d.resolved_eps() == 1e-5);  // fastai's Adam
+  CHECK(d.alpha == 0.9);
+  CHECK(d.max_grad_norm == 1.0);
+  CHECK_THAT(ltfit::to_yaml(defaults), Contains("    eps: ~\n") && Contains("    alpha: 0.9\n") &&
+                                           Contains("    max_grad_norm: 1\n"));
+  const ltfit::Config lamb = ltfit::load_config_from_string(
+      "train: {optimizer: {name: lamb, max_grad_norm: null}}", "t.yaml");
+  CHECK(lamb.train.optimizer.name == ltfit::OptimizerKind::kLamb);
+  CHECK_FALSE(lamb.train.optimizer.max_grad_norm.has_value());
+  CHECK(lamb.train.optimizer.resolved_eps() == 1e-6);  // timm's Lamb
+  const ltfit::Config rmsprop =
+      ltfit::load_config_from_string("train: {optimizer: {name: rmsprop, alpha: 0.95}}", "t.yaml");
+  CHECK(rmsprop.train.optimizer.resolved_eps() == 1e-10);  // timm's RMSpropTF
+  CHECK(rmsprop.train.optimizer.alpha == 0.95);
+  const ltfit::Config recipe = ltfit::load_config_from_string(
+      "train: {optimizer: {name: rmsprop, eps: 1.0e-3, max_grad_norm: 2.5}}", "t.yaml");
+  CHECK(recipe.train.optimizer.resolved_eps() == 1e-3);  // timm's EfficientNet recipe
+  CHECK(recipe.train.optimizer.max_grad_norm == 2.5);
+  for (const ltfit::Config* c : {&lamb, &rmsprop, &recipe}) {  // null and numbers read back
+    ltfit::Config again = ltfit::load_config_from_string(ltfit::to_yaml(*c), "w.yaml");
+    again.source = c->source;
+    CHECK(again == *c);
+  }
+  CHECK_THAT(ltfit::error_of_string("train: {optimizer: {alpha: 1}}"),
+             Contains("train.optimizer.alpha: expected a number in [0, 1), got 1"));
+  CHECK_THAT(ltfit::error_of_string("train: {optimizer: {max_grad_norm: 0}}"),
+             Contains("train.optimizer.max_grad_norm: expected a positive number, or null, got 0"));
+  CHECK_THAT(ltfit::error_of_string("train: {optimizer: {eps: small}}"),
+             Contains("train.optimizer.eps") && Contains("a number or null"));
+  // Each is ignored by the optimizers that lack it, and said so.
+  const auto warned = [](const std::string& yaml) {
+    return ltfit::config_warnings(ltfit::load_config_from_string(yaml, "t.yaml"));
+  };
+  CHECK(warned("train: {optimizer: {name: lamb, eps: 1.0e-8}}").empty());
+  const auto sgd = warned("train: {optimizer: {name: sgd, eps: 1.0e-8, max_grad_norm: null}}");
+  REQUIRE(sgd.size() == 2);
+  CHECK_THAT(sgd[0], Contains("train.optimizer.eps is 1e-08 but is ignored"));
+  CHECK_THAT(sgd[1], Contains("train.optimizer.max_grad_norm is null but is ignored"));
+  const auto adamw = warned("train: {optimizer: {alpha: 0.5}}");
+  REQUIRE(adamw.size() == 1);
+  CHECK_THAT(adamw[0], Contains("train.optimizer.alpha is 0.5 but is ignored: "
+                                "train.optimizer.name is not rmsprop"));
 }
 
 namespace ltfit {

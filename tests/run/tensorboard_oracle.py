@@ -90,8 +90,11 @@ def main():
     groups = sorted(k for k in steps[0] if k.startswith("lr_"))
     step_tags = {"train/loss": "loss", "momentum": "momentum", "loss_scale": "loss_scale"}
     step_tags.update({f"lr/group{k[3:]}": k for k in groups})
+    epoch_tags = dict(EPOCH_TAGS)
+    if epochs and "top_k_accuracy" in epochs[0]:  # eval.top_k on (by default above 5 classes)
+        epoch_tags["epoch/top_k_accuracy"] = "top_k_accuracy"
     tags = acc.Tags()
-    if sorted(tags["scalars"]) != sorted(list(step_tags) + list(EPOCH_TAGS)):
+    if sorted(tags["scalars"]) != sorted(list(step_tags) + list(epoch_tags)):
         fail(f"scalar tags {sorted(tags['scalars'])}")
     for tag, column in step_tags.items():
         got = acc.Scalars(tag) if tag in tags["scalars"] else []
@@ -104,7 +107,7 @@ def main():
     last_step = {}
     for r in steps:
         last_step[int(r["epoch"])] = max(last_step.get(int(r["epoch"]), -1), int(r["step"]))
-    for tag, column in EPOCH_TAGS.items():
+    for tag, column in epoch_tags.items():
         got = acc.Scalars(tag) if tag in tags["scalars"] else []
         if [e.step for e in got] != [last_step[int(r["epoch"])] for r in epochs]:
             fail(f"{tag}: steps {[e.step for e in got]}, expected {list(last_step.values())}")

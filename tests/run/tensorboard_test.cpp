@@ -154,6 +154,30 @@ TEST_CASE("the training writer logs steps, epochs at their last step, and images
   CHECK(files_in(tb).size() == 2);
 }
 
+TEST_CASE("a run with top-k accuracy logs epoch/top_k_accuracy beside the epoch's figures",
+          "[tensorboard]") {
+  TempDir dir;
+  const fs::path tb = dir.path() / "tb";
+  {
+    ltfit::TensorBoardWriter writer(tb.string(), /*groups=*/1, /*first_step=*/0);
+    writer.on_step({0, 0, {0.001}, 0.9, 0.5, 1.0});
+    ltfit::EpochStats epoch{0, "one_cycle", 0.4, 0.3, 0.75, 0.25, 2.5, 100.0, 0.125, 96};
+    epoch.top_k = 5;
+    epoch.top_k_accuracy = 0.875;
+    writer.on_epoch_end(epoch);
+  }
+  const auto files = files_in(tb);
+  REQUIRE(files.size() == 1);
+  const auto events = read_events(files[0]);
+  REQUIRE(events.size() == 5);  // version, START, step, epoch figures, top-k
+  CHECK(events[3].summary().value_size() == 9);
+  const auto& top_k = events[4].summary();
+  CHECK(events[4].step() == 0);
+  REQUIRE(top_k.value_size() == 1);
+  CHECK(
+      (top_k.value(0).tag() == "epoch/top_k_accuracy" && top_k.value(0).simple_value() == 0.875f));
+}
+
 TEST_CASE("an unwritable TensorBoard folder or file is a WriteError naming it", "[tensorboard]") {
   TempDir dir;
   const fs::path blocker = dir.path() / "file";

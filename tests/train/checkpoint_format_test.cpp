@@ -17,6 +17,7 @@
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/checkpoint.h"
 #include "ltfit/train/optimizer.h"
+#include "ltfit/train/timm_optimizers.h"
 #include "ltfit/util/error.h"
 #include "model/archive_builders.h"
 
@@ -80,11 +81,46 @@ void check_same_parameters(ltfit::Classifier& a, ltfit::Classifier& b) {
   }
 }
 
-// Every parameter's state in `b` equals `a`'s (AdamW or SGD), parameters matched by position.
+// Two tensors both undefined, or equal bit for bit.
+bool same_tensor(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b));
+}
+
+// One parameter's state in `b` equals `a`'s (AdamW, SGD, Lamb or RMSpropTF).
+void check_same_param_state(torch::optim::OptimizerParamState& a,
+                            torch::optim::OptimizerParamState& b) {
+  if (auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(&a)) {
+    auto& other = dynamic_cast<torch::optim::AdamWParamState&>(b);
+    CHECK(adam->step() == other.step());
+    CHECK(torch::equal(adam->exp_avg(), other.exp_avg()));
+    CHECK(torch::equal(adam->exp_avg_sq(), other.exp_avg_sq()));
+  } else if (auto* lamb = dynamic_cast<ltfit::LambParamState*>(&a)) {
+    auto& other = dynamic_cast<ltfit::LambParamState&>(b);
+    CHECK(torch::equal(lamb->exp_avg(), other.exp_avg()));
+    CHECK(torch::equal(lamb->exp_avg_sq(), other.exp_avg_sq()));
+  } else if (auto* rms = dynamic_cast<ltfit::RMSpropTFParamState*>(&a)) {
+    auto& other = dynamic_cast<ltfit::RMSpropTFParamState&>(b);
+    CHECK(rms->step() == other.step());
+    CHECK(same_tensor(rms->square_avg(), other.square_avg()));
+    CHECK(same_tensor(rms->momentum_buffer(), other.momentum_buffer()));
+    CHECK(same_tensor(rms->grad_avg(), other.grad_avg()));
+  } else {
+    auto& sgd = dynamic_cast<torch::optim::SGDParamState&>(a);
+    auto& other = dynamic_cast<torch::optim::SGDParamState&>(b);
+    CHECK(torch::equal(sgd.momentum_buffer(), other.momentum_buffer()));
+  }
+}
+
+// Every parameter's state in `b` equals `a`'s, parameters matched by position; and Lamb's
+// per-group step.
 void check_same_optimizer_state(torch::optim::Optimizer& a, torch::optim::Optimizer& b) {
   REQUIRE(a.param_groups().size() == b.param_groups().size());
   for (std::size_t g = 0; g < a.param_groups().size(); ++g) {
     CHECK(a.param_groups()[g].options().get_lr() == b.param_groups()[g].options().get_lr());
+    if (auto* lamb = dynamic_cast<ltfit::LambOptions*>(&a.param_groups()[g].options())) {
+      CHECK(lamb->step() ==
+            dynamic_cast<ltfit::LambOptions&>(b.param_groups()[g].options()).step());
+    }
     const auto& pa = a.param_groups()[g].params();
     const auto& pb = b.param_groups()[g].params();
     REQUIRE(pa.size() == pb.size());
@@ -92,18 +128,44 @@ void check_same_optimizer_state(torch::optim::Optimizer& a, torch::optim::Optimi
       const auto sa = a.state().find(pa[i].unsafeGetTensorImpl());
       const auto sb = b.state().find(pb[i].unsafeGetTensorImpl());
       REQUIRE((sa == a.state().end()) == (sb == b.state().end()));
-      if (sa == a.state().end()) continue;
-      if (auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(sa->second.get())) {
-        auto& other = dynamic_cast<torch::optim::AdamWParamState&>(*sb->second);
-        CHECK(adam->step() == other.step());
-        CHECK(torch::equal(adam->exp_avg(), other.exp_avg()));
-        CHECK(torch::equal(adam->exp_avg_sq(), other.exp_avg_sq()));
-      } else {
-        auto& sgd = dynamic_cast<torch::optim::SGDParamState&>(*sa->second);
-        auto& other = dynamic_cast<torch::optim::SGDParamState&>(*sb->second);
-        CHECK(torch::equal(sgd.momentum_buffer(), other.momentum_buffer()));
-      }
+      if (sa != a.state().end()) check_same_param_state(*sa->second, *sb->second);
     }
+  }
+}
+
+// Three parameters; Lamb's first group (the first) gets no gradients, as a frozen layer group.
+std::vector<torch::Tensor> timm_test_params(std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return {torch::randn({3, 4}).requires_grad_(), torch::randn({5}).requires_grad_(),
+          torch::randn({2, 2}).requires_grad_()};
+}
+
+// timm's Lamb over two groups ({p0}, {p1, p2}, the second without weight decay), or a centered
+// RMSpropTF with momentum and weight decay (so that all three of its buffers exist).
+std::unique_ptr<torch::optim::Optimizer> timm_test_optimizer(bool lamb,
+                                                             const std::vector<torch::Tensor>& p) {
+  if (!lamb) {
+    return std::make_unique<ltfit::RMSpropTF>(
+        p, ltfit::RMSpropTFOptions(1e-2).centered(true).momentum(0.9).weight_decay(0.01));
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{p[0]}, std::make_unique<ltfit::LambOptions>(2e-2));
+  groups.emplace_back(
+      std::vector<torch::Tensor>{p[1], p[2]},
+      std::make_unique<ltfit::LambOptions>(ltfit::LambOptions(1e-2).weight_decay(0)));
+  return std::make_unique<ltfit::Lamb>(groups, ltfit::LambOptions(1e-2));
+}
+
+// `steps` steps on seeded random gradients; with `skip_first`, p[0] gets none.
+void timm_test_steps(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& p,
+                     int steps, std::uint64_t seed, bool skip_first) {
+  torch::manual_seed(seed);
+  for (int i = 0; i < steps; ++i) {
+    optimizer.zero_grad();
+    for (std::size_t k = skip_first ? 1 : 0; k < p.size(); ++k) {
+      p[k].mutable_grad() = torch::randn_like(p[k]);
+    }
+    optimizer.step();
   }
 }
 
@@ -190,7 +252,7 @@ std::vector<std::string> temp_files(const fs::path& dir) {
 
 TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
           "[train][checkpoint]") {
-  for (const char* name : {"adamw", "sgd"}) {
+  for (const char* name : {"adamw", "sgd", "lamb", "rmsprop"}) {
     INFO(name);
     TempDir dir;
     ltfit::OptimizerConfig config;
@@ -219,6 +281,34 @@ TEST_CASE("checkpoints restore optimizer, scaler, position and RNG exactly",
     train_steps(a, *opt_a, 1, 9);
     train_steps(b, *opt_b, 1, 9);
     check_same_parameters(a, b);
+  }
+}
+
+TEST_CASE("Lamb's and a centered RMSpropTF's state come back bit for bit, frozen groups' too",
+          "[train][checkpoint]") {
+  for (const bool lamb : {true, false}) {
+    INFO((lamb ? "Lamb" : "RMSpropTF"));
+    const std::vector<torch::Tensor> pa = timm_test_params(3);
+    auto a = timm_test_optimizer(lamb, pa);
+    timm_test_steps(*a, pa, 3, 1, lamb);
+    if (lamb) {  // the frozen group's step advanced too (timm's per-group step)
+      CHECK(dynamic_cast<ltfit::LambOptions&>(a->param_groups()[0].options()).step() == 3);
+      CHECK(a->state().count(pa[0].unsafeGetTensorImpl()) == 0);
+    } else {
+      auto& s =
+          dynamic_cast<ltfit::RMSpropTFParamState&>(*a->state().at(pa[0].unsafeGetTensorImpl()));
+      CHECK((s.momentum_buffer().defined() && s.grad_avg().defined()));
+    }
+    std::vector<torch::Tensor> pb;
+    for (const auto& p : pa) pb.push_back(p.detach().clone().requires_grad_());
+    auto b = timm_test_optimizer(lamb, pb);
+    ltfit::load_optimizer_state(*b, ltfit::save_optimizer_state(*a));
+    check_same_optimizer_state(*a, *b);
+    // And the steps go on bit for bit.
+    timm_test_steps(*a, pa, 2, 9, lamb);
+    timm_test_steps(*b, pb, 2, 9, lamb);
+    for (std::size_t k = 0; k < pa.size(); ++k) CHECK(torch::equal(pa[k], pb[k]));
+    check_same_optimizer_state(*a, *b);
   }
 }
 

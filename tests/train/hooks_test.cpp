@@ -246,7 +246,7 @@ TEST_CASE("accumulating N batches gives the gradients of one batch N times large
   for (const auto& p : one_model->parameters())
     largest_weight = std::max(largest_weight, p.abs().max().item<double>());
   const double rounding = 2.0 * largest_weight * std::ldexp(1.0, -23);
-  const double lr = 1e-3, eps = ltfit::OptimizerConfig{}.eps;
+  const double lr = 1e-3, eps = ltfit::OptimizerConfig{}.resolved_eps();
   const double bound = (sgd ? lr : lr / eps) * gradient_difference + rounding;
   UNSCOPED_INFO("gradients differ by " << gradient_difference << ", weights by "
                                        << weight_difference << " (bound " << bound << ")");

@@ -4,6 +4,7 @@
 
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/train/optimizer.h"
+#include "ltfit/train/timm_optimizers.h"
 
 namespace {
 
@@ -82,5 +83,51 @@ TEST_CASE("ConvNeXt's layer scales and LayerNorms are exempt from weight decay",
     CHECK(torch::allclose(params["features.1.0.layer_scale"], wd_bn_bias ? scale * factor : scale));
     CHECK(
         torch::allclose(params["features.1.0.block.2.weight"], wd_bn_bias ? norm * factor : norm));
+  }
+}
+
+TEST_CASE("make_optimizer builds timm's Lamb and RMSpropTF, one-cycle moves their momentum",
+          "[train]") {
+  std::vector<std::vector<torch::Tensor>> groups{{torch::randn({4, 3}), torch::randn({4})}};
+  for (const auto kind : {ltfit::OptimizerKind::kLamb, ltfit::OptimizerKind::kRmsprop}) {
+    const bool lamb = kind == ltfit::OptimizerKind::kLamb;
+    INFO((lamb ? "lamb" : "rmsprop"));
+    ltfit::OptimizerConfig config;
+    config.name = kind;
+    config.alpha = 0.8;
+    config.max_grad_norm = 2.0;
+    config.weight_decay = 0.05;
+    auto optimizer = ltfit::make_optimizer(config, groups);
+    REQUIRE(optimizer->param_groups().size() == 2);  // decayed weight, exempt bias
+    CHECK((dynamic_cast<ltfit::Lamb*>(optimizer.get()) != nullptr) == lamb);
+    CHECK((dynamic_cast<ltfit::RMSpropTF*>(optimizer.get()) != nullptr) == !lamb);
+    ltfit::set_hyper_parameters(*optimizer, {0.02}, 0.85);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const auto& options = optimizer->param_groups()[i].options();
+      CHECK(options.get_lr() == 0.02);
+      const double wd = i == 0 ? 0.05 : 0.0;
+      if (lamb) {
+        const auto& o = static_cast<const ltfit::LambOptions&>(options);
+        CHECK(std::get<0>(o.betas()) == 0.85);
+        CHECK(std::get<1>(o.betas()) == 0.99);
+        CHECK(o.eps() == 1e-6);  // eps unset: timm's Lamb default
+        CHECK(o.weight_decay() == wd);
+      } else {
+        const auto& o = static_cast<const ltfit::RMSpropTFOptions&>(options);
+        CHECK(o.momentum() == 0.85);
+        CHECK(o.alpha() == 0.8);
+        CHECK(o.eps() == 1e-10);  // eps unset: timm's RMSpropTF default
+        CHECK(o.weight_decay() == wd);
+      }
+    }
+    if (lamb) {  // timm reads the clip from the optimizer's defaults
+      const auto& defaults = static_cast<const ltfit::LambOptions&>(optimizer->defaults());
+      CHECK(defaults.max_grad_norm() == 2.0);
+    }
+    config.eps = 1e-3;  // a set eps holds for every optimizer
+    auto with_eps = ltfit::make_optimizer(config, groups);
+    const auto& options = with_eps->param_groups()[0].options();
+    CHECK((lamb ? static_cast<const ltfit::LambOptions&>(options).eps()
+                : static_cast<const ltfit::RMSpropTFOptions&>(options).eps()) == 1e-3);
   }
 }

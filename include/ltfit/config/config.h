@@ -165,19 +165,38 @@ struct ModelConfig {
   double dropout = 0.5;               // fastai head: last dropout p (the first is half)
   Task task = Task::kAuto;            // auto | single_label | multi_label
   Stem stem = Stem::kImagenet;        // imagenet | cifar (ResNets: 3×3 stride-1 conv, no pool)
+  // stochastic depth of the deepest block, the others' rising linearly to it (timm's
+  // drop_path_rate); null: the arch's own (torchvision's: ConvNeXt 0.1/0.4, EfficientNet 0.2, ...)
+  std::optional<double> drop_path;
 
   bool operator==(const ModelConfig&) const = default;
 };
 
 // `train.optimizer:` the optimizer and its hyper-parameters.
 struct OptimizerConfig {
-  OptimizerKind name = OptimizerKind::kAdamW;  // adamw | sgd
-  std::vector<double> betas = {0.9, 0.99};     // Adam betas (beta1 is driven by one-cycle)
-  double eps = 1.0e-5;                         // Adam epsilon
-  double weight_decay = 0.01;                  // decoupled weight decay: p <- p * (1 - lr * wd)
+  OptimizerKind name = OptimizerKind::kAdamW;  // adamw | sgd | lamb | rmsprop
+  // Adam/Lamb (beta1, beta2); beta1 is SGD's and RMSprop's momentum, driven by one-cycle
+  std::vector<double> betas = {0.9, 0.99};
+  // The optimizer's epsilon; null: its own default (default_eps)
+  std::optional<double> eps;
+  // adamw, sgd: decoupled weight decay p <- p * (1 - lr * wd); lamb, rmsprop: L2, as timm's
+  double weight_decay = 0.01;
   bool wd_bn_bias = false;  // also decay BatchNorm and bias parameters (fastai v2's
                             // wd_bn_bias; false exempts them, v2's default)
   bool fused = true;        // ATen's fused AdamW/SGD kernels (train/fused_optimizer.h)
+  double alpha = 0.9;       // rmsprop: decay of the average of squared gradients (timm's)
+  // lamb: the global gradient norm clipped to before each step (timm's 1.0); null: no clipping
+  std::optional<double> max_grad_norm = 1.0;
+
+  // The epsilon `name` uses when eps is null: adamw 1e-5 (fastai v2's), lamb 1e-6 and rmsprop
+  // 1e-10 (timm's defaults); sgd has none (1e-5, unused).
+  double default_eps() const {
+    if (name == OptimizerKind::kLamb) return 1.0e-6;
+    if (name == OptimizerKind::kRmsprop) return 1.0e-10;
+    return 1.0e-5;
+  }
+  // eps, or default_eps() when it is null.
+  double resolved_eps() const { return eps.value_or(default_eps()); }
 
   bool operator==(const OptimizerConfig&) const = default;
 };
@@ -319,6 +338,9 @@ struct EvalConfig {
   double threshold = 0.5;          // multi_label: a class is predicted when its p > threshold
   std::vector<double> thresholds;  // multi_label: one per class (overrides threshold); [] = null
   double temperature = 1.0;  // probabilities from logits / temperature (`ltfit calibrate`'s fit)
+  // single_label: the k of top-k accuracy (the target among the k most probable classes);
+  // 0 (auto): 5 when the model has more than 5 classes, else none (resolve_top_k, evaluator.h)
+  int top_k = 0;
 
   bool operator==(const EvalConfig&) const = default;
 };

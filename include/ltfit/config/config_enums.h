@@ -107,10 +107,13 @@ const std::string& head_kind_name(HeadKind head);
 
 // `train.optimizer.name`: the optimizer.
 enum class OptimizerKind {
-  kAdamW,  // decoupled weight decay Adam (fastai's default)
-  kSgd,    // SGD with momentum (betas[0])
+  kAdamW,    // decoupled weight decay Adam (fastai's default)
+  kSgd,      // SGD with momentum (betas[0])
+  kLamb,     // timm's Lamb (LAMB: the Adam update scaled per parameter by the trust ratio)
+  kRmsprop,  // timm's RMSpropTF (TensorFlow's RMSprop: eps inside the sqrt, LR in the momentum)
 };
-OptimizerKind parse_optimizer_kind(std::string_view text);  // "adamw" | "sgd"
+// "adamw" | "sgd" | "lamb" | "rmsprop"
+OptimizerKind parse_optimizer_kind(std::string_view text);
 const std::string& optimizer_kind_name(OptimizerKind kind);
 
 // `train.recipe`: the stages training runs.

@@ -32,6 +32,10 @@ struct EvalResult {
   torch::Tensor indices;        // int64 [count] positions in the loader's sample list
   torch::Tensor confusion;      // int64 [classes, classes], rows = actual, cols = predicted
                                 // (single-label only)
+  // Single-label with top-k on (EvalOptions::top_k resolved by resolve_top_k): k, and the
+  // fraction of images whose target is among the k most probable classes; 0 and 0: off.
+  int top_k = 0;
+  double top_k_accuracy = 0.0;
   // Multi-label only (probabilities are then sigmoids): the thresholds used, the F1 averaged
   // over samples and over classes, the mean average precision, and the per-class figures.
   bool multi_label = false;
@@ -55,18 +59,24 @@ struct EvalOptions {
   // eval.temperature: probabilities and losses come from logits / temperature (temperature
   // scaling, calibration.h); 1: the logits as they are. Must be finite and > 0.
   double temperature = 1.0;
+  // eval.top_k as configured: 0 (auto) or k >= 1; resolve_top_k turns it into the scored k.
+  int top_k = 0;
 };
+
+// The k of top-k accuracy for a single-label model of `classes` classes: `configured` (eval.top_k)
+// when >= 1, capped at `classes`; 0 (auto): 5 when there are more than 5 classes, else 0 (off).
+int resolve_top_k(int configured, std::int64_t classes);
 
 // Evaluates `model` on one pass over `loader` (which must not shuffle).
 EvalResult evaluate(Classifier& model, Loader& loader, const EvalOptions& options);
 
 // `requested` (e.g. train.precision) as evaluation can run it on `device`: fp16 on a CPU falls
 // back to fp32 with an info log line; fp32 and bf16 are kept.
-// The result over every rank's shard of a data-parallel run: loss, accuracy and count from the
-// ranks' summed losses, correct predictions and images (`local` may be empty: count 0, from
-// EvalOptions::allow_empty). A collective: every rank calls it. Per-image tensors
-// (probabilities, targets, indices, confusion) stay this rank's own. Throws DataError on every
-// rank when no rank had a readable image.
+// The result over every rank's shard of a data-parallel run: loss, accuracy, top-k accuracy and
+// count from the ranks' summed losses, correct predictions and images (`local` may be empty:
+// count 0, from EvalOptions::allow_empty; its k then comes from the ranks that scored). A
+// collective: every rank calls it. Per-image tensors (probabilities, targets, indices, confusion)
+// stay this rank's own. Throws DataError on every rank when no rank had a readable image.
 // Multi-label (`thresholds` set, one per class): the ranks' probabilities and targets are gathered
 // (all-reduced into one matrix, each rank's rows at its offset) and the figures computed over all
 // of them, since F1 and mAP are not sums.
@@ -81,9 +91,10 @@ torch::Tensor forward_logits(Classifier& model, const torch::Tensor& images,
                              const EvalOptions& options);
 
 // Scores CPU predictions: accuracy, confusion and count from `probabilities` [N,C] float32 and
-// `targets` [N] int64; loss = loss_sum / N; seconds left at 0. DataError when N is 0.
+// `targets` [N] int64, and top-k accuracy with k = resolve_top_k(top_k, C); loss = loss_sum / N;
+// seconds left at 0. DataError when N is 0.
 EvalResult score_predictions(torch::Tensor probabilities, torch::Tensor targets,
-                             torch::Tensor indices, double loss_sum);
+                             torch::Tensor indices, double loss_sum, int top_k = 0);
 
 // Sum over samples of -log p[target] (p clamped to >= 1e-12), for probabilities [N,C].
 double nll_sum(const torch::Tensor& probabilities, const torch::Tensor& targets);

@@ -40,6 +40,9 @@ struct EpochStats {
   double f1_samples = 0.0;
   double f1_macro = 0.0;
   double map = 0.0;
+  // single-label with eval.top_k on: k, and the validation top-k accuracy in [0,1]; 0: off
+  int top_k = 0;
+  double top_k_accuracy = 0.0;
 };
 
 // The figure `monitor` watches in an epoch (config.h's Monitor).

@@ -20,9 +20,11 @@ class MetricsWriter : public TrainObserver {
   };
   // Opens `<run_dir>/epochs.csv` and `<run_dir>/steps.csv` (`groups` LR columns): new files, or
   // with `resume` the existing ones cut back to the checkpoint (rewritten atomically).
-  // A multi-label run's epochs.csv has three more columns: f1_samples, f1_macro, map.
+  // A multi-label run's epochs.csv has three more columns: f1_samples, f1_macro, map; a run with
+  // top-k accuracy on (`top_k` > 0, the k resolve_top_k gives) one more: top_k_accuracy.
   MetricsWriter(const std::string& run_dir, int groups,
-                std::optional<ResumeAt> resume = std::nullopt, bool multi_label = false);
+                std::optional<ResumeAt> resume = std::nullopt, bool multi_label = false,
+                int top_k = 0);
   void on_step(const StepStats& step) override;
   void on_epoch_end(const EpochStats& epoch) override;
 
@@ -30,6 +32,7 @@ class MetricsWriter : public TrainObserver {
   std::ofstream epochs_;
   std::ofstream steps_;
   bool multi_label_ = false;
+  bool top_k_ = false;  // epochs.csv has the top_k_accuracy column
 };
 
 }  // namespace ltfit

@@ -6,7 +6,8 @@
 //     (one per layer group), momentum, loss_scale;
 //   per epoch, at the global step of the epoch's last optimizer step (so both share one axis):
 //     epoch (epochs.csv's 0-based epoch), epoch/train_loss, epoch/valid_loss, epoch/accuracy,
-//     epoch/error_rate, epoch/images_per_second, epoch/data_wait_seconds, epoch/seconds;
+//     epoch/error_rate, epoch/images_per_second, epoch/data_wait_seconds, epoch/seconds (and
+//     epoch/top_k_accuracy when eval.top_k is on; multi-label: epoch/f1_samples, f1_macro, map);
 //   images added by the caller (add_image) at the current step.
 //
 // Every value is TensorBoard's float32. The file is flushed after each epoch and at least every

@@ -1,8 +1,10 @@
 // Building the optimizer over fastai's layer groups and setting its per-step hyper-parameters.
 //
 // AdamW is LibTorch's (decoupled weight decay: p <- p * (1 - lr * wd), then the Adam update);
-// SGD uses Nesterov-free momentum. One parameter group per layer group, in group order. With
-// optimizer.fused (the default) their steps run ATen's fused kernels (train/fused_optimizer.h).
+// SGD uses Nesterov-free momentum. With optimizer.fused (the default) their steps run ATen's
+// fused kernels (train/fused_optimizer.h). Lamb and RMSprop are timm's Lamb and RMSpropTF
+// (train/timm_optimizers.h). One or two parameter groups per layer group (decayed, exempt), in
+// group order.
 #pragma once
 
 #include <memory>
@@ -27,7 +29,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     const OptimizerConfig& config, const std::vector<std::vector<torch::Tensor>>& groups,
     const std::vector<torch::Tensor>* no_decay = nullptr);
 
-// Sets group i's LR to lrs[i] and the momentum (Adam beta1 / SGD momentum) of every group.
+// Sets the LR of the parameter groups of layer group i to lrs[i] and the momentum (Adam/Lamb
+// beta1, SGD/RMSprop momentum) of every group.
 void set_hyper_parameters(torch::optim::Optimizer& optimizer, const std::vector<double>& lrs,
                           double momentum);
 
