@@ -71,7 +71,7 @@ std::string vit_tokens(OnnxEmitter& e, VisionTransformerImpl& vit, const std::st
     throw ConfigError(vit.arch() +
                           " is exported at one image size: its position embeddings are "
                           "resampled for the patch grid at export time",
-                      "leave --dynamic-size out (the export uses the eval crop, or --image-size)");
+                      "export without --dynamic-size (the graph then takes data.image_size)");
   }
   const ViTSpec& spec = vit.spec();
   if (*size % spec.patch != 0) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `ltfit export` read back by Python, through the very script docs/export.md gives (extracted
-# from the page, so the documented text is the tested one): four tiny trained checkpoints
-# (resnet18 with fastai's head, efficientnet_b0 with torchvision's linear classifier, and
-# resnet18 with model.stem cifar under each head: parity with the same change made to
+# from the page, so the documented text is the tested one): six tiny trained checkpoints
+# (resnet18 with fastai's head, efficientnet_b0 with torchvision's linear classifier,
+# resnet18 with model.stem cifar under each head, and vit_b_16 under each head at 32 px: parity with the same change made to
 # torchvision's model; 32 px, 1 epoch, CPU) are exported; load_export.py rebuilds each model from FILE.json and loads
 # FILE.pth with strict=True; its logits on 32 px PNGs (which both sides use as they are) equal
 # `ltfit predict --weights FILE.pth --logits` to 1e-4 (relative to the largest logit), with the same class names
@@ -64,6 +64,9 @@ check fastai_resnet18
 check linear_efficientnet_b0 --set model.arch=efficientnet_b0 --set model.head=linear
 check cifar_stem_resnet18 --set model.stem=cifar
 check cifar_stem_linear_resnet18 --set model.stem=cifar --set model.head=linear
+# a body ending in a token, at a size other than its position embeddings' (32 px: a 2x2 grid)
+check fastai_vit_b_16 --set model.arch=vit_b_16
+check linear_vit_b_16 --set model.arch=vit_b_16 --set model.head=linear
 
 if ((failures)); then
   echo "$failures failure(s)"
