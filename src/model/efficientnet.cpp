@@ -120,7 +120,9 @@ torch::Tensor StochasticDepthImpl::forward(const torch::Tensor& x) {
   return x * noise;
 }
 
-SqueezeExcitationImpl::SqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels) {
+SqueezeExcitationImpl::SqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels,
+                                             SqueezeActivations activations)
+    : activations_(activations) {
   avgpool_ = register_module("avgpool", torch::nn::AdaptiveAvgPool2d(1));
   fc1_ = register_module(
       "fc1", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, squeeze_channels, 1)));
@@ -129,9 +131,12 @@ SqueezeExcitationImpl::SqueezeExcitationImpl(std::int64_t channels, std::int64_t
 }
 
 torch::Tensor SqueezeExcitationImpl::forward(const torch::Tensor& x) {
-  torch::Tensor scale = avgpool_(x);   // [N,C,1,1]
-  scale = fc2_(F::silu(fc1_(scale)));  // [N,S,1,1] -> [N,C,1,1]
-  return torch::sigmoid(scale) * x;    // [N,C,H,W]
+  torch::Tensor scale = fc1_(avgpool_(x));  // [N,S,1,1]
+  scale = activations_ == SqueezeActivations::kSiluSigmoid ? F::silu(scale) : torch::relu(scale);
+  scale = fc2_(scale);  // [N,C,1,1]
+  scale = activations_ == SqueezeActivations::kReluHardsigmoid ? torch::hardsigmoid(scale)
+                                                               : torch::sigmoid(scale);
+  return scale * x;  // [N,C,H,W]
 }
 
 MBConvImpl::MBConvImpl(const MBConvOptions& options)

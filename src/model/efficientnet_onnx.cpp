@@ -8,10 +8,8 @@ namespace {
 
 std::optional<std::string> efficientnet_module(OnnxEmitter& e, const std::string& path,
                                                torch::nn::Module& m, const std::string& x) {
-  if (dynamic_cast<SqueezeExcitationImpl*>(&m) != nullptr) {
-    std::string scale = e.global_average_pool(x, path + ".avgpool");
-    scale = e.conv(path + ".fc2", e.silu(e.conv(path + ".fc1", scale), path + ".silu"));
-    return e.op("Mul", {e.op("Sigmoid", {scale}, {}, path + ".sigmoid"), x}, {}, path + ".scale");
+  if (auto* se = dynamic_cast<SqueezeExcitationImpl*>(&m)) {
+    return squeeze_excitation_onnx(e, path, *se, x);
   }
   if (auto* block = dynamic_cast<MBConvImpl*>(&m)) {
     const std::string out = e.layer(path + ".block", x);
@@ -22,6 +20,19 @@ std::optional<std::string> efficientnet_module(OnnxEmitter& e, const std::string
 }
 
 }  // namespace
+
+std::string squeeze_excitation_onnx(OnnxEmitter& e, const std::string& path,
+                                    const SqueezeExcitationImpl& se, const std::string& x) {
+  std::string scale = e.conv(path + ".fc1", e.global_average_pool(x, path + ".avgpool"));
+  scale = se.activations() == SqueezeActivations::kSiluSigmoid
+              ? e.silu(scale, path + ".activation")
+              : e.relu(scale, path + ".activation");
+  scale = e.conv(path + ".fc2", scale);
+  scale = se.activations() == SqueezeActivations::kReluHardsigmoid
+              ? e.hard_sigmoid(scale, path + ".scale_activation")
+              : e.op("Sigmoid", {scale}, {}, path + ".scale_activation");
+  return e.op("Mul", {scale, x}, {}, path + ".scale");
+}
 
 OnnxFamily efficientnet_onnx() {
   OnnxFamily family;

@@ -86,21 +86,6 @@ torch::Tensor HardswishImpl::forward(const torch::Tensor& x) { return torch::har
 
 torch::Tensor HardsigmoidImpl::forward(const torch::Tensor& x) { return torch::hardsigmoid(x); }
 
-MobileNetV3SqueezeExcitationImpl::MobileNetV3SqueezeExcitationImpl(std::int64_t channels,
-                                                                   std::int64_t squeeze_channels) {
-  avgpool_ = register_module("avgpool", torch::nn::AdaptiveAvgPool2d(1));
-  fc1_ = register_module(
-      "fc1", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, squeeze_channels, 1)));
-  fc2_ = register_module(
-      "fc2", torch::nn::Conv2d(torch::nn::Conv2dOptions(squeeze_channels, channels, 1)));
-}
-
-torch::Tensor MobileNetV3SqueezeExcitationImpl::forward(const torch::Tensor& x) {
-  torch::Tensor scale = avgpool_(x);       // [N,C,1,1]
-  scale = fc2_(torch::relu(fc1_(scale)));  // [N,S,1,1] -> [N,C,1,1]
-  return torch::hardsigmoid(scale) * x;    // [N,C,H,W]
-}
-
 MobileNetV3BlockImpl::MobileNetV3BlockImpl(const MobileNetV3BlockOptions& options)
     : use_residual_(options.stride == 1 && options.in_channels == options.out_channels) {
   LTFIT_CHECK(options.stride == 1 || options.stride == 2, "MobileNetV3 stride must be 1 or 2");
@@ -114,8 +99,8 @@ MobileNetV3BlockImpl::MobileNetV3BlockImpl(const MobileNetV3BlockOptions& option
                                          expanded, activation));
   if (options.squeeze_excitation) {
     // _make_divisible(expanded // 4, 8): efficientnet_channels at width 1 is exactly that.
-    block_->push_back(
-        MobileNetV3SqueezeExcitation(expanded, efficientnet_channels(expanded / 4, 1.0)));
+    block_->push_back(SqueezeExcitation(expanded, efficientnet_channels(expanded / 4, 1.0),
+                                        SqueezeActivations::kReluHardsigmoid));
   }
   block_->push_back(
       mobilenet_v3_conv_bn(expanded, options.out_channels, 1, 1, 1, MobileNetV3Activation::kNone));

@@ -6,26 +6,12 @@
 namespace ltfit {
 namespace {
 
-// ONNX HardSigmoid is max(0, min(1, alpha x + beta)); torch's hardsigmoid is relu6(x + 3) / 6.
-constexpr float kMobileNetV3HardSigmoidAlpha = 1.0f / 6.0f;
-constexpr float kMobileNetV3HardSigmoidBeta = 0.5f;
-
-std::string mobilenet_v3_hardsigmoid(OnnxEmitter& e, const std::string& x,
-                                     const std::string& hint) {
-  return e.op("HardSigmoid", {x},
-              {{"alpha", kMobileNetV3HardSigmoidAlpha}, {"beta", kMobileNetV3HardSigmoidBeta}},
-              hint);
-}
-
 std::optional<std::string> mobilenet_v3_module(OnnxEmitter& e, const std::string& path,
                                                torch::nn::Module& m, const std::string& x) {
   if (dynamic_cast<HardswishImpl*>(&m) != nullptr) return e.op("HardSwish", {x}, {}, path);
-  if (dynamic_cast<HardsigmoidImpl*>(&m) != nullptr) return mobilenet_v3_hardsigmoid(e, x, path);
-  if (dynamic_cast<MobileNetV3SqueezeExcitationImpl*>(&m) != nullptr) {
-    std::string scale = e.global_average_pool(x, path + ".avgpool");
-    scale = e.conv(path + ".fc2", e.relu(e.conv(path + ".fc1", scale), path + ".relu"));
-    scale = mobilenet_v3_hardsigmoid(e, scale, path + ".hardsigmoid");
-    return e.op("Mul", {scale, x}, {}, path + ".scale");
+  if (dynamic_cast<HardsigmoidImpl*>(&m) != nullptr) return e.hard_sigmoid(x, path);
+  if (auto* se = dynamic_cast<SqueezeExcitationImpl*>(&m)) {
+    return squeeze_excitation_onnx(e, path, *se, x);
   }
   if (auto* block = dynamic_cast<MobileNetV3BlockImpl*>(&m)) {
     const std::string out = e.layer(path + ".block", x);

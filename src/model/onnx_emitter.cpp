@@ -150,6 +150,12 @@ std::string OnnxEmitter::silu(const std::string& x, const std::string& hint) {
   return op("Mul", {x, op("Sigmoid", {x}, {}, name + ".sigmoid")}, {}, name);
 }
 
+std::string OnnxEmitter::hard_sigmoid(const std::string& x, const std::string& hint) {
+  constexpr float kAlpha = 1.0f / 6.0f;  // max(0, min(1, alpha x + beta))
+  constexpr float kBeta = 0.5f;
+  return op("HardSigmoid", {x}, {{"alpha", kAlpha}, {"beta", kBeta}}, hint);
+}
+
 std::string OnnxEmitter::gelu(const std::string& x, const std::string& hint) {
   const std::string name = hint.empty() ? "gelu" : hint;
   if (opset_ >= 20) return op("Gelu", {x}, {{"approximate", std::string("none")}}, name);

@@ -125,23 +125,6 @@ RegNetStages regnet_stages(const RegNetSpec& spec) {
   return stages;
 }
 
-RegNetSqueezeExcitationImpl::RegNetSqueezeExcitationImpl(std::int64_t channels,
-                                                         std::int64_t squeeze_channels) {
-  avgpool_ = register_module("avgpool", torch::nn::AdaptiveAvgPool2d(1));
-  fc1_ = register_module(
-      "fc1", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, squeeze_channels, 1)));
-  fc2_ = register_module(
-      "fc2", torch::nn::Conv2d(torch::nn::Conv2dOptions(squeeze_channels, channels, 1)));
-  activation_ = register_module("activation", torch::nn::ReLU());
-  scale_activation_ = register_module("scale_activation", torch::nn::Sigmoid());
-}
-
-torch::Tensor RegNetSqueezeExcitationImpl::forward(const torch::Tensor& x) {
-  torch::Tensor scale = avgpool_(x);       // [N,C,1,1]
-  scale = fc2_(activation_(fc1_(scale)));  // [N,S,1,1] -> [N,C,1,1]
-  return scale_activation_(scale) * x;     // [N,C,H,W]
-}
-
 ResBottleneckBlockImpl::ResBottleneckBlockImpl(const ResBottleneckOptions& o) {
   LTFIT_CHECK(o.stride == 1 || o.stride == 2, "RegNet block stride must be 1 or 2");
   if (o.in_channels != o.out_channels || o.stride != 1) {
@@ -155,8 +138,9 @@ ResBottleneckBlockImpl::ResBottleneckBlockImpl(const ResBottleneckOptions& o) {
   torch::nn::Sequential f;  // BottleneckTransform
   f->push_back("a", regnet_conv_bn(o.in_channels, w_b, 1, 1, 1, /*relu=*/true));
   f->push_back("b", regnet_conv_bn(w_b, w_b, 3, o.stride, w_b / o.group_width, /*relu=*/true));
-  f->push_back("se", RegNetSqueezeExcitation(
-                         w_b, regnet_round(o.se_ratio * static_cast<double>(o.in_channels))));
+  f->push_back("se",
+               SqueezeExcitation(w_b, regnet_round(o.se_ratio * static_cast<double>(o.in_channels)),
+                                 SqueezeActivations::kReluSigmoid));
   f->push_back("c", regnet_conv_bn(w_b, o.out_channels, 1, 1, 1, /*relu=*/false));
   f_ = register_module("f", f);
   activation_ = register_module("activation", torch::nn::ReLU());

@@ -9,11 +9,8 @@ namespace {
 // shared Sequential, Conv2d, BatchNorm and ReLU emitters take the rest).
 std::optional<std::string> regnet_module(OnnxEmitter& e, const std::string& path,
                                          torch::nn::Module& m, const std::string& x) {
-  if (dynamic_cast<RegNetSqueezeExcitationImpl*>(&m) != nullptr) {
-    std::string scale = e.global_average_pool(x, path + ".avgpool");
-    scale = e.conv(path + ".fc2", e.relu(e.conv(path + ".fc1", scale), path + ".activation"));
-    return e.op("Mul", {e.op("Sigmoid", {scale}, {}, path + ".scale_activation"), x}, {},
-                path + ".scale");
+  if (auto* se = dynamic_cast<SqueezeExcitationImpl*>(&m)) {
+    return squeeze_excitation_onnx(e, path, *se, x);
   }
   if (auto* block = dynamic_cast<ResBottleneckBlockImpl*>(&m)) {
     const std::string shortcut = block->has_projection() ? e.layer(path + ".proj", x) : x;

@@ -60,17 +60,29 @@ class StochasticDepthImpl : public torch::nn::Module {
 };
 TORCH_MODULE(StochasticDepth);
 
-// torchvision.ops.SqueezeExcitation with SiLU and Sigmoid: x * sigmoid(fc2(silu(fc1(avg(x))))).
+// torchvision.ops.SqueezeExcitation's `activation` and `scale_activation` as each family builds
+// it: EfficientNet SiLU and Sigmoid, RegNet ReLU and Sigmoid, MobileNetV3 ReLU and Hardsigmoid.
+enum class SqueezeActivations { kSiluSigmoid, kReluSigmoid, kReluHardsigmoid };
+
+// torchvision.ops.SqueezeExcitation: x * scale_activation(fc2(activation(fc1(avgpool(x))))).
 class SqueezeExcitationImpl : public torch::nn::Module {
  public:
-  SqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels);
+  SqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels,
+                        SqueezeActivations activations = SqueezeActivations::kSiluSigmoid);
   torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C,H,W]
+  SqueezeActivations activations() const { return activations_; }
 
  private:
+  SqueezeActivations activations_;
   torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
   torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};  // 1x1 convs with bias
 };
 TORCH_MODULE(SqueezeExcitation);
+
+// The squeeze-excitation at `path` on `x` as ONNX nodes (efficientnet_onnx.cpp), for every family
+// that uses it.
+std::string squeeze_excitation_onnx(OnnxEmitter& e, const std::string& path,
+                                    const SqueezeExcitationImpl& se, const std::string& x);
 
 // One MBConv block (expand, depthwise, squeeze-excitation, project; residual when the shape stays).
 struct MBConvOptions {

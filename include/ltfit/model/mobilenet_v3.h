@@ -35,6 +35,7 @@
 #include "ltfit/config/config.h"  // HeadKind
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/efficientnet.h"  // SqueezeExcitation, efficientnet_channels
 
 namespace ltfit {
 
@@ -51,19 +52,6 @@ class HardsigmoidImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 };
 TORCH_MODULE(Hardsigmoid);
-
-// torchvision.ops.SqueezeExcitation as MobileNetV3 builds it, with ReLU and Hardsigmoid:
-// x * hardsigmoid(fc2(relu(fc1(avgpool(x))))).
-class MobileNetV3SqueezeExcitationImpl : public torch::nn::Module {
- public:
-  MobileNetV3SqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels);
-  torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C,H,W]
-
- private:
-  torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};  // 1x1 convs with bias
-};
-TORCH_MODULE(MobileNetV3SqueezeExcitation);
 
 // One row of torchvision's table (InvertedResidualConfig at width 1.0, dilation 1).
 struct MobileNetV3BlockOptions {

@@ -75,6 +75,8 @@ class OnnxEmitter {
                  std::vector<onnx::Attribute> attributes = {}, const std::string& hint = "");
   std::string relu(const std::string& x, const std::string& hint = "");
   std::string silu(const std::string& x, const std::string& hint = "");  // x * sigmoid(x)
+  // torch's hardsigmoid, relu6(x + 3) / 6: ONNX HardSigmoid with alpha 1/6, beta 1/2.
+  std::string hard_sigmoid(const std::string& x, const std::string& hint = "");
   std::string gelu(const std::string& x, const std::string& hint = "");  // exact (erf)
   std::string transpose(const std::string& x, std::vector<std::int64_t> perm,
                         const std::string& hint = "");

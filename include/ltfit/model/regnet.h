@@ -35,6 +35,7 @@
 #include "ltfit/config/config.h"  // HeadKind
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/model/efficientnet.h"  // SqueezeExcitation
 
 namespace ltfit {
 
@@ -66,22 +67,6 @@ struct RegNetStages {
 // 64,144,320,784, group width 16. An internal error (LTFIT_CHECK) for settings torchvision
 // refuses (w_0 not a multiple of 8, w_m <= 1, ...).
 RegNetStages regnet_stages(const RegNetSpec& spec);
-
-// torchvision.ops.SqueezeExcitation with ReLU and Sigmoid (RegNet's):
-// x * sigmoid(fc2(relu(fc1(avgpool(x))))); children avgpool, fc1, fc2, activation,
-// scale_activation as torchvision's.
-class RegNetSqueezeExcitationImpl : public torch::nn::Module {
- public:
-  RegNetSqueezeExcitationImpl(std::int64_t channels, std::int64_t squeeze_channels);
-  torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C,H,W]
-
- private:
-  torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};  // 1x1 convs with bias
-  torch::nn::ReLU activation_{nullptr};
-  torch::nn::Sigmoid scale_activation_{nullptr};
-};
-TORCH_MODULE(RegNetSqueezeExcitation);
 
 // torchvision's ResBottleneckBlock (bottleneck multiplier 1, squeeze-excitation on).
 struct ResBottleneckOptions {
