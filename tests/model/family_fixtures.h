@@ -1,6 +1,6 @@
-// Shared by the family tests (convnext_test, efficientnet_test): a family's registry row by name,
-// and one 1000-class linear-head model per arch for the whole test run (the big ones take a while
-// to build).
+// Shared by the family tests (convnext_test, efficientnet_test, ...): a family's registry row by
+// name, one 1000-class linear-head model per arch for the whole test run (the big ones take a
+// while to build), and the check that layer groups partition the parameters.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -21,6 +21,25 @@ inline const ArchInfo& family_row(const std::vector<ArchInfo>& rows, const std::
   }
   FAIL("no registry row " << arch);
   throw std::logic_error("unreachable");
+}
+
+// `net`'s three layer groups (layer_group_parameters), after checking that none is empty and
+// that together they hold each of its parameters exactly once.
+inline std::vector<std::vector<torch::Tensor>> checked_layer_groups(ClassifierImpl& net) {
+  auto groups = net.layer_group_parameters();
+  REQUIRE(groups.size() == 3);
+  std::map<const void*, int> seen;
+  for (const auto& group : groups) {
+    CHECK_FALSE(group.empty());
+    for (const auto& t : group) ++seen[t.unsafeGetTensorImpl()];
+  }
+  const auto named = net.named_parameters();
+  CHECK(seen.size() == named.size());
+  for (const auto& p : named) {
+    INFO(p.key());
+    CHECK(seen[p.value().unsafeGetTensorImpl()] == 1);
+  }
+  return groups;
 }
 
 // `row`'s model with torchvision's 1000-class classifier, built once per arch.
