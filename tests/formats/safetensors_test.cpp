@@ -68,7 +68,7 @@ TEST_CASE("safetensors: what ltfit writes it reads back, every dtype bit for bit
   std::memcpy(&header, bytes.data(), 8);
   CHECK(header % 8 == 0);  // padded as the safetensors library pads it
   CHECK(ltfit::looks_like_safetensors(bytes));
-  CHECK_FALSE(ltfit::looks_like_safetensors(std::string("PK\x03\x04 a zip", 13)));
+  CHECK_FALSE(ltfit::looks_like_safetensors(std::string("PK\x03\x04 a zip", 10)));
   const ltfit::SafetensorsContent read = read_safetensors(bytes);
   CHECK(read.metadata == std::map<std::string, std::string>{{"format", "pt"}});
   REQUIRE(read.tensors.size() == tensors.size());
