@@ -65,6 +65,18 @@ void convert_augment(const Walk& walk, const Located& at, AugmentConfig& augment
        field("random_crop", augment.random_crop,
              "the training crop (the shorter side's square) at a random position, fastai's "
              "`rand_crop`; false: centred, as validation images are"),
+       field("crop", parse_train_crop, train_crop_name, augment.crop,
+             "the training crop: resize (`data.resize_method`'s window, at a random position "
+             "with `random_crop`, then the transforms above) or random_resized (torchvision's "
+             "`RandomResizedCrop`: a box of `scale` of the image's area and aspect ratio in "
+             "`ratio`, drawn as torchvision draws it, resized to the image size as Pillow "
+             "does; the rotate, zoom and warp above, when on, then apply within the box)"),
+       field("scale", augment.scale,
+             "random_resized: the box's area as a fraction of the image's, [min, max] "
+             "(torchvision's `scale`)"),
+       field("ratio", augment.ratio,
+             "random_resized: the box's aspect ratio (width / height) range [min, max], drawn "
+             "log-uniformly (torchvision's `ratio`)"),
        field("on", parse_augment_place, augment_place_name, augment.on,
              "where the transforms above run: host (per image in the loader threads, one "
              "OpenCV warp from the decoded image) or device (the loader only crops and resizes; "
@@ -166,12 +178,26 @@ void convert_data(const Walk& walk, const Located& at, DataConfig& data) {
              "where no split is given (class folders without `valid_folder`, csv without "
              "`valid_column`, pattern, kaggle without `valid_count`): the fraction of images held "
              "out for validation, drawn by "
-             "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`"),
+             "`run.seed` (fastai's `RandomSplitter`), written to the run's `split.csv`; 0: no "
+             "validation split, every image trains and the last epoch's weights are the result "
+             "(fastai's training on all the data: no validation metrics, no TTA pass, "
+             "`best.ckpt` is the last epoch's; `train.early_stopping` and a plateau schedule, "
+             "which judge by validation, are refused)"),
        field("train_folder", data.train_folder, "folders layout: the training split's folder"),
        field("valid_folder", data.valid_folder,
              "folders layout: the validation split's folder (`val` for ImageNet's tree)"),
        field("image_size", data.image_size, "side of the square training image, in pixels",
              closed(16, 4096, "an integer from 16 to 4096")),
+       field("resize_method", parse_resize_method, resize_method_name, data.resize_method,
+             "how each image becomes a square, as fastai's `Resize(method=...)`: crop (the "
+             "shorter side's square, centred for validation, at a random position for training "
+             "with `augment.random_crop`), squish (the whole image, its aspect ratio not kept) "
+             "or pad (the longer side's square, the image in it and the rest filled by "
+             "`pad_mode`); kept in checkpoints, so predict, evaluate and serve do the same"),
+       field("pad_mode", parse_pad_mode, pad_mode_name, data.pad_mode,
+             "what fills the pixels outside the image, fastai's `PadMode`: reflection (mirrored "
+             "without repeating the edge), zeros (black) or border (the edge pixel repeated); "
+             "used by `resize_method: pad` and by the training warps (rotate, zoom, warp)"),
        field("batch_size", data.batch_size,
              "images per batch (data-parallel: the global batch, split over the ranks)",
              at_least(1, "a positive integer")),

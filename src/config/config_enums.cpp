@@ -21,6 +21,21 @@ const EnumNames<AugmentPlace>& augment_places() {
   return names;
 }
 
+const EnumNames<ResizeMethod>& resize_methods() {
+  static const EnumNames<ResizeMethod> names{"data.resize_method", {"crop", "squish", "pad"}};
+  return names;
+}
+
+const EnumNames<PadMode>& pad_modes() {
+  static const EnumNames<PadMode> names{"data.pad_mode", {"reflection", "zeros", "border"}};
+  return names;
+}
+
+const EnumNames<TrainCrop>& train_crops() {
+  static const EnumNames<TrainCrop> names{"data.augment.crop", {"resize", "random_resized"}};
+  return names;
+}
+
 const EnumNames<DataCache>& data_caches() {
   static const EnumNames<DataCache> names{"data.cache", {"none", "ram", "device"}};
   return names;
@@ -101,6 +116,12 @@ DataLayout parse_data_layout(std::string_view text) { return data_layouts().pars
 const std::string& data_layout_name(DataLayout layout) { return data_layouts().name(layout); }
 AugmentPlace parse_augment_place(std::string_view text) { return augment_places().parse(text); }
 const std::string& augment_place_name(AugmentPlace place) { return augment_places().name(place); }
+ResizeMethod parse_resize_method(std::string_view text) { return resize_methods().parse(text); }
+const std::string& resize_method_name(ResizeMethod method) { return resize_methods().name(method); }
+PadMode parse_pad_mode(std::string_view text) { return pad_modes().parse(text); }
+const std::string& pad_mode_name(PadMode mode) { return pad_modes().name(mode); }
+TrainCrop parse_train_crop(std::string_view text) { return train_crops().parse(text); }
+const std::string& train_crop_name(TrainCrop crop) { return train_crops().name(crop); }
 DataCache parse_data_cache(std::string_view text) { return data_caches().parse(text); }
 const std::string& data_cache_name(DataCache cache) { return data_caches().name(cache); }
 

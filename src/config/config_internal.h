@@ -35,12 +35,16 @@ inline std::string format_number(double value) {
 // centred training crop, so training sees what validation sees); the loader reads it back and
 // the writer writes such a config as `none`.
 inline AugmentConfig augment_none() {
-  return {/*flip=*/false,        /*max_rotate=*/0.0,
-          /*max_zoom=*/1.0,      /*max_lighting=*/0.0,
-          /*max_warp=*/0.0,      /*p_affine=*/0.0,
-          /*p_lighting=*/0.0,    /*random_crop=*/false,
-          /*random_erasing=*/{}, /*policy=*/AugmentPolicy::kNone,
-          /*rand_augment=*/{}};
+  AugmentConfig none;
+  none.flip = false;
+  none.max_rotate = 0.0;
+  none.max_zoom = 1.0;
+  none.max_lighting = 0.0;
+  none.max_warp = 0.0;
+  none.p_affine = 0.0;
+  none.p_lighting = 0.0;
+  none.random_crop = false;
+  return none;  // crop resize, no policy, no random erasing: the defaults
 }
 
 // ---- rules -------------------------------------------------------------------------------

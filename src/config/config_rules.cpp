@@ -84,6 +84,13 @@ void validate_data(const DataConfig& data, const Rules& fail) {
           "an integer >= 2 (BatchNorm needs at least 2 images per training batch)",
           data.batch_size);
   validate_formats(data.formats, fail);
+  const AugmentConfig& a = data.augment;
+  require(fail,
+          a.scale.size() == 2 && all_in(a.scale, 0, 1, true) && a.scale[0] > 0 &&
+              a.scale[0] <= a.scale[1],
+          "data.augment.scale", "[min, max] with 0 < min <= max <= 1", a.scale);
+  require(fail, a.ratio.size() == 2 && all_in(a.ratio, 1e-3, 1e3, true) && a.ratio[0] <= a.ratio[1],
+          "data.augment.ratio", "[min, max] with 0.001 <= min <= max <= 1000", a.ratio);
   const RandomErasingConfig& e = data.augment.random_erasing;
   require(fail, e.scale.size() == 2 && all_in(e.scale, 0, 1, true) && e.scale[0] <= e.scale[1],
           "data.augment.random_erasing.scale", "[min, max] with 0 <= min <= max <= 1", e.scale);

@@ -78,8 +78,8 @@ void validate_layout_keys(const DataConfig& data, const Rules& fail) {
           "a regular expression (RE2 syntax, at most 1000 bytes) with a group, whose first "
           "group of a full match of the file name is the label, e.g. '^(.+)_\\d+\\.jpg$'",
           data.label_pattern);
-  require(fail, data.valid_pct > 0 && data.valid_pct < 1, "data.valid_pct",
-          "a fraction in (0, 1) (the validation split is never empty)", data.valid_pct);
+  require(fail, data.valid_pct >= 0 && data.valid_pct < 1, "data.valid_pct",
+          "a fraction in [0, 1) (0: no validation split, every image trains)", data.valid_pct);
   require(fail, single_component(data.train_folder), "data.train_folder",
           "one folder name under data.root", data.train_folder);
   require(fail, single_component(data.valid_folder) && data.valid_folder != data.train_folder,

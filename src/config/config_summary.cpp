@@ -19,6 +19,11 @@ std::string summarize_regularisation(const TrainConfig& t, const DataConfig& d) 
   if (t.ema.enabled()) parts.push_back("EMA " + number(t.ema.decay));
   if (d.augment.random_erasing.p > 0)
     parts.push_back("random erasing p " + number(d.augment.random_erasing.p));
+  if (d.augment.crop == TrainCrop::kRandomResized) {
+    parts.push_back("RandomResizedCrop scale " + number(d.augment.scale[0]) + ".." +
+                    number(d.augment.scale[1]) + " ratio " + number(d.augment.ratio[0]) + ".." +
+                    number(d.augment.ratio[1]));
+  }
   if (d.augment.policy != AugmentPolicy::kNone)
     parts.push_back(augment_policy_name(d.augment.policy));
   if (t.early_stopping.patience > 0) {

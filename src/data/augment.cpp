@@ -22,11 +22,13 @@
 #include <cstring>
 #include <utility>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "data/decode.h"
+#include "data/pil_resample.h"
 #include "ltfit/util/random.h"
 
 namespace ltfit {
@@ -203,6 +205,21 @@ cv::Mat warpable_source(const cv::Mat& image, int size, Mat3& m) {
   return small;
 }
 
+// A size × size BGR image through `params`' lighting into a new RGB [size,size,3] uint8 tensor.
+torch::Tensor lit_rgb_tensor(const cv::Mat& bgr, const AugmentParams& params) {
+  const int size = bgr.rows;
+  torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
+  std::uint8_t* data = out.data_ptr<std::uint8_t>();
+  if (is_identity_lighting(params)) {
+    cv::Mat rgb(size, size, CV_8UC3, data);
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    if (rgb.data != data) std::memcpy(data, rgb.data, static_cast<size_t>(size) * size * 3);
+  } else {
+    lut_bgr_to_rgb(bgr, lighting_lut(params), data);
+  }
+  return out;
+}
+
 // Resamples the whole decoded image, of which `decoded` holds the part the warp reads, through
 // `params` and writes the result into a new tensor.
 torch::Tensor augment_to_tensor(const DecodedImage& decoded, int size,
@@ -215,29 +232,98 @@ torch::Tensor augment_to_tensor(const DecodedImage& decoded, int size,
   const cv::Mat matrix(3, 3, CV_64F, m.data());
   cv::Mat warped;
   cv::warpPerspective(source, warped, matrix, cv::Size(size, size),
-                      cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REFLECT_101);
-  torch::Tensor out = torch::empty({size, size, 3}, torch::kUInt8);
-  std::uint8_t* data = out.data_ptr<std::uint8_t>();
-  if (is_identity_lighting(params)) {
-    cv::Mat rgb(size, size, CV_8UC3, data);
-    cv::cvtColor(warped, rgb, cv::COLOR_BGR2RGB);
-    if (rgb.data != data) std::memcpy(data, rgb.data, static_cast<size_t>(size) * size * 3);
-  } else {
-    lut_bgr_to_rgb(warped, lighting_lut(params), data);
+                      cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, opencv_border(params.framing.pad),
+                      cv::Scalar::all(0));
+  return lit_rgb_tensor(warped, params);
+}
+
+// A RandomResizedCrop with no rotation, zoom or warp: resized as torchvision resizes it.
+bool plain_resized_crop(const AugmentParams& p) {
+  return p.resized_crop && p.rotate_degrees == 0 && p.zoom == 1.0 &&
+         p.warp == std::array<double, 4>{0, 0, 0, 0};
+}
+
+cv::Rect box_rect(const PixelBox& box) { return {box.x, box.y, box.width, box.height}; }
+
+// torchvision's resized_crop then hflip on the full-size decode, `decoded` holding the box.
+torch::Tensor resized_crop_to_tensor(const DecodedImage& decoded, int size,
+                                     const AugmentParams& params) {
+  const cv::Rect box =
+      box_rect(random_resized_box(*params.resized_crop, decoded.whole.width, decoded.whole.height));
+  const cv::Mat region = decoded.image(box - decoded.region.tl());
+  cv::Mat resized =
+      pil_resize_window(region, {size, size}, {0, 0, size, size}, ResampleFilter::kBilinear);
+  if (params.flip) {
+    cv::Mat mirrored;
+    cv::flip(resized, mirrored, 1);
+    resized = mirrored;
   }
-  return out;
+  return lit_rgb_tensor(resized, params);
+}
+
+// The window (x, y, width, height in source pixels) the output square is drawn from.
+std::array<double, 4> source_window(const AugmentParams& p, int width, int height) {
+  if (p.resized_crop) {
+    const PixelBox b = random_resized_box(*p.resized_crop, width, height);
+    return {static_cast<double>(b.x), static_cast<double>(b.y), static_cast<double>(b.width),
+            static_cast<double>(b.height)};
+  }
+  if (p.framing.method == ResizeMethod::kSquish) {
+    return {0, 0, static_cast<double>(width), static_cast<double>(height)};
+  }
+  const double side =
+      p.framing.method == ResizeMethod::kPad ? std::max(width, height) : std::min(width, height);
+  return {std::clamp(p.crop_col_pct, 0.0, 1.0) * (width - side),
+          std::clamp(p.crop_row_pct, 0.0, 1.0) * (height - side), side, side};
 }
 
 }  // namespace
+
+PixelBox random_resized_box(const ResizedCropDraw& draw, int width, int height) {
+  at::Generator gen = at::detail::createCPUGenerator(draw.seed);
+  const double area = static_cast<double>(height) * width;
+  const torch::Tensor log_ratio =
+      torch::log(torch::tensor({draw.ratio[0], draw.ratio[1]}, torch::kFloat));
+  const double log_lo = log_ratio[0].item<float>(), log_hi = log_ratio[1].item<float>();
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double fraction =
+        torch::empty({1}).uniform_(draw.scale[0], draw.scale[1], gen).item<float>();
+    const double aspect = torch::exp(torch::empty({1}).uniform_(log_lo, log_hi, gen)).item<float>();
+    const double target = area * fraction;
+    const int w = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));  // half to even
+    const int h = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      const auto y = torch::randint(0, height - h + 1, {1}, gen).item<std::int64_t>();
+      const auto x = torch::randint(0, width - w + 1, {1}, gen).item<std::int64_t>();
+      return {static_cast<int>(x), static_cast<int>(y), w, h};
+    }
+  }
+  // Fallback to a central crop of the ratio range's nearest aspect.
+  const double in_ratio = static_cast<double>(width) / height;
+  const double lo = std::min(draw.ratio[0], draw.ratio[1]);
+  const double hi = std::max(draw.ratio[0], draw.ratio[1]);
+  int w = width, h = height;
+  if (in_ratio < lo) {
+    h = static_cast<int>(std::nearbyint(w / lo));
+  } else if (in_ratio > hi) {
+    w = static_cast<int>(std::nearbyint(h * hi));
+  }
+  w = std::clamp(w, 1, width);
+  h = std::clamp(h, 1, height);
+  return {(width - w) / 2, (height - h) / 2, w, h};
+}
 
 AugmentParams crop_only(const AugmentParams& params) {
   AugmentParams crop;
   crop.crop_row_pct = params.crop_row_pct;
   crop.crop_col_pct = params.crop_col_pct;
+  crop.framing = params.framing;
+  crop.resized_crop = params.resized_crop;
   return crop;
 }
 
-AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
+AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed,
+                           const Framing& framing) {
   // Draw order (fixed, part of the reproducibility contract): crop row, crop col, flip, warp
   // (apply?, 4 magnitudes), rotate (apply?, degrees), zoom (apply?, scale, row, col),
   // brightness (apply?, change), contrast (apply?, log scale). Every value is drawn whether or
@@ -280,6 +366,14 @@ AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed) {
   const bool contrast = rng.bernoulli(config.p_lighting) && l > 0 && l < 1;
   const double log_scale = rng.uniform(std::log1p(-l), -std::log1p(-l));
   if (contrast) p.contrast = std::exp(log_scale);
+
+  p.framing = framing;
+  const std::uint64_t box_seed = rng.next() >> 1;  // below 2^63, as torch.manual_seed takes it
+  if (config.crop == TrainCrop::kRandomResized && config.scale.size() == 2 &&
+      config.ratio.size() == 2) {
+    p.resized_crop = ResizedCropDraw{
+        box_seed, {config.scale[0], config.scale[1]}, {config.ratio[0], config.ratio[1]}};
+  }
   return p;
 }
 
@@ -288,13 +382,10 @@ std::array<double, 9> sampling_matrix(const AugmentParams& params, int src_width
   // Output pixel centre (u, v) -> normalized x = (2u + 1) / size - 1 (flipped: negated).
   const double n = 2.0 / size, flip = params.flip ? -1.0 : 1.0;
   const Mat3 to_normalized = {flip * n, 0, flip * (n / 2 - 1), 0, n, n / 2 - 1, 0, 0, 1};
-  // Normalized crop-square coordinates -> source pixel centres: the square of side
-  // min(w, h) at (crop_col_pct * (w - side), crop_row_pct * (h - side)).
-  const double side = std::min(src_width, src_height);
-  const double x0 = std::clamp(params.crop_col_pct, 0.0, 1.0) * (src_width - side);
-  const double y0 = std::clamp(params.crop_row_pct, 0.0, 1.0) * (src_height - side);
-  const Mat3 to_source = {side / 2, 0, x0 + side / 2 - 0.5, 0, side / 2, y0 + side / 2 - 0.5, 0,
-                          0,        1};
+  // Normalized window coordinates -> source pixel centres: the window (source_window: for crop
+  // the square of side min(w, h) at (crop_col_pct * (w - side), crop_row_pct * (h - side))).
+  const auto [x0, y0, wx, wy] = source_window(params, src_width, src_height);
+  const Mat3 to_source = {wx / 2, 0, x0 + wx / 2 - 0.5, 0, wy / 2, y0 + wy / 2 - 0.5, 0, 0, 1};
   const Mat3 affine = multiply(rotation(params.rotate_degrees),
                                zoom(params.zoom, params.zoom_row_pct, params.zoom_col_pct));
   const Mat3 warp = symmetric_warp(params.warp);
@@ -332,14 +423,22 @@ std::optional<torch::Tensor> load_augmented_image(const ImageInput& input, int s
       // Decode as small as possible while the crop keeps >= 1 source pixel per output pixel at
       // the largest zoom the config draws (the same scale every epoch), and only the part the
       // warp reads.
-      const RegionOf region_of = [&params, size](cv::Size whole) {
+      // A RandomResizedCrop's box is drawn on the full-size image, as torchvision draws it.
+      const bool plain = plain_resized_crop(params);
+      const RegionOf region_of = [&params, size, plain](cv::Size whole) {
+        if (plain)
+          return box_rect(random_resized_box(*params.resized_crop, whole.width, whole.height));
         const Mat3 m = sampling_matrix(params, whole.width, whole.height, size);
         return sampled_region(m, whole.width, whole.height, size);
       };
-      const double min_side = size * std::max({params.zoom, params.decode_zoom, 1.0});
+      const double min_side =
+          params.resized_crop ? 0.0 : size * std::max({params.zoom, params.decode_zoom, 1.0});
       const DecodedImage decoded =
           decode_bgr_cached(input, {min_side, region_of}, {limits, budget}, cache, &reason);
-      if (!decoded.image.empty()) result = augment_to_tensor(decoded, size, params);
+      if (!decoded.image.empty()) {
+        result = plain ? resized_crop_to_tensor(decoded, size, params)
+                       : augment_to_tensor(decoded, size, params);
+      }
     }
     return result;
   });

@@ -111,7 +111,10 @@ void note_one_split_classes(DatasetIndex& index) {
       "measured (kept)");
   for (std::size_t k = 0; k < index.classes.size(); ++k) {
     if (!trained[k]) only_valid.add("'" + index.classes[k] + "'");
-    if (trained[k] && !validated[k]) only_train.add("'" + index.classes[k] + "'");
+    // data.valid_pct 0 leaves no validation split at all: said once, by the trainer.
+    if (trained[k] && !validated[k] && !index.valid.empty()) {
+      only_train.add("'" + index.classes[k] + "'");
+    }
   }
   only_valid.append_to(index.notes);
   only_train.append_to(index.notes);

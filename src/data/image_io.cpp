@@ -27,16 +27,22 @@ double clamped_fraction(double value) {
   return std::isfinite(value) ? std::clamp(value, 0.0, 1.0) : 0.5;
 }
 
-// The square region of an image of `image` size described by `crop`.
+// The window of an image of `image` size described by `crop`: a square of the shorter side
+// (crop) or the longer (pad: it extends past the image, its offsets may be negative), or the
+// whole image (squish).
 cv::Rect crop_rect(cv::Size image, const CropFlip& crop) {
-  const int short_side = std::min(image.height, image.width);
+  if (crop.framing.method == ResizeMethod::kSquish) return {0, 0, image.width, image.height};
+  const bool pad = crop.framing.method == ResizeMethod::kPad;
+  const int full = pad ? std::max(image.height, image.width) : std::min(image.height, image.width);
   const double scale = std::clamp(crop.scale, 0.0, 1.0);
-  const int side = std::clamp(static_cast<int>(std::lround(scale * short_side)), 1, short_side);
-  const int x =
-      static_cast<int>(std::lround(clamped_fraction(crop.offset_x) * (image.width - side)));
-  const int y =
-      static_cast<int>(std::lround(clamped_fraction(crop.offset_y) * (image.height - side)));
-  return {x, y, side, side};
+  const int side = std::clamp(static_cast<int>(std::lround(scale * full)), 1, full);
+  // pad: fastai's int(pct * (side - window)), toward zero; crop: rounded, as ltfit always has.
+  const auto place = [pad](double fraction, int free) {
+    const double at = clamped_fraction(fraction) * free;
+    return static_cast<int>(pad ? std::trunc(at) : std::round(at));
+  };
+  return {place(crop.offset_x, image.width - side), place(crop.offset_y, image.height - side), side,
+          side};
 }
 
 // A square BGR image converted to RGB straight into a new [size,size,3] uint8 tensor.
@@ -51,13 +57,41 @@ torch::Tensor rgb_tensor(const cv::Mat& bgr) {
   return out;
 }
 
-// Crops, resizes, flips and converts BGR→RGB. [size,size,3] uint8.
+// `region` resized to `size` (width × height) with area filtering when it shrinks both ways.
+cv::Mat resized_to(const cv::Mat& region, cv::Size size) {
+  cv::Mat resized;
+  const bool shrinks = region.cols > size.width && region.rows > size.height;
+  const int interpolation = shrinks ? cv::INTER_AREA : cv::INTER_LINEAR;
+  cv::resize(region, resized, size, 0, 0, interpolation);
+  return resized;
+}
+
+// The part of the window `wanted` inside the image (`inside`), resized by size / wanted's side
+// and bordered by `mode` to size × size: the window resized, its outside filled as fastai's pad
+// fills it, without ever holding the padded window at full size.
+cv::Mat padded_to(const cv::Mat& inside, cv::Rect wanted, cv::Rect inside_rect, int size,
+                  PadMode mode) {
+  const double s = static_cast<double>(size) / wanted.width;
+  const auto edge = [s, size](double at) {
+    return static_cast<int>(std::clamp(std::lround(at * s), 0L, static_cast<long>(size)));
+  };
+  const int left = edge(inside_rect.x - wanted.x), top = edge(inside_rect.y - wanted.y);
+  const int width = std::max(1, edge(inside_rect.br().x - wanted.x) - left);
+  const int height = std::max(1, edge(inside_rect.br().y - wanted.y) - top);
+  const int x = std::min(left, size - width), y = std::min(top, size - height);
+  cv::Mat out;
+  cv::copyMakeBorder(resized_to(inside, {width, height}), out, y, size - height - y, x,
+                     size - width - x, opencv_border(mode), cv::Scalar::all(0));
+  return out;
+}
+
+// Frames (crop, squish or pad), resizes, flips and converts BGR→RGB. [size,size,3] uint8.
 torch::Tensor to_square_rgb(const DecodedImage& decoded, int size, const CropFlip& crop) {
   const cv::Rect wanted = crop_rect(decoded.whole, crop);
-  const cv::Mat region = decoded.image(wanted - decoded.region.tl());
-  cv::Mat resized;
-  const int interpolation = region.cols > size ? cv::INTER_AREA : cv::INTER_LINEAR;
-  cv::resize(region, resized, cv::Size(size, size), 0, 0, interpolation);
+  const cv::Rect inside = wanted & cv::Rect({0, 0}, decoded.whole);
+  const cv::Mat region = decoded.image(inside - decoded.region.tl());
+  cv::Mat resized = inside == wanted ? resized_to(region, {size, size})
+                                     : padded_to(region, wanted, inside, size, crop.framing.pad);
   if (crop.flip) {
     cv::Mat mirrored;
     cv::flip(resized, mirrored, 1);
@@ -81,14 +115,27 @@ std::optional<torch::Tensor> load_square_image(const ImageInput& input, int size
     } else {
       // A reduced decode must keep at least `size` pixels across the crop, which alone is
       // decoded.
-      const DecodeRequest request{size / std::min(crop.scale, 1.0),
-                                  [&crop](cv::Size whole) { return crop_rect(whole, crop); }};
+      const DecodeRequest request{size / std::min(crop.scale, 1.0), [&crop](cv::Size whole) {
+                                    return crop_rect(whole, crop) & cv::Rect({0, 0}, whole);
+                                  }};
       const DecodedImage decoded =
           decode_bgr_cached(input, request, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) result = to_square_rgb(decoded, size, crop);
     }
     return result;
   });
+}
+
+int opencv_border(PadMode mode) {
+  switch (mode) {
+    case PadMode::kZeros:
+      return cv::BORDER_CONSTANT;
+    case PadMode::kBorder:
+      return cv::BORDER_REPLICATE;
+    case PadMode::kReflection:
+      break;
+  }
+  return cv::BORDER_REFLECT_101;
 }
 
 ResampleFilter resample_filter_named(const std::string& name) {

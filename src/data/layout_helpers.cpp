@@ -90,6 +90,11 @@ std::string drawn_split_words(const DataConfig& data, std::uint64_t seed) {
 
 RandomSplit random_split(std::size_t n, double valid_pct, std::uint64_t seed,
                          const std::string& what) {
+  RandomSplit split;
+  if (valid_pct == 0) {  // train on all the data: no validation split
+    for (std::size_t k = 0; k < n; ++k) split.train.push_back(k);
+    return split;
+  }
   if (n < 2) {
     throw DataError(what + " holds " + std::to_string(n) +
                         " image(s); a split by data.valid_pct needs at least 2 (one to train on, "
@@ -104,7 +109,6 @@ RandomSplit random_split(std::size_t n, double valid_pct, std::uint64_t seed,
   const auto wanted = static_cast<std::int64_t>(valid_pct * static_cast<double>(n));
   const auto cut = static_cast<std::size_t>(
       std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(n) - 1));
-  RandomSplit split;
   for (std::size_t k = 0; k < n; ++k) {
     (k < cut ? split.valid : split.train).push_back(static_cast<std::size_t>(order[k]));
   }

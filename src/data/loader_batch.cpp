@@ -40,11 +40,12 @@ std::optional<torch::Tensor> Loader::load_sample(std::int64_t position, int epoc
     if (options_.eval_transform) {
       return load_eval_image(sample, *options_.eval_transform, error, limits_, budget);
     }
+    const Framing framing{options_.data.resize_method, options_.data.pad_mode};
     if (!options_.train && !options_.augment_in_order) {
-      return load_square_image(sample, options_.data.image_size, {}, error, limits_, budget,
-                               options_.cache.get());
+      return load_square_image(sample, options_.data.image_size, CropFlip{.framing = framing},
+                               error, limits_, budget, options_.cache.get());
     }
-    const AugmentParams params = draw_augment(options_.data.augment, augment_seed);
+    const AugmentParams params = draw_augment(options_.data.augment, augment_seed, framing);
     // data.augment.on: device: only the crop here, in the same one warp (DeviceAugmentHook does
     // the rest on the batch).
     const bool on_device = options_.train && options_.data.augment.on == AugmentPlace::kDevice;

@@ -153,6 +153,19 @@ cv::Mat pil_resize_window(const cv::Mat& image, cv::Size size, cv::Rect window,
   // keeps its size is only cropped.
   const bool horizontal = size.width != image.cols;
   const bool vertical = size.height != image.rows;
+  // Pillow 13 runs the vertical pass first when the height loses more than twice as many
+  // pixels as the width (its rule, on the whole input and output sizes): the 8-bit rounding
+  // between the passes makes the order visible.
+  const int lost_rows = image.rows - size.height, lost_cols = image.cols - size.width;
+  if (horizontal && vertical && lost_rows > 0 && lost_rows > lost_cols * 2) {
+    Taps cols = pil_taps(image.cols, size.width, window.x, window.width, filter);
+    const int col0 = cols.first.front(), col1 = cols.first.back() + cols.count.back();
+    for (int& first : cols.first) first -= col0;
+    const cv::Mat down =
+        vertical_pass(image(cv::Range::all(), cv::Range(col0, col1)), 0,
+                      pil_taps(image.rows, size.height, window.y, window.height, filter));
+    return horizontal_pass(down, 0, down.rows, cols);
+  }
   Taps rows;
   int row0 = window.y, row1 = window.y + window.height;
   if (vertical) {

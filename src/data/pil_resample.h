@@ -4,9 +4,10 @@
 // --weights` means exact to Pillow's resampler (libImaging/Resample.c), which OpenCV's filters
 // are not: Pillow antialiases (when shrinking by s, the kernel is s times wider and its weights
 // are renormalised per output pixel), turns the weights into 22-bit fixed point (rounded half
-// away from zero), runs a horizontal pass then a vertical one, and rounds and clips to 8 bits
-// after each. This reimplements that arithmetic (same double expressions, same rounding), so its
-// output equals Pillow's byte for byte (the parity test checks it against Pillow).
+// away from zero), runs a horizontal pass then a vertical one (the vertical first when the height
+// loses more than twice as many pixels as the width, as Pillow 13 does), and rounds and clips to
+// 8 bits after each. This reimplements that arithmetic (same double expressions, same rounding), so
+// its output equals Pillow's byte for byte (the parity test checks it against Pillow).
 //
 // Only a window of the output is computed: each output pixel depends only on its own taps, so
 // the centre crop of a resize costs crop², not the whole resized image.

@@ -53,6 +53,8 @@ ExportMeta export_meta_of(const LoadedModel& loaded) {
   meta.dropout = loaded.config.model.dropout;
   meta.normalization = loaded.model->input_normalization();
   meta.image_size = loaded.config.data.image_size;
+  meta.resize_method = resize_method_name(loaded.config.data.resize_method);
+  meta.pad_mode = pad_mode_name(loaded.config.data.pad_mode);
   meta.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
   if (!meta.thresholds.empty()) meta.task = "multi_label";
   return meta;
@@ -92,7 +94,9 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const ExportReque
   const nlohmann::json mean = meta.normalization.mean, std = meta.normalization.std;
   const nlohmann::json transform = {{"resize", meta.image_size},
                                     {"crop", meta.image_size},
-                                    {"interpolation", meta.interpolation}};
+                                    {"interpolation", meta.interpolation},
+                                    {"method", meta.resize_method},
+                                    {"pad_mode", meta.pad_mode}};
   return {
       {"arch", meta.arch},
       {"stem", meta.stem},

@@ -6,9 +6,11 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
+#include "ltfit/config/config_enums.h"
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/util/atomic_file.h"
 #include "ltfit/util/error.h"
@@ -57,7 +59,27 @@ int transform_side(const nlohmann::json& transform, const std::string& key) {
   return static_cast<int>(side);
 }
 
-// eval_transform's crop (ExportMeta::image_size), resize and interpolation, range-checked.
+// eval_transform's `key`, one of the names `parse` takes (`absent` when missing).
+template <typename Parse>
+std::string transform_choice(const nlohmann::json& transform, const std::string& key,
+                             const std::string& absent, Parse parse) {
+  if (!transform.contains(key)) return absent;
+  const nlohmann::json& value = transform.at(key);
+  try {
+    if (value.is_string()) {
+      parse(value.get<std::string>());
+      return value.get<std::string>();
+    }
+  } catch (const ConfigError&) {  // said below, as the other fields' range errors are
+  }
+  throw std::invalid_argument("eval_transform." + key + ": expected " +
+                              (key == "method" ? std::string("crop, squish or pad")
+                                               : std::string("reflection, zeros or border")) +
+                              ", got " + value.dump());
+}
+
+// eval_transform's crop (ExportMeta::image_size), resize, interpolation, method and pad mode,
+// range-checked.
 void parse_eval_transform(const nlohmann::json& transform, ExportMeta& m) {
   m.image_size = transform_side(transform, "crop");
   m.eval_resize = transform.contains("resize") ? transform_side(transform, "resize") : m.image_size;
@@ -67,6 +89,8 @@ void parse_eval_transform(const nlohmann::json& transform, ExportMeta& m) {
                                 std::to_string(m.eval_resize) +
                                 "): the centre crop must lie within the resized image");
   }
+  m.resize_method = transform_choice(transform, "method", "crop", parse_resize_method);
+  m.pad_mode = transform_choice(transform, "pad_mode", "reflection", parse_pad_mode);
   if (!transform.contains("interpolation")) return;
   const nlohmann::json& interpolation = transform.at("interpolation");
   if (interpolation != "bilinear" && interpolation != "bicubic") {
@@ -96,6 +120,14 @@ ExportMeta parse_meta(const nlohmann::json& j) {
   m.dropout = j.value("dropout", 0.0);
   m.normalization.mean = j.at("normalization").at("mean").get<std::array<float, 3>>();
   m.normalization.std = j.at("normalization").at("std").get<std::array<float, 3>>();
+  for (int c = 0; c < 3; ++c) {
+    if (!std::isfinite(m.normalization.mean[c]) || !std::isfinite(m.normalization.std[c]) ||
+        !(m.normalization.std[c] > 0)) {
+      throw std::invalid_argument(
+          "normalization: expected 3 finite means and 3 finite standard "
+          "deviations above 0");
+    }
+  }
   parse_eval_transform(j.at("eval_transform"), m);
   m.task = j.value("task", m.task);
   if (m.task != "single_label" && m.task != "multi_label") {
@@ -131,13 +163,16 @@ std::string export_meta_json(const ExportMeta& m) {
       {"head_hidden", m.head_hidden},
       {"dropout", m.dropout},
       {"normalization", {{"mean", m.normalization.mean}, {"std", m.normalization.std}}},
-      // ltfit's validation transform: the centre square of the shorter side, resized to
-      // crop x crop (OpenCV's area filter when shrinking, bilinear when enlarging);
-      // torchvision's Resize(resize) + CenterCrop(crop) is its nearest equivalent.
+      // ltfit's validation transform: `method` crop is the centre square of the shorter side
+      // resized to crop x crop (OpenCV's area filter when shrinking, bilinear when enlarging;
+      // torchvision's Resize(resize) + CenterCrop(crop) is its nearest equivalent), squish the
+      // whole image, pad the longer side's square with the outside filled by `pad_mode`.
       {"eval_transform",
        {{"resize", m.eval_resize > m.image_size ? m.eval_resize : m.image_size},
         {"crop", m.image_size},
-        {"interpolation", m.interpolation}}},
+        {"interpolation", m.interpolation},
+        {"method", m.resize_method},
+        {"pad_mode", m.pad_mode}}},
       {"task", m.task},
       {"thresholds", m.thresholds},
   };

@@ -30,10 +30,10 @@ Loader& WholeValidation::get() {
   return *whole_;
 }
 
-void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid,
+void record_skipped(RunSummary& summary, const Loader& train, const Loader* valid,
                     DistSession& dist) {
   const SkippedImages skipped_train = train.skipped();
-  const SkippedImages skipped_valid = valid.skipped();
+  const SkippedImages skipped_valid = valid != nullptr ? valid->skipped() : SkippedImages{};
   summary.skipped_images = skipped_train.count + skipped_valid.count;
   summary.valid_skipped_images = skipped_valid.count;
   summary.skipped_examples = skipped_train.examples;

@@ -32,8 +32,8 @@ class WholeValidation {
 
 // Unreadable images, each counted once, into the summary's skipped fields: in a data-parallel
 // run (a collective there) every rank shares the files it found unreadable in its slices, and
-// the count is that of their union.
-void record_skipped(RunSummary& summary, const Loader& train, const Loader& valid,
+// the count is that of their union. `valid`: null with no validation split (data.valid_pct 0).
+void record_skipped(RunSummary& summary, const Loader& train, const Loader* valid,
                     DistSession& dist);
 
 // TTA on the validation set under the training precision; fills the summary's TTA fields.

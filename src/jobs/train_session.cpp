@@ -133,8 +133,8 @@ class TrainSession {
     add_hooks();
     const std::vector<EpochStats> history = fit();
     RunSummary summary = summarize(history);
-    record_skipped(summary, *setup_.train_loader, *setup_.valid_loader, dist_);  // the last
-    if (!owner_) {                                                               // collective
+    record_skipped(summary, *setup_.train_loader, setup_.valid_loader.get(), dist_);  // the last
+    if (!owner_) {                                                                    // collective
       spdlog::info("done: rank 0 evaluates and writes the run directory");
       return summary;
     }
@@ -322,13 +322,13 @@ class TrainSession {
       ema->apply_to(setup_.model);  // the weights every validation pass judged
       spdlog::info("final passes with the weights' moving average (train.ema.validate)");
     }
-    if (config_.eval.tta) {
+    if (config_.eval.tta && setup_.valid_loader) {
       ScopedPhase phase(profiler_, Phase::kTta);
       confusion =
           run_final_tta(config_, setup_.model, whole.get(), setup_.valid_options, device_, summary);
     }
-    if (tensorboard_ && !setup_.thresholds.empty()) {
-      tensorboard_.reset();  // multi-label: no confusion matrix; the events are complete
+    if (tensorboard_ && (!setup_.thresholds.empty() || !setup_.valid_loader)) {
+      tensorboard_.reset();  // multi-label, or no validation: no confusion matrix
     } else if (tensorboard_) {
       if (!confusion.defined()) {
         confusion = validation_confusion(config_, setup_.model, whole.get(), device_);
@@ -352,6 +352,14 @@ class TrainSession {
     }
     if (stopped_after_last_epoch_ || (options_.stop_signal && options_.stop_signal())) {
       spdlog::info("the stop request arrived after training had completed: the run is complete");
+    }
+    if (!setup_.valid_loader) {
+      spdlog::info(
+          "done in {} (train {}): no validation (data.valid_pct 0), the last epoch's "
+          "weights are the result; wrote {}",
+          format_mm_ss(summary.total_seconds), format_mm_ss(summary.train_seconds),
+          run_dir_.string());
+      return;
     }
     spdlog::info("done in {} (train {}): accuracy {:.4f} (best {:.4f}){}; wrote {}",
                  format_mm_ss(summary.total_seconds), format_mm_ss(summary.train_seconds),

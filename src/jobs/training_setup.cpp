@@ -27,12 +27,34 @@ void log_dataset(const DatasetIndex& index) {
                index.valid.size(), index.split, classes);
   for (const std::string& note : index.notes) spdlog::warn("data: {}", note);
   spdlog::info("train: {}", describe_class_counts(index.train, index.classes));
-  spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
+  if (!index.valid.empty())
+    spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
 }
 
 // Refuses, before any training, a split that cannot fill what training needs: fewer readable
 // training images than one batch, or a validation split without a readable image (every rank
 // checks the same files and comes to the same answer).
+// data.valid_pct 0 left no validation split: what judges by validation is refused, the rest is
+// said once, plainly.
+void check_no_validation(const Config& config) {
+  if (config.train.early_stopping.patience > 0) {
+    throw ConfigError(
+        "train.early_stopping judges by validation, and data.valid_pct 0 leaves no "
+        "validation split",
+        "set train.early_stopping.patience: 0, or data.valid_pct above 0");
+  }
+  if (config.train.schedule == ScheduleKind::kPlateau) {
+    throw ConfigError(
+        "train.schedule plateau lowers the LR when validation stops improving, and "
+        "data.valid_pct 0 leaves no validation split",
+        "choose another train.schedule (one_cycle, cosine, ...), or data.valid_pct "
+        "above 0");
+  }
+  spdlog::info(
+      "validation: none (data.valid_pct 0): every image trains; the last epoch's weights are the "
+      "result (best.ckpt is the last epoch's), with no validation loss, accuracy or TTA");
+}
+
 void check_readable_splits(const Config& config, const TrainingSetup& setup, bool with_valid) {
   const Loader& train = *setup.train_loader;
   const std::string unreadable = std::to_string(train.size() - train.planned()) + " unreadable";
@@ -183,6 +205,10 @@ TrainingSetup make_training_setup(const Config& config, const torch::Device& dev
         std::make_unique<DeviceCacheSource>(setup.index.train, setup.train_options, device);
   }
   setup.train_loader = std::make_unique<Loader>(setup.index.train, setup.train_options);
+  if (with_valid && setup.index.valid.empty()) {
+    check_no_validation(config);
+    with_valid = false;  // no validation loader: the trainer skips validation
+  }
   if (with_valid)
     setup.valid_loader = std::make_unique<Loader>(std::move(valid), setup.valid_options);
   check_readable_splits(config, setup, with_valid);

@@ -40,6 +40,10 @@ std::string summary_json(const RunSummary& s) {
        s.stopped_early.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stopped_early)},
       {"task", s.multi_label ? "multi_label" : "single_label"},
   };
+  // Said plainly: with no validation split the figures above are null, not measured.
+  j["validation"] = s.valid_images > 0 ? "valid split"
+                                       : "none (data.valid_pct 0): every image trained; the last "
+                                         "epoch's weights are the result";
   j["data_cache"] = nullptr;
   if (const auto& c = s.data_cache) {
     const std::uint64_t lookups = c->hits + c->misses;

@@ -144,7 +144,12 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
       {"thresholds", eval_.thresholds},
       {"temperature", eval_.temperature},
       {"image_size", size},
-      {"eval_transform", {{"resize", size}, {"crop", size}, {"interpolation", "area"}}},
+      {"eval_transform",
+       {{"resize", size},
+        {"crop", size},
+        {"interpolation", "area"},
+        {"method", resize_method_name(loaded_.config.data.resize_method)},
+        {"pad_mode", pad_mode_name(loaded_.config.data.pad_mode)}}},
       {"checkpoint", std::filesystem::path(request.checkpoint).filename().string()},
       {"checkpoint_sha256", sha256_file(request.checkpoint)},
       {"weights", loaded_.ema ? "ema" : "model"},
@@ -348,7 +353,10 @@ std::optional<torch::Tensor> Service::decode(const ImagePart& part, std::string*
   std::shared_lock<ComputeGate> shared(gate_, std::defer_lock);
   if (!header || header->pixels() <= kGatedDecodePixels) shared.lock();
   try {
-    return load_square_image(input, loaded_.config.data.image_size, {}, error, limits_, &budget_);
+    const DataConfig& data = loaded_.config.data;
+    return load_square_image(input, data.image_size,
+                             CropFlip{.framing = {data.resize_method, data.pad_mode}}, error,
+                             limits_, &budget_);
   } catch (const std::exception& e) {
     *error = e.what();
     return std::nullopt;

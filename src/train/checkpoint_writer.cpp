@@ -173,7 +173,10 @@ void CheckpointWriter::save(const TrainState& state, const EpochStats* epoch, co
   }
   const bool lower = lower_is_better(options_.best_monitor);
   const double value = epoch == nullptr ? 0.0 : monitor_value(*epoch, options_.best_monitor);
-  const bool new_best = epoch != nullptr && (lower ? value < best_value_ : value > best_value_);
+  // An epoch without validation (NaN: data.valid_pct 0) is the best so far: the last weights
+  // are the result.
+  const bool new_best = epoch != nullptr &&
+                        (std::isnan(value) || (lower ? value < best_value_ : value > best_value_));
   if (new_best) {
     best_value_ = value;
     best_accuracy_ = epoch->accuracy;

@@ -190,7 +190,10 @@ EpochStats Trainer::validate_epoch(const StagePlan& stage, double data_wait) {
   epoch.train_loss = count > 0 ? at.loss_avg / (1.0 - std::pow(kLossSmoothing, count)) : 0.0;
   epoch.data_wait_seconds = data_wait;
   ctx_.valid_accuracy.reset();
-  if (valid_ == nullptr) return epoch;
+  if (valid_ == nullptr) {  // not measured (data.valid_pct 0): NaN, written as such
+    epoch.valid_loss = epoch.accuracy = epoch.error_rate = std::nan("");
+    return epoch;
+  }
   ctx_.valid_batches = valid_->batches_per_epoch();
   fire(&Hook::validation_begin);
   EvalResult valid;

@@ -336,6 +336,28 @@ TEST_CASE("the modern recipe's keys: read, bounded, refused with the key, writte
              Contains("data.size_schedule: expected [epoch, size] pairs with ascending epochs"));
   CHECK_THAT(error_of_string("data:\n  size_schedule: [[0, 8]]\n"),
              Contains("data.size_schedule: expected sizes from 16 to 4096 pixels"));
+  const Config framed = load_config_from_string(
+      "data:\n  resize_method: pad\n  pad_mode: zeros\n"
+      "  augment: {crop: random_resized, scale: [0.35, 1], ratio: [0.5, 2]}\n",
+      "t.yaml");
+  CHECK(framed.data.resize_method == ResizeMethod::kPad);
+  CHECK(framed.data.pad_mode == PadMode::kZeros);
+  CHECK(framed.data.augment.crop == TrainCrop::kRandomResized);
+  CHECK(framed.data.augment.scale == std::vector<double>{0.35, 1});
+  CHECK(framed.data.augment.ratio == std::vector<double>{0.5, 2});
+  Config framed_again = load_config_from_string(to_yaml(framed), "written.yaml");
+  framed_again.source = framed.source;
+  CHECK(framed_again == framed);
+  CHECK(defaults.data.resize_method == ResizeMethod::kCrop);
+  CHECK(defaults.data.augment.crop == TrainCrop::kResize);
+  CHECK_THAT(error_of_string("data:\n  resize_method: stretch\n"),
+             Contains("data.resize_method: expected one of crop, squish, pad, got stretch"));
+  CHECK_THAT(error_of_string("data:\n  pad_mode: mirror\n"),
+             Contains("data.pad_mode: expected one of reflection, zeros, border"));
+  CHECK_THAT(error_of_string("data:\n  augment: {scale: [0, 1]}\n"),
+             Contains("data.augment.scale: expected [min, max] with 0 < min <= max <= 1"));
+  CHECK_THAT(error_of_string("data:\n  augment: {ratio: [2, 0.5]}\n"),
+             Contains("data.augment.ratio: expected [min, max] with 0.001 <= min <= max"));
   CHECK_THAT(error_of_string("data:\n  size_schedule: [64, 128]\n"),
              Contains("data.size_schedule: expected a list of [epoch, size] pairs"));
   CHECK_THAT(error_of_string("data:\n  augment: {random_erasing: {value: noise}}\n"),

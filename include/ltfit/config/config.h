@@ -72,8 +72,12 @@ struct AugmentConfig {
   double max_warp = 0.2;      // symmetric perspective warp magnitude; 0 disables
   double p_affine = 0.75;     // probability of each affine transform (rotate, zoom, warp)
   double p_lighting = 0.75;   // probability of each lighting transform
-  bool random_crop = true;    // training crop of the shorter side's square at a random position;
-                              // false: centred, as validation crops
+  bool random_crop = true;    // the training window (data.resize_method's) at a random position;
+                              // false: centred, as validation's
+  TrainCrop crop = TrainCrop::kResize;      // resize: data.resize_method's window; random_resized
+  std::vector<double> scale = {0.08, 1.0};  // random_resized: the area fraction range
+  std::vector<double> ratio = {0.75,
+                               4.0 / 3.0};      // random_resized: aspect ratio range (log-uniform)
   RandomErasingConfig random_erasing;           // torchvision's RandomErasing, after normalization
   AugmentPolicy policy = AugmentPolicy::kNone;  // none | rand_augment | trivial_augment
   RandAugmentConfig rand_augment;               // policy: rand_augment
@@ -136,6 +140,8 @@ struct DataConfig {
   std::string train_folder = "train";                // folders layout: the training split's folder
   std::string valid_folder = "valid";  // folders layout: the validation split's folder
   int image_size = 224;                // side of the square training image, pixels
+  ResizeMethod resize_method = ResizeMethod::kCrop;  // how an image becomes a square
+  PadMode pad_mode = PadMode::kReflection;           // what fills pixels outside the image
   int batch_size = 16;    // images per batch; at least 2 (BatchNorm needs 2 per training batch)
   int workers = 0;        // loader threads, 1 to kMaxLoaderWorkers; 0 means auto (one per core)
   AugmentConfig augment;  // training augmentation

@@ -40,6 +40,34 @@ enum class AugmentPlace {
 AugmentPlace parse_augment_place(std::string_view text);  // "host" | "device"
 const std::string& augment_place_name(AugmentPlace place);
 
+// `data.resize_method`: how an image becomes a square (fastai's ResizeMethod), validation and
+// training alike.
+enum class ResizeMethod {
+  kCrop,    // the shorter side's square (training: at a random position, data.augment.random_crop)
+  kSquish,  // the whole image, its aspect ratio not kept
+  kPad,     // the longer side's square, the image inside it and the rest padded (data.pad_mode)
+};
+ResizeMethod parse_resize_method(std::string_view text);  // "crop" | "squish" | "pad"
+const std::string& resize_method_name(ResizeMethod method);
+
+// `data.pad_mode`: what fills pixels outside the image (fastai's PadMode): resize_method pad and
+// the training warps.
+enum class PadMode {
+  kReflection,  // mirrored without repeating the edge (torch's 'reflect', OpenCV's REFLECT_101)
+  kZeros,       // black
+  kBorder,      // the edge pixel repeated (torch's 'replicate')
+};
+PadMode parse_pad_mode(std::string_view text);  // "reflection" | "zeros" | "border"
+const std::string& pad_mode_name(PadMode mode);
+
+// `data.augment.crop`: the training crop.
+enum class TrainCrop {
+  kResize,         // data.resize_method's window (at a random position with random_crop)
+  kRandomResized,  // torchvision's RandomResizedCrop (data.augment.scale, data.augment.ratio)
+};
+TrainCrop parse_train_crop(std::string_view text);  // "resize" | "random_resized"
+const std::string& train_crop_name(TrainCrop crop);
+
 // `data.cache`: where decoded images are kept between epochs (ltfit/data/decode_cache.h).
 enum class DataCache {
   kNone,    // decoded from the file every time

@@ -19,11 +19,30 @@
 #include "ltfit/config/config.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
+#include "ltfit/data/image_io.h"
 #include "ltfit/data/sample.h"
 
 namespace ltfit {
 
 class DecodedImageCache;  // ltfit/data/decode_cache.h
+
+// data.augment.crop random_resized: what a RandomResizedCrop box is drawn from.
+struct ResizedCropDraw {
+  std::uint64_t seed = 0;  // torch.manual_seed's (below 2^63)
+  std::array<double, 2> scale = {0.08, 1.0};
+  std::array<double, 2> ratio = {0.75, 4.0 / 3.0};
+};
+
+// A box of whole pixels: x, y its top-left corner.
+struct PixelBox {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// torchvision's RandomResizedCrop.get_params(img, scale, ratio) for an image of width × height
+// after torch.manual_seed(draw.seed): up to 10 tries of an area fraction (uniform in scale) and a
+// log-uniform aspect ratio, the same float32 draws from LibTorch's CPU generator, Python's
+// rounding, then the central fallback. The box lies inside the image. width, height >= 1.
+PixelBox random_resized_box(const ResizedCropDraw& draw, int width, int height);
 
 // One sample's augmentation. The defaults are the identity on a centre crop.
 struct AugmentParams {
@@ -41,14 +60,23 @@ struct AugmentParams {
   // for it, not for this draw's zoom, so an image decodes at the same scale every epoch (and
   // data.cache: ram finds it). Not part of the geometry.
   double decode_zoom = 1.0;
+  // The window the output is drawn from (data.resize_method) and the fill outside the image
+  // (data.pad_mode: also the warps' border).
+  Framing framing;
+  // data.augment.crop random_resized: the window is random_resized_box(*resized_crop, ...), not
+  // the framing's at the crop position. With no rotation, zoom or warp drawn, it is resized as
+  // torchvision resizes it (Pillow's antialiased bilinear, from the full-size decode).
+  std::optional<ResizedCropDraw> resized_crop;
 };
 
 // `params` with only its crop position kept: no flip, rotation, zoom, warp or lighting (the
 // loader's part when data.augment.on is device).
 AugmentParams crop_only(const AugmentParams& params);
 
-// Draws one sample's parameters per fastai's get_transforms() and `config`.
-AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed);
+// Draws one sample's parameters per fastai's get_transforms() and `config`, framed by `framing`
+// (data.resize_method, data.pad_mode).
+AugmentParams draw_augment(const AugmentConfig& config, std::uint64_t seed,
+                           const Framing& framing = {});
 
 // Row-major 3x3 matrix mapping an output pixel (x, y, 1) of the size x size result to source
 // pixel coordinates in an image of src_width x src_height (homogeneous; divide by the third).

@@ -13,6 +13,7 @@
 
 #include <torch/types.h>
 
+#include "ltfit/config/config_enums.h"
 #include "ltfit/data/decode_budget.h"
 #include "ltfit/data/image_header.h"
 #include "ltfit/data/sample.h"
@@ -21,17 +22,29 @@ namespace ltfit {
 
 class DecodedImageCache;  // ltfit/data/decode_cache.h
 
-// Geometry of one training sample's augmentation, drawn by the loader from its generator.
-struct CropFlip {
-  double scale = 1.0;     // crop side as a fraction of the shorter side, (0, 1]
-  double offset_x = 0.5;  // crop centre position along x in [0,1] of the free range
-  double offset_y = 0.5;  // same along y
-  bool flip = false;      // mirror horizontally
+// How an image becomes a square (data.resize_method, data.pad_mode: fastai's Resize).
+struct Framing {
+  ResizeMethod method = ResizeMethod::kCrop;
+  PadMode pad = PadMode::kReflection;
 };
 
-// Decodes `input` (a file, or pixels a sample holds) to RGB, takes the square crop described by
-// `crop` (centre crop of the shorter side when scale is 1 and offsets 0.5), resizes it to size×size
-// with area/bilinear filtering. Returns uint8 [size,size,3] RGB, or nullopt with `error` set. The
+// The OpenCV border mode of `mode`: reflection REFLECT_101, zeros CONSTANT (0), border REPLICATE.
+int opencv_border(PadMode mode);
+
+// Geometry of one sample's square: the window `framing` names, scaled and placed.
+struct CropFlip {
+  double scale = 1.0;     // window side as a fraction of its full side, (0, 1] (crop, pad)
+  double offset_x = 0.5;  // window position along x in [0,1] of the free range (crop, pad)
+  double offset_y = 0.5;  // same along y
+  bool flip = false;      // mirror horizontally
+  Framing framing;        // crop: the shorter side's square; squish: the image; pad: the longer's
+};
+
+// Decodes `input` (a file, or pixels a sample holds) to RGB, takes the window described by
+// `crop` (at scale 1 and offsets 0.5: the centred square of the shorter side for crop, the whole
+// image for squish, the centred square of the longer side for pad, the outside filled by its pad
+// mode), resizes it to size×size with area/bilinear filtering. Returns uint8 [size,size,3] RGB,
+// or nullopt with `error` set. The
 // file must pass `limits` (data.max_pixels, data.formats) before it is decoded; the decode holds
 // its estimated memory from `budget` (nullptr: the process-wide default_decode_budget()); with
 // `cache` (data.cache: ram), the decoded image is looked up there first and kept there

@@ -30,6 +30,10 @@ struct ExportMeta {
   // CenterCrop(image_size) with `interpolation` (bilinear | bicubic) instead.
   int eval_resize = 0;
   std::string interpolation = "bilinear";
+  // eval_transform.method and pad_mode: data.resize_method and data.pad_mode of the training
+  // (crop | squish | pad; reflection | zeros | border); absent in older files: crop, reflection.
+  std::string resize_method = "crop";
+  std::string pad_mode = "reflection";
   // multi_label: a sigmoid per class, a class predicted when above its threshold (absent in
   // files written before ltfit had the task: single_label)
   std::string task = "single_label";
@@ -52,7 +56,8 @@ void write_export_meta(const std::string& weights, const ExportMeta& meta);
 // ignored with a warning). CheckpointError (exit 4) naming it when it cannot be read, or says it
 // is an ltfit export's description but is not a whole one of this version, or when a field is out
 // of range (eval_transform: crop and resize integers from 16 to 4096, crop <= resize,
-// interpolation bilinear or bicubic), naming the field.
+// interpolation bilinear or bicubic, method crop, squish or pad, pad_mode reflection, zeros
+// or border), naming the field.
 std::optional<ExportMeta> read_export_meta(const std::string& weights);
 
 }  // namespace ltfit

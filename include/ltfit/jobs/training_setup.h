@@ -28,7 +28,8 @@ struct TrainingSetup {
   std::unique_ptr<Loader> train_loader;  // shuffled, augmented
   // data.cache: device: the training batches, drawn on the device; null: train_loader's.
   std::unique_ptr<DeviceCacheSource> device_batches;
-  std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for
+  std::unique_ptr<Loader> valid_loader;  // in order; null unless asked for, or with no
+                                         // validation split (data.valid_pct 0)
   Classifier model{nullptr};             // on the device, in channels_last if configured
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train.optimizer, one group per layer group
   torch::Tensor class_weights;  // train.class_weights per class (CPU); undefined for none

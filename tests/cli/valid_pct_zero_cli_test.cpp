@@ -1,0 +1,82 @@
+// `data.valid_pct: 0`, training on all the data (issue 44), end to end: every image trains, the
+// log and summary.json say there is no validation, no figure is made up (accuracy null, NaN in
+// epochs.csv), best.ckpt is the last epoch's, predict reads the run; what judges by validation
+// (early stopping, the plateau schedule) is refused before training. The run also frames its
+// images with data.resize_method squish and data.augment.crop random_resized. Tiny runs: 32 px,
+// 16 images, CPU.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "ltfit/train/checkpoint.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using ltfit::testing::read_file;
+using ltfit::testing::run_ltfit;
+using ltfit::testing::TempDir;
+
+namespace {
+
+std::string all_data_config(const fs::path& root, const std::string& train_extra) {
+  return "run: {name: all, seed: 3, deterministic: true}\n"
+         "data: {root: " +
+         root.string() +
+         ", layout: kaggle, valid_pct: 0, image_size: 32, batch_size: 8, workers: 1,\n"
+         "       resize_method: squish, augment: {crop: random_resized, scale: [0.3, 1]}}\n"
+         "model: {arch: resnet18, pretrained: none, head: linear}\n"
+         "train: {recipe: one_cycle, epochs: 2, lr: 2.0e-3, device: cpu" +
+         train_extra + "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("data.valid_pct 0 trains on every image and says there is no validation",
+          "[cli][valid_pct]") {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  REQUIRE(run_ltfit("synth --out " + data.string() +
+                    " --layout kaggle --train 12 --valid 4 "
+                    "--seed 2")
+              .exit_code == 0);
+  ltfit::testing::write_file(dir.path() / "c.yaml", all_data_config(data, ""));
+  const fs::path run = dir.path() / "run";
+  const auto trained = run_ltfit("train --config " + (dir.path() / "c.yaml").string() +
+                                 " --run-dir " + run.string());
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  CHECK_THAT(trained.output, Contains("16 train / 0 valid images"));
+  CHECK_THAT(trained.output, Contains("validation: none (data.valid_pct 0)"));
+  CHECK_THAT(trained.output,
+             Contains("no validation (data.valid_pct 0), the last epoch's weights"));
+  const auto summary = nlohmann::json::parse(read_file(run / "summary.json"));
+  CHECK(summary["train_images"] == 16);
+  CHECK(summary["valid_images"] == 0);
+  CHECK(summary["accuracy"].is_null());
+  CHECK(summary["valid_loss"].is_null());
+  CHECK(summary["tta_accuracy"].is_null());
+  CHECK(summary["validation"].get<std::string>().rfind("none (data.valid_pct 0)", 0) == 0);
+  CHECK_THAT(read_file(run / "epochs.csv"), Contains(",nan,nan,nan,"));
+  // best.ckpt: the last epoch's weights.
+  const auto best = ltfit::read_checkpoint_meta((run / "checkpoints/best.ckpt").string());
+  CHECK(best.epochs_done == 2);
+  const auto predicted =
+      run_ltfit("predict --checkpoint " + (run / "checkpoints/best.ckpt").string() + " --json " +
+                (data / "train").string());
+  INFO(predicted.output);
+  CHECK(predicted.exit_code == 0);
+
+  // What needs validation is refused, naming the key, before any training (exit 2).
+  for (const std::string& extra :
+       {std::string(", early_stopping: {patience: 2}"), std::string(", schedule: plateau")}) {
+    ltfit::testing::write_file(dir.path() / "bad.yaml", all_data_config(data, extra));
+    const auto refused = run_ltfit("train --config " + (dir.path() / "bad.yaml").string() +
+                                   " --run-dir " + (dir.path() / "bad").string());
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains("data.valid_pct 0 leaves no validation split"));
+  }
+}
