@@ -5,7 +5,11 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,16 +22,19 @@
 #include "ltfit/model/arch_registry.h"
 #include "ltfit/model/imagenet_classes.h"
 #include "ltfit/model/pretrained.h"
+#include "ltfit/model/timm_hub.h"
 #include "ltfit/model/timm_names.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/input_file.h"
 
 namespace ltfit {
 
 namespace {
 
 constexpr int kWeightsBatchSize = 64;
+constexpr std::size_t kMaxTimmConfigBytes = 1u << 20;  // as timm_hub reads it
 
 // The arch of --weights: --arch, else its export's description; they must agree.
 std::string weights_arch(const PredictRequest& request, const std::optional<ExportMeta>& meta) {
@@ -62,6 +69,31 @@ std::vector<std::string> weights_classes(const PredictRequest& request,
   return names;
 }
 
+// A timm hub snapshot's config.json beside `weights` (its model.safetensors): nullopt when there
+// is none, or it is someone else's (no pretrained_cfg); else what it says, checked for `arch`.
+std::optional<TimmDataConfig> timm_config_beside(const std::string& weights, const ArchInfo& arch) {
+  const std::filesystem::path config = std::filesystem::path(weights).parent_path() / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config, ec)) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(
+      read_input_file(config.string(), "timm's config.json", kMaxTimmConfigBytes), nullptr,
+      /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("pretrained_cfg")) return std::nullopt;
+  return read_timm_config(config.string(), arch, weights);
+}
+
+// timm's eval transform from its config.json, the arch's where it says nothing: Resize(floor(
+// input_size / crop_pct)) and CenterCrop(input_size) with its interpolation.
+EvalTransform timm_eval_transform(const TimmDataConfig& timm, const ArchInfo& arch) {
+  const int crop = timm.input_size > 0 ? timm.input_size : arch.eval_crop;
+  const double crop_pct =
+      timm.crop_pct > 0 ? timm.crop_pct : static_cast<double>(arch.eval_crop) / arch.eval_resize;
+  const int resize = std::max(crop, static_cast<int>(std::floor(crop / crop_pct)));
+  return {
+      resize, crop,
+      resample_filter_named(timm.interpolation.empty() ? arch.interpolation : timm.interpolation)};
+}
+
 // The model a weight file holds, as it is: its own head (fastai's or the arch's torchvision
 // classifier) for its own number of classes, loaded strictly. With the description `ltfit export`
 // writes, its classes and the checkpoint's validation transform (as predict --checkpoint); else
@@ -91,11 +123,22 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
     p.eval.thresholds = meta->thresholds;  // sigmoids, and the labels above threshold
   }
   if (meta) {
+    p.model->set_input_normalization(meta->normalization);
     p.loader.data.image_size = meta->image_size;
+    p.loader.data.resize_method = parse_resize_method(meta->resize_method);  // checked when read
+    p.loader.data.pad_mode = parse_pad_mode(meta->pad_mode);
     if (meta->eval_resize > meta->image_size) {  // a torchvision Resize + CenterCrop
       p.loader.eval_transform = EvalTransform{meta->eval_resize, meta->image_size,
                                               resample_filter_named(meta->interpolation)};
     }
+  } else if (const auto timm = timm_config_beside(request.weights, arch)) {
+    if (timm->normalization) p.model->set_input_normalization(*timm->normalization);
+    p.loader.eval_transform = timm_eval_transform(*timm, arch);
+    p.loader.data.image_size = p.loader.eval_transform->crop;
+    spdlog::info(
+        "--weights {}: timm's eval transform and normalization from the config.json "
+        "beside it (resize {}, crop {})",
+        request.weights, p.loader.eval_transform->resize, p.loader.eval_transform->crop);
   } else {
     p.loader.data.image_size = arch.eval_crop;
     p.loader.eval_transform =

@@ -115,7 +115,7 @@ std::string resolve_pretrained_file(const PretrainedWeights& weights, const std:
   }
   if (weights.kind == PretrainedWeights::Kind::kTimm) {
     const TimmFiles files = fetch_timm_weights(weights.path);
-    check_timm_config(files.config, arch_info(arch), weights.path);
+    read_timm_config(files.config, arch_info(arch), weights.path);  // checks the architecture
     return files.weights;
   }
   const std::string& pretrained = weights.path;

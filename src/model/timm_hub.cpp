@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ltfit/model/pretrained.h"
@@ -161,9 +162,100 @@ TimmFiles fetch_timm_weights(const std::string& name) {
   return download_timm(name, ours);
 }
 
-void check_timm_config(const std::string& config_path, const ArchInfo& arch,
-                       const std::string& name) {
-  if (config_path.empty()) return;
+namespace {
+
+// timm's model names ("architecture" in config.json) whose model is a torchvision architecture
+// of another name, module for module (the rest share torchvision's names: resnet50,
+// convnext_tiny, efficientnet_b0). timm's regnety_008 is absent on purpose: its stage widths are
+// not regnet_y_800mf's (timm_names.h).
+constexpr std::pair<const char*, const char*> kTimmArchitectures[] = {
+    {"regnety_008_tv", "regnet_y_800mf"},
+    {"regnety_016", "regnet_y_1_6gf"},
+    {"mobilenetv3_large_100", "mobilenet_v3_large"},
+    {"mobilenetv3_small_100", "mobilenet_v3_small"},
+    {"vit_base_patch16_224", "vit_b_16"},
+};
+
+// The ltfit arch of timm's `architecture`: kTimmArchitectures' entry, else the same name.
+std::string timm_architecture_arch(const std::string& architecture) {
+  for (const auto& [timm, ours] : kTimmArchitectures) {
+    if (architecture == timm) return ours;
+  }
+  return architecture;
+}
+
+// ConfigError unless timm's config.json (`config`) names a model of `arch`.
+void check_timm_architecture(const nlohmann::json& config, const ArchInfo& arch,
+                             const std::string& name) {
+  const std::string architecture =
+      config.is_object() && config.contains("architecture") && config["architecture"].is_string()
+          ? config["architecture"].get<std::string>()
+          : "";
+  if (!architecture.empty() && timm_architecture_arch(architecture) == arch.name) return;
+  std::string hint =
+      "set model.arch to the weights' architecture, or choose timm weights of model.arch";
+  if (architecture == "regnety_008") {
+    hint =
+        "timm's regnety_008 is not torchvision's regnet_y_800mf (pycls' stage widths): for "
+        "regnet_y_800mf choose timm/regnety_008_tv.tv2_in1k";
+  }
+  const std::string ours = timm_architecture_arch(architecture);
+  throw ConfigError("model.pretrained: timm/" + name + " holds a " +
+                        (architecture.empty() ? std::string("model of no named architecture")
+                                              : "'" + architecture + "'") +
+                        (ours != architecture ? " (ltfit's " + ours + ")" : "") +
+                        ", and model.arch is '" + arch.name + "'",
+                    hint);
+}
+
+// pretrained_cfg[key] as 3 finite numbers (each > 0 when `positive`); nullopt when not stated.
+std::optional<std::array<float, 3>> timm_triple(const nlohmann::json& cfg, const char* key,
+                                                bool positive, const std::string& path) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return std::nullopt;
+  const nlohmann::json& values = cfg[key];
+  std::array<float, 3> out{};
+  bool good = values.is_array() && values.size() == 3;
+  for (std::size_t c = 0; good && c < 3; ++c) {
+    good = values[c].is_number() && std::isfinite(values[c].get<double>()) &&
+           std::abs(values[c].get<double>()) <= 1e3 && (!positive || values[c].get<double>() > 0);
+    if (good) out[c] = values[c].get<float>();
+  }
+  if (!good) {
+    throw CheckpointError(path + ": pretrained_cfg." + key + " is " + values.dump() +
+                          ", not 3 finite numbers" + (positive ? " above 0" : ""));
+  }
+  return out;
+}
+
+// pretrained_cfg's input_size ([3, S, S]), crop_pct and interpolation into `out`.
+void read_timm_eval(const nlohmann::json& cfg, const std::string& path, TimmDataConfig& out) {
+  if (const auto& size = cfg.value("input_size", nlohmann::json()); !size.is_null()) {
+    const bool square = size.is_array() && size.size() == 3 && size[1].is_number_integer() &&
+                        size[1] == size[2] && size[1].get<std::int64_t>() >= 16 &&
+                        size[1].get<std::int64_t>() <= 4096;
+    if (!square) {
+      throw CheckpointError(path + ": pretrained_cfg.input_size is " + size.dump() +
+                            ", not [3, S, S] with S from 16 to 4096");
+    }
+    out.input_size = size[1].get<int>();
+  }
+  if (const auto& crop = cfg.value("crop_pct", nlohmann::json()); !crop.is_null()) {
+    if (!crop.is_number() || !(crop.get<double>() >= 0.05 && crop.get<double>() <= 1.0)) {
+      throw CheckpointError(path + ": pretrained_cfg.crop_pct is " + crop.dump() +
+                            ", not a number from 0.05 to 1");
+    }
+    out.crop_pct = crop.get<double>();
+  }
+  const std::string interpolation = cfg.value("interpolation", std::string());
+  if (interpolation == "bilinear" || interpolation == "bicubic") out.interpolation = interpolation;
+}
+
+}  // namespace
+
+TimmDataConfig read_timm_config(const std::string& config_path, const ArchInfo& arch,
+                                const std::string& name) {
+  TimmDataConfig out;
+  if (config_path.empty()) return out;
   nlohmann::json config;
   try {
     config =
@@ -171,37 +263,19 @@ void check_timm_config(const std::string& config_path, const ArchInfo& arch,
   } catch (const nlohmann::json::exception&) {
     throw CheckpointError("timm/" + name + ": " + config_path + " is not JSON");
   }
-  const std::string architecture =
-      config.is_object() && config.contains("architecture") && config["architecture"].is_string()
-          ? config["architecture"].get<std::string>()
-          : "";
-  if (architecture != arch.name) {
-    throw ConfigError("model.pretrained: timm/" + name + " holds a " +
-                          (architecture.empty() ? std::string("model of no named architecture")
-                                                : "'" + architecture + "'") +
-                          ", and model.arch is '" + arch.name + "'",
-                      "set model.arch to the weights' architecture, or choose timm weights of "
-                      "model.arch");
-  }
+  check_timm_architecture(config, arch, name);
   const nlohmann::json cfg = config.value("pretrained_cfg", nlohmann::json::object());
-  const auto same = [](const nlohmann::json& values, const std::array<float, 3>& ours) {
-    if (!values.is_array() || values.size() != 3) return true;  // not stated: the defaults
-    for (std::size_t c = 0; c < 3; ++c) {
-      if (!values[c].is_number() || std::abs(values[c].get<double>() - ours[c]) > 1e-6) {
-        return false;
-      }
-    }
-    return true;
-  };
-  if (cfg.is_object() && (!same(cfg.value("mean", nlohmann::json()), arch.normalization.mean) ||
-                          !same(cfg.value("std", nlohmann::json()), arch.normalization.std))) {
-    throw ConfigError("model.pretrained: timm/" + name + " was trained with mean " +
-                          cfg.value("mean", nlohmann::json()).dump() + " and std " +
-                          cfg.value("std", nlohmann::json()).dump() +
-                          ", not the ImageNet statistics ltfit normalises " + arch.name +
-                          "'s inputs with",
-                      "choose timm weights trained with ImageNet's mean and std");
+  if (!cfg.is_object()) return out;
+  const auto mean = timm_triple(cfg, "mean", false, config_path);
+  const auto std = timm_triple(cfg, "std", true, config_path);
+  if (mean || std) {
+    ImageNormalization n = arch.normalization;
+    if (mean) n.mean = *mean;
+    if (std) n.std = *std;
+    out.normalization = n;
   }
+  read_timm_eval(cfg, config_path, out);
+  return out;
 }
 
 }  // namespace ltfit

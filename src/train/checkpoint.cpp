@@ -5,11 +5,13 @@
 #include "ltfit/train/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -277,6 +279,31 @@ auto checked(const std::string& path, Body body) {
   }
 }
 
+// `input_normalization` (optional: files written before ltfit kept it hold the arch's), checked:
+// 3 finite means, 3 finite standard deviations above 0.
+std::optional<ImageNormalization> read_input_normalization(const CheckpointFields& f,
+                                                           const Value& root) {
+  const Value* saved = pickle::find_entry(root, "input_normalization");
+  if (saved == nullptr) return std::nullopt;
+  f.of_kind(*saved, Kind::kDict, "input_normalization");
+  ImageNormalization n;
+  for (const auto& [key, values] : {std::pair{"mean", &n.mean}, {"std", &n.std}}) {
+    const std::string path = std::string("input_normalization.") + key;
+    const Value& list = f.of_kind(f.at(*saved, key, "input_normalization"), Kind::kList, path);
+    if (list.items.size() != 3) f.fail(path, "does not hold 3 numbers");
+    for (std::size_t c = 0; c < 3; ++c) {
+      const double v = f.number(*list.items[c], path);
+      const bool is_std = std::string_view(key) == "std";
+      if (!std::isfinite(v) || std::abs(v) > 1e3 || (is_std && !(v > 0))) {
+        f.fail(path, is_std ? "holds a value that is not a finite number above 0"
+                            : "holds a value that is not a finite number");
+      }
+      (*values)[c] = static_cast<float>(v);
+    }
+  }
+  return n;
+}
+
 // Checks everything in `archive` against the model (and optimizer), then loads it.
 CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, Classifier& model,
                          torch::optim::Optimizer* optimizer, bool restore_rng) {
@@ -285,6 +312,7 @@ CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, C
   CheckpointMeta meta = read_meta(f, root);
   return checked(path, [&] {
     const auto copies = stage_model(f, root, model);
+    const std::optional<ImageNormalization> normalization = read_input_normalization(f, root);
     std::function<void()> set_optimizer, set_rng;
     if (optimizer) {
       const std::string saved_type = f.text(root, "optimizer_type", "");
@@ -303,6 +331,7 @@ CheckpointMeta load_into(const TorchArchive& archive, const std::string& path, C
       torch::NoGradGuard no_grad;
       for (auto& [target, source] : copies) target.copy_(source);
     }
+    if (normalization) model->set_input_normalization(*normalization);
     if (set_optimizer) set_optimizer();
     if (set_rng) set_rng();
     return meta;

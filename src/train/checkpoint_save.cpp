@@ -3,6 +3,7 @@
 // order), capture_rng_states, and save_optimizer_state's snapshot; checkpoint.cpp reads them back.
 #include "ltfit/train/checkpoint.h"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -89,9 +90,28 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
   w.set_items();
 }
 
+// The model's input normalization ({"mean": [3 floats], "std": [3 floats]}): the arch's, or the
+// pretrained weights' own (timm's config.json), restored with the weights.
+void write_input_normalization(pickle::PickleWriter& w, const ImageNormalization& n) {
+  const auto three = [&w](const char* key, const std::array<float, 3>& values) {
+    w.string(key);
+    w.empty_list();
+    w.mark();
+    for (const float v : values) w.real(v);
+    w.appends();
+  };
+  w.string("input_normalization");
+  w.empty_dict();
+  w.mark();
+  three("mean", n.mean);
+  three("std", n.std);
+  w.set_items();
+}
+
 // Parameters, then buffers, as an OrderedDict of tensors.
 void write_model(TorchArchiveWriter& out, Classifier& model) {
   pickle::PickleWriter& w = out.pickle();
+  write_input_normalization(w, model->input_normalization());
   w.string("model");
   w.global("collections", "OrderedDict");
   w.empty_tuple();

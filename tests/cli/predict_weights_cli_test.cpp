@@ -235,3 +235,49 @@ TEST_CASE("export .safetensors: predict --weights gives --checkpoint's logits, b
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.output, Contains("text.safetensors"));
 }
+
+TEST_CASE("predict --weights of a timm snapshot: timm's eval transform and normalization",
+          "[cli][predict][timm]") {
+  TempDir dir;
+  ltfit::testing::write_small_synth(dir.path() / "photos", 2, 4, 40, 60, 3);
+  const std::string photos = dir.str() + "/photos/valid";
+  torch::manual_seed(4);
+  ltfit::Classifier model = ltfit::make_classifier("resnet18", 3, ltfit::HeadKind::kLinear);
+  ltfit::StateDict state;
+  for (const auto& item : model->named_parameters()) state.emplace_back(item.key(), item.value());
+  for (const auto& item : model->named_buffers()) state.emplace_back(item.key(), item.value());
+  const fs::path snapshot = dir.path() / "models--timm--resnet18.x/snapshots/abc";
+  ltfit::testing::write_file(snapshot / "model.safetensors", ltfit::safetensors_bytes(state));
+  const std::string weights = (snapshot / "model.safetensors").string();
+  const auto plain =
+      predict_weights_cmd("--json --logits --weights " + weights + " --arch resnet18 " + photos);
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);
+  ltfit::testing::write_file(snapshot / "config.json",
+                             nlohmann::json{{"architecture", "resnet18"},
+                                            {"pretrained_cfg",
+                                             {{"mean", {0.5, 0.5, 0.5}},
+                                              {"std", {0.5, 0.5, 0.5}},
+                                              {"input_size", {3, 48, 48}},
+                                              {"crop_pct", 0.75},
+                                              {"interpolation", "bicubic"}}}}
+                                 .dump());
+  const auto timm =
+      predict_weights_cmd("--json --logits --weights " + weights + " --arch resnet18 " + photos);
+  INFO(timm.output);
+  REQUIRE(timm.exit_code == 0);
+  CHECK_THAT(timm.output,
+             Contains("timm's eval transform and normalization from the config.json") &&
+                 Contains("(resize 64, crop 48)"));
+  const auto a = json_lines_of(plain.stdout_text), b = json_lines_of(timm.stdout_text);
+  REQUIRE(a.size() == b.size());
+  CHECK(a[0]["logits"] != b[0]["logits"]);
+  // Another architecture's config.json: refused, naming both (exit 2).
+  ltfit::testing::write_file(
+      snapshot / "config.json",
+      nlohmann::json{{"architecture", "resnet50"}, {"pretrained_cfg", nlohmann::json::object()}}
+          .dump());
+  const auto other = predict_weights_cmd("--weights " + weights + " --arch resnet18 " + photos);
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.output, Contains("'resnet50'"));
+}

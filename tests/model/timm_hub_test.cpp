@@ -6,6 +6,7 @@
 // cache are refused when the config is read.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -95,7 +96,7 @@ TEST_CASE("timm/<name>: downloaded once, verified, then read from the cache",
   const ltfit::TimmFiles files = ltfit::fetch_timm_weights("resnet18.test");
   CHECK(ltfit::testing::read_file(files.weights) == weights);
   CHECK_THAT(files.weights, Contains("timm--resnet18.test"));
-  ltfit::check_timm_config(files.config, ltfit::arch_info("resnet18"), "resnet18.test");
+  ltfit::read_timm_config(files.config, ltfit::arch_info("resnet18"), "resnet18.test");
   server.stop();  // the second time needs no network
   CHECK(ltfit::fetch_timm_weights("resnet18.test").weights == files.weights);
 
@@ -122,15 +123,33 @@ TEST_CASE("timm/<name>: the Hugging Face cache's snapshot, config checked agains
       endpoint("HF_ENDPOINT", "http://127.0.0.1:9");  // nothing listens: must not be asked
   const ltfit::TimmFiles files = ltfit::fetch_timm_weights("resnet50.a1_in1k");
   CHECK(files.weights == (repo / "snapshots" / "abc123" / "model.safetensors").string());
-  ltfit::check_timm_config(files.config, ltfit::arch_info("resnet50"), "resnet50.a1_in1k");
+  const ltfit::TimmDataConfig data =
+      ltfit::read_timm_config(files.config, ltfit::arch_info("resnet50"), "resnet50.a1_in1k");
+  REQUIRE(data.normalization.has_value());
+  CHECK(data.normalization->mean == std::array<float, 3>{0.485f, 0.456f, 0.406f});
+  CHECK(data.input_size == 224);
+  CHECK(data.interpolation == "bicubic");
+  CHECK(data.crop_pct == 0.0);  // not stated
   CHECK_THROWS_WITH(
-      ltfit::check_timm_config(files.config, ltfit::arch_info("resnet18"), "resnet50.a1_in1k"),
+      ltfit::read_timm_config(files.config, ltfit::arch_info("resnet18"), "resnet50.a1_in1k"),
       Contains("holds a 'resnet50', and model.arch is 'resnet18'"));
+  // Another mean and std (timm's augreg ViTs: 0.5): taken, not refused.
   ltfit::testing::write_file(repo / "snapshots" / "abc123" / "config.json",
                              config_json("resnet50", 0.5));
-  CHECK_THROWS_WITH(
-      ltfit::check_timm_config(files.config, ltfit::arch_info("resnet50"), "resnet50.a1_in1k"),
-      Contains("was trained with mean [0.5,"));
+  CHECK(ltfit::read_timm_config(files.config, ltfit::arch_info("resnet50"), "resnet50.a1_in1k")
+            .normalization->mean[0] == 0.5f);
+  // Out-of-range values are refused, naming the field.
+  for (const auto& [key, value] : {std::pair<std::string, nlohmann::json>{"std", {0.2, 0.0, 0.2}},
+                                   {"mean", {1, 2}},
+                                   {"input_size", {3, 224, 100}},
+                                   {"crop_pct", 7}}) {
+    nlohmann::json bad = nlohmann::json::parse(config_json("resnet50"));
+    bad["pretrained_cfg"][key] = value;
+    ltfit::testing::write_file(repo / "snapshots" / "abc123" / "config.json", bad.dump());
+    CHECK_THROWS_WITH(
+        ltfit::read_timm_config(files.config, ltfit::arch_info("resnet50"), "resnet50.a1_in1k"),
+        Contains("pretrained_cfg." + key));
+  }
 
   using Kind = ltfit::PretrainedWeights::Kind;
   CHECK(ltfit::parse_pretrained("timm/resnet50.a1_in1k").kind == Kind::kTimm);
@@ -140,5 +159,38 @@ TEST_CASE("timm/<name>: the Hugging Face cache's snapshot, config checked agains
   for (const char* bad : {"timm/", "timm/../etc", "timm/a/b", "timm/.hidden", "timm/a b"}) {
     INFO(bad);
     CHECK_THROWS_AS(ltfit::parse_pretrained(bad), ltfit::ConfigError);
+  }
+}
+
+TEST_CASE("timm/<name>: timm's names for torchvision's RegNet-Y, MobileNetV3 and ViT-B/16",
+          "[timm][pretrained]") {
+  TempDir dir;
+  const fs::path config = dir.path() / "config.json";
+  const std::pair<const char*, const char*> same[] = {
+      {"regnety_008_tv", "regnet_y_800mf"},
+      {"regnety_016", "regnet_y_1_6gf"},
+      {"mobilenetv3_large_100", "mobilenet_v3_large"},
+      {"mobilenetv3_small_100", "mobilenet_v3_small"},
+      {"vit_base_patch16_224", "vit_b_16"},
+      {"efficientnet_b0", "efficientnet_b0"}};
+  for (const auto& [timm, arch] : same) {
+    INFO(timm);
+    ltfit::testing::write_file(config, config_json(timm));
+    CHECK_NOTHROW(ltfit::read_timm_config(config.string(), ltfit::arch_info(arch), "x"));
+  }
+  ltfit::testing::write_file(config, config_json("regnety_016"));
+  CHECK_THROWS_WITH(
+      ltfit::read_timm_config(config.string(), ltfit::arch_info("regnet_y_800mf"), "x"),
+      Contains("holds a 'regnety_016' (ltfit's regnet_y_1_6gf), and model.arch is "
+               "'regnet_y_800mf'"));
+  // pycls' regnety_008 is not torchvision's regnet_y_800mf (other stage widths); the hint names
+  // the timm model that is.
+  ltfit::testing::write_file(config, config_json("regnety_008"));
+  try {
+    ltfit::read_timm_config(config.string(), ltfit::arch_info("regnet_y_800mf"), "x");
+    FAIL("regnety_008 accepted for regnet_y_800mf");
+  } catch (const ltfit::ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("holds a 'regnety_008'"));
+    CHECK_THAT(e.hint(), Contains("regnety_008_tv"));
   }
 }

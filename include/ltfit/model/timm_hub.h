@@ -12,9 +12,11 @@
 // removes it). Thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/util/image_normalization.h"
 
 namespace ltfit {
 
@@ -31,10 +33,22 @@ struct TimmFiles {
 // the URL when it cannot be had (no such repo, no model.safetensors in it, a hash mismatch).
 TimmFiles fetch_timm_weights(const std::string& name);
 
-// Checks timm/<name>'s config.json against `arch`: its "architecture" must be arch.name, and its
-// pretrained_cfg mean and std ltfit's for the arch (ltfit normalises with the arch's). ConfigError
-// (exit 2) naming both otherwise; CheckpointError for a config.json that is not such a file.
-void check_timm_config(const std::string& config_path, const ArchInfo& arch,
-                       const std::string& name);
+// What timm's resolve_data_config takes from a config.json's pretrained_cfg.
+struct TimmDataConfig {
+  std::optional<ImageNormalization> normalization;  // mean and std; absent: not stated
+  int input_size = 0;                               // input_size's side, 16..4096 (0: not stated)
+  double crop_pct = 0.0;      // eval: Resize(floor(input_size / crop_pct)), CenterCrop(input_size)
+  std::string interpolation;  // "bilinear" | "bicubic" ("": not stated, or another filter)
+};
+
+// Reads timm/<name>'s config.json (`config_path`; "" reads as nothing stated) for `arch`: its
+// "architecture" must be arch.name or timm's name for it (regnety_008_tv, regnety_016,
+// mobilenetv3_large_100, mobilenetv3_small_100, vit_base_patch16_224 for regnet_y_800mf,
+// regnet_y_1_6gf, mobilenet_v3_large, mobilenet_v3_small, vit_b_16; ConfigError, exit 2, naming
+// both otherwise, with a hint for timm's regnety_008, whose widths are not regnet_y_800mf's); its
+// pretrained_cfg's mean, std (3 finite numbers, std > 0), input_size, crop_pct and interpolation.
+// CheckpointError naming the file for one that is not such JSON, or whose values are out of range.
+TimmDataConfig read_timm_config(const std::string& config_path, const ArchInfo& arch,
+                                const std::string& name);
 
 }  // namespace ltfit
