@@ -1,0 +1,219 @@
+// The optimizer step with its state on the device (train/sync_free_step.h) against today's eager
+// step over 120 one-cycle steps: FusedAdamW and FusedSGD with discriminative LRs, cycling
+// momentum and weight decay, fp16 loss scaling (GradScaler on the host: overflow steps skipped,
+// backoff and growth), gradient clipping, and a layer group frozen for the first steps. The
+// parameters, moments, step counts and the scaler's state must agree; the loss meter must give
+// the trainer's smoothed loss. (That it reads nothing from the device is what a CUDA graph needs;
+// on a GPU, gpu_check's sync debug mode says so.)
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ltfit/train/amp.h"
+#include "ltfit/train/optimizer.h"
+#include "ltfit/train/sync_free_step.h"
+
+namespace {
+
+constexpr int kSteps = 120;
+constexpr int kFrozenSteps = 30;  // group 0 has no gradients before this step (fine_tune's freeze)
+
+using Groups = std::vector<std::vector<torch::Tensor>>;
+
+Groups make_groups(std::uint64_t seed) {
+  torch::manual_seed(seed);
+  const std::vector<std::vector<std::vector<std::int64_t>>> shapes{
+      {{8, 3, 3, 3}, {8}}, {{16, 8}, {16}}, {{4, 16}, {4}}};
+  Groups groups;
+  for (const auto& group : shapes) {
+    groups.emplace_back();
+    for (const auto& shape : group) groups.back().push_back(torch::randn(shape).requires_grad_());
+  }
+  return groups;
+}
+
+Groups clone_groups(const Groups& groups) {
+  Groups out;
+  for (const auto& g : groups) {
+    out.emplace_back();
+    for (const auto& p : g) out.back().push_back(p.detach().clone().requires_grad_());
+  }
+  return out;
+}
+
+std::vector<double> step_lrs(int t) {
+  const double phase = static_cast<double>(t) / kSteps;
+  const double peak = 2e-2 * (phase < 0.3 ? 0.04 + 0.96 * phase / 0.3
+                                          : 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
+  return {peak / 100, peak / 10, peak};
+}
+
+double step_momentum(int t) {
+  const double phase = static_cast<double>(t) / kSteps;
+  return phase < 0.3 ? 0.95 - 0.1 * phase / 0.3
+                     : 0.85 + 0.1 * (1 - 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
+}
+
+// Step t's gradient of parameter k, times the loss scale as a scaled backward gives it; steps 17,
+// 18 and 61 overflow (an inf in one gradient, a NaN in another).
+void set_gradients(Groups& groups, int t, const torch::Tensor& scale) {
+  int k = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (auto& p : groups[g]) {
+      if (g == 0 && t < kFrozenSteps) {
+        p.mutable_grad() = torch::Tensor();
+        ++k;
+        continue;
+      }
+      // Gently tied to the parameter (a step's difference is not amplified step after step).
+      torch::Tensor grad = torch::sin(p.detach() * 0.5 + 0.05 * t + static_cast<double>(k)) * scale;
+      if ((t == 17 || t == 61) && k == 3) grad.view(-1)[0] = std::numeric_limits<float>::infinity();
+      if (t == 18 && k == 4) grad.view(-1)[1] = std::numeric_limits<float>::quiet_NaN();
+      p.mutable_grad() = grad;
+      ++k;
+    }
+  }
+}
+
+double max_gap(const Groups& a, const Groups& b) {
+  double gap = 0.0;
+  for (std::size_t g = 0; g < a.size(); ++g)
+    for (std::size_t i = 0; i < a[g].size(); ++i)
+      gap = std::max(gap, (a[g][i] - b[g][i]).abs().max().item<double>());
+  return gap;
+}
+
+ltfit::OptimizerConfig fused_config(ltfit::OptimizerKind kind) {
+  ltfit::OptimizerConfig config;
+  config.name = kind;
+  config.fused = true;
+  config.weight_decay = 0.1;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("the sync-free step equals today's eager step: scaling, skips, clipping, frozen groups",
+          "[train][sync_free]") {
+  const ltfit::GradScalerOptions scaling{
+      .enabled = true, .init_scale = 1024.0, .growth_interval = 5};
+  for (const auto kind : {ltfit::OptimizerKind::kAdamW, ltfit::OptimizerKind::kSgd}) {
+    for (const double clip : {0.0, 0.5}) {
+      const bool adamw = kind == ltfit::OptimizerKind::kAdamW;
+      INFO((adamw ? "adamw" : "sgd") << ", clip " << clip);
+      Groups eager = make_groups(3), graphed = clone_groups(eager);
+      auto eager_optimizer = ltfit::make_optimizer(fused_config(kind), eager);
+      auto graphed_optimizer = ltfit::make_optimizer(fused_config(kind), graphed);
+      ltfit::GradScaler scaler(scaling);
+      ltfit::SyncFreeStep step(*graphed_optimizer, scaling, clip);
+      int skipped = 0;
+      for (int t = 0; t < kSteps; ++t) {
+        // Today's: unscale (one read), skip or clip and step, update the scale on the host.
+        set_gradients(eager, t, torch::full({}, scaler.scale_value()));
+        ltfit::set_hyper_parameters(*eager_optimizer, step_lrs(t), step_momentum(t));
+        const bool overflow = scaler.unscale(*eager_optimizer);
+        if (!overflow) {
+          if (clip > 0) {
+            std::vector<torch::Tensor> with_grad;
+            for (const auto& g : eager)
+              for (const auto& p : g)
+                if (p.grad().defined()) with_grad.push_back(p);
+            torch::nn::utils::clip_grad_norm_(with_grad, clip);
+          }
+          eager_optimizer->step();
+        }
+        scaler.update();
+        // The sync-free step: the scale comes from the device, nothing is read.
+        set_gradients(graphed, t, step.scale_loss(torch::ones({})));
+        step.set_hyper_parameters(step_lrs(t), step_momentum(t));
+        step.step();
+        skipped += overflow;
+        CHECK(step.last_step_skipped() == overflow);
+        const ltfit::GradScalerState host = scaler.state(), device = step.scaler_state();
+        CHECK(device.scale == host.scale);
+        CHECK(device.growth_tracker == host.growth_tracker);
+      }
+      CHECK(skipped == 3);
+      step.sync_state();
+      const double gap = max_gap(eager, graphed);
+      WARN((adamw ? "AdamW" : "SGD")
+           << (clip > 0 ? " clipped" : "") << ": sync-free against eager after " << kSteps
+           << " steps, largest difference " << gap);
+      CHECK(gap < 1e-6);
+      CHECK_FALSE(
+          torch::equal(graphed[0][0], make_groups(3)[0][0]));  // the frozen group moved later
+      for (std::size_t g = 0; g < eager.size(); ++g) {
+        for (std::size_t i = 0; i < eager[g].size(); ++i) {
+          const auto& a = *eager_optimizer->state().at(eager[g][i].unsafeGetTensorImpl());
+          const auto& b = *graphed_optimizer->state().at(graphed[g][i].unsafeGetTensorImpl());
+          if (adamw) {
+            const auto& x = static_cast<const torch::optim::AdamWParamState&>(a);
+            const auto& y = static_cast<const torch::optim::AdamWParamState&>(b);
+            CHECK(x.step() == y.step());
+            CHECK(x.step() == (g == 0 ? kSteps - kFrozenSteps - 1 : kSteps - 3));
+            CHECK((x.exp_avg() - y.exp_avg()).abs().max().item<double>() < 1e-6);
+            CHECK((x.exp_avg_sq() - y.exp_avg_sq()).abs().max().item<double>() < 1e-6);
+          } else {
+            const auto& x = static_cast<const torch::optim::SGDParamState&>(a);
+            const auto& y = static_cast<const torch::optim::SGDParamState&>(b);
+            CHECK(torch::allclose(x.momentum_buffer(), y.momentum_buffer(), 1e-5, 1e-7));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the sync-free step trains a real model as the eager step does, unscaled",
+          "[train][sync_free]") {
+  torch::manual_seed(11);
+  auto make_net = [] {
+    return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 6, 3)),
+                                 torch::nn::ReLU(), torch::nn::Flatten(),
+                                 torch::nn::Linear(6 * 6 * 6, 4));
+  };
+  auto eager_net = make_net();
+  auto graphed_net = make_net();
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < eager_net->parameters().size(); ++i)
+      graphed_net->parameters()[i].copy_(eager_net->parameters()[i]);
+  }
+  const Groups eager{eager_net->parameters()}, graphed{graphed_net->parameters()};
+  auto eager_optimizer = ltfit::make_optimizer(fused_config(ltfit::OptimizerKind::kAdamW), eager);
+  auto graphed_optimizer =
+      ltfit::make_optimizer(fused_config(ltfit::OptimizerKind::kAdamW), graphed);
+  ltfit::SyncFreeStep step(*graphed_optimizer, {.enabled = false});
+  ltfit::DeviceLossMeter meter(torch::kCPU);
+  double average = 0.0, count = 0.0;  // the trainer's smoothed loss, on the host
+  const torch::Tensor x = torch::randn({8, 3, 8, 8}), y = torch::randint(0, 4, {8});
+  for (int t = 0; t < 40; ++t) {
+    const torch::Tensor eager_loss = torch::cross_entropy_loss(eager_net->forward(x), y);
+    eager_loss.backward();
+    ltfit::set_hyper_parameters(*eager_optimizer, {1e-2}, step_momentum(t));
+    eager_optimizer->step();
+    eager_optimizer->zero_grad();
+    const torch::Tensor loss = torch::cross_entropy_loss(graphed_net->forward(x), y);
+    step.scale_loss(loss).backward();
+    step.set_hyper_parameters({1e-2}, step_momentum(t));
+    step.step();
+    graphed_optimizer->zero_grad();
+    meter.add(loss);
+    average = 0.98 * average + 0.02 * eager_loss.item<double>();
+    ++count;
+    if (t == 20) meter.add(torch::full({}, std::nan("")));  // left out, as the trainer does
+  }
+  double gap = 0.0;
+  for (std::size_t i = 0; i < eager.front().size(); ++i)
+    gap = std::max(gap, (eager[0][i] - graphed[0][i]).abs().max().item<double>());
+  WARN("a conv net, AdamW, 40 steps: sync-free against eager, largest difference " << gap);
+  CHECK(gap < 1e-5);
+  const ltfit::DeviceLossMeter::Reading reading = meter.read();
+  CHECK(reading.count == 40);
+  CHECK(reading.smoothed == Approx(average / (1.0 - std::pow(0.98, count))).epsilon(1e-5));
+  CHECK(meter.read().count == 0);  // read resets the interval, not the smoothing
+  CHECK(step.scaler_state().scale == 1.0);
+}
