@@ -50,6 +50,12 @@ void index_eval_samples(const CheckpointEvalRequest& request, const LoadedModel&
     const DatasetIndex index = index_dataset(data, config.run.seed, is_multi_label(config));
     out.split = request.split.empty() ? "valid" : request.split;
     out.samples = out.split == "train" ? index.train : index.valid;
+    if (out.split == "valid" && index.valid.empty() && !index.train.empty()) {
+      throw DataError("the checkpoint's run has no validation split: it trained on all of " +
+                          data.root + " (data.valid_pct 0)",
+                      "evaluate other images (--data DIR, class folders), or its training "
+                      "images (--split train)");
+    }
     // A train/ valid/ tree names the split's folder; a drawn split (class folders alone, a CSV,
     // file names) has only the root.
     const std::filesystem::path split_folder = std::filesystem::path(data.root) / out.split;

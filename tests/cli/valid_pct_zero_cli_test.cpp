@@ -1,6 +1,7 @@
 // `data.valid_pct: 0`, training on all the data (issue 44), end to end: every image trains, the
 // log and summary.json say there is no validation, no figure is made up (accuracy null, NaN in
-// epochs.csv), best.ckpt is the last epoch's, predict reads the run; what judges by validation
+// epochs.csv), best.ckpt is the last epoch's, predict reads the run, evaluate says there is no
+// validation split to evaluate (exit 3); what judges by validation
 // (early stopping, the plateau schedule) is refused before training. The run also frames its
 // images with data.resize_method squish and data.augment.crop random_resized. Tiny runs: 32 px,
 // 16 images, CPU.
@@ -68,6 +69,11 @@ TEST_CASE("data.valid_pct 0 trains on every image and says there is no validatio
                 (data / "train").string());
   INFO(predicted.output);
   CHECK(predicted.exit_code == 0);
+  // evaluate (and interpret, calibrate) of its validation split: there is none, said so (exit 3).
+  const auto evaluated =
+      run_ltfit("evaluate --checkpoint " + (run / "checkpoints/best.ckpt").string());
+  CHECK(evaluated.exit_code == 3);
+  CHECK_THAT(evaluated.output, Contains("has no validation split") && Contains("--split train"));
 
   // What needs validation is refused, naming the key, before any training (exit 2).
   for (const std::string& extra :
