@@ -3,7 +3,9 @@
 # same batch size, same augmentation cost, same number of cores. See bench/README.md.
 #
 # Usage: bench/loader_bench.sh [--workers N] [--size PX] [--batches N] [--data DIR]
-#                              [--pil-draft] [--no-ltfit] [--no-python]
+#                              [--pil-draft] [--rrc] [--no-ltfit] [--no-python]
+# --rrc: both sides RandomResizedCrop + flip only (ltfit: data.augment.crop random_resized, the
+# fastai transforms off; torchvision: RandomResizedCrop(size), RandomHorizontalFlip).
 # Runs each tool with N workers (default: nproc) and with 1 worker, then prints a table.
 # Exits 0 when the benchmark ran, even if one side could not (it says why); 2 on bad usage.
 set -euo pipefail
@@ -17,10 +19,11 @@ size=224
 batches=60
 data=/tmp/ltfit-bench-data
 pil_draft=""
+rrc=""
 run_ltfit=1
 run_python=1
 
-usage() { sed -n '5,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '5,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --workers) workers="$2"; shift 2 ;;
@@ -28,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --batches) batches="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
     --pil-draft) pil_draft="--pil-draft"; shift ;;
+    --rrc) rrc="--rrc"; shift ;;
     --no-ltfit) run_ltfit=0; shift ;;
     --no-python) run_python=0; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -96,6 +100,11 @@ ltfit_available() {
 run_one_ltfit() {
   local n="$1" tool=ltfit extra=()
   [[ "${2:-}" == cache ]] && tool=ltfit-ram extra=(--set data.cache=ram)
+  if [[ -n "$rrc" ]]; then
+    extra+=(--set data.augment.crop=random_resized --set data.augment.max_rotate=0
+            --set data.augment.max_zoom=1 --set data.augment.max_warp=0
+            --set data.augment.max_lighting=0)
+  fi
   local out="$scratch/$tool-$n.json"
   if ! OMP_NUM_THREADS=1 "$LTFIT" bench-loader --config "$config" --batches "$batches" \
          --workers "$n" "${extra[@]}" --json > "$out" 2> "$scratch/$tool-$n.err"; then
@@ -113,7 +122,7 @@ run_one_ltfit() {
 run_one_python() {
   local n="$1" out="$scratch/python-$1.json"
   if ! "$PYTHON" "$ROOT/bench/torchvision_loader.py" --root "$data" --size "$size" \
-         --batches "$batches" --workers "$n" $pil_draft > "$out" 2> "$scratch/python-$n.err"; then
+         --batches "$batches" --workers "$n" $pil_draft $rrc > "$out" 2> "$scratch/python-$n.err"; then
     echo "torchvision (workers $n) failed: $(tail -n 3 "$scratch/python-$n.err")" >> "$notes"
     return 0
   fi
@@ -143,7 +152,7 @@ done
 
 # --- the table ------------------------------------------------------------------------------
 echo
-echo "loader throughput, ${size}px, batch 64, $(nproc) cores on this machine ($data)${pil_draft:+, torchvision with PIL draft decoding}"
+echo "loader throughput, ${size}px, batch 64, $(nproc) cores on this machine ($data)${pil_draft:+, torchvision with PIL draft decoding}${rrc:+, RandomResizedCrop + flip only}"
 awk '
   { tool[NR] = $1; rate[NR] = $2; n[NR] = $3; by[$1 " " $3] = $2 }
   END {

@@ -43,6 +43,9 @@ def parse_args(argv):
     parser.add_argument("--warmup", type=int, default=5,
                         help="untimed batches first: worker start-up, page cache (5)")
     parser.add_argument("--seed", type=int, default=0, help="shuffle and augmentation seed (0)")
+    parser.add_argument("--rrc", action="store_true",
+                        help="RandomResizedCrop(size) + RandomHorizontalFlip instead of the "
+                             "fastai-like transforms (ltfit's data.augment.crop: random_resized)")
     parser.add_argument("--pil-draft", action="store_true",
                         help="reduced-size JPEG decoding via PIL's Image.draft")
     args = parser.parse_args(argv)
@@ -55,8 +58,10 @@ def parse_args(argv):
     return args
 
 
-def build_transform(size):
+def build_transform(size, rrc=False):
     from torchvision import transforms as T
+    if rrc:  # timm's and torchvision's training crop (ltfit's data.augment.crop: random_resized)
+        return T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.PILToTensor()])
     return T.Compose([
         T.Resize(size),  # an int resizes the shorter side, keeping the aspect ratio
         T.RandomCrop(size),
@@ -94,7 +99,7 @@ def build_loader(args):
     if not os.path.isdir(train_dir):
         sys.exit(f"error: {train_dir} does not exist (expected <root>/train/<class>/*.jpg)")
     kwargs = {"loader": DraftLoader(args.size)} if args.pil_draft else {}
-    dataset = datasets.ImageFolder(train_dir, transform=build_transform(args.size), **kwargs)
+    dataset = datasets.ImageFolder(train_dir, transform=build_transform(args.size, args.rrc), **kwargs)
     if len(dataset) < args.batch_size:
         sys.exit(f"error: {train_dir} has {len(dataset)} images, fewer than one batch "
                  f"({args.batch_size})")
@@ -151,6 +156,7 @@ def main(argv):
         "batches": args.batches,
         "seconds": round(seconds, 3),
         "pil_draft": args.pil_draft,
+        "rrc": args.rrc,
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
     }))
