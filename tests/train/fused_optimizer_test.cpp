@@ -15,51 +15,26 @@
 
 #include "ltfit/train/fused_optimizer.h"
 #include "ltfit/train/optimizer.h"
+#include "train/optimizer_fixtures.h"
 
 namespace {
 
 constexpr int kSteps = 100;
 
-// Three layer groups of mixed shapes (a conv weight, a matrix, biases), seeded.
-std::vector<std::vector<torch::Tensor>> make_groups() {
-  torch::manual_seed(3);
-  const std::vector<std::vector<std::vector<std::int64_t>>> shapes{
-      {{8, 3, 3, 3}, {8}}, {{16, 8}, {16}}, {{4, 16}, {4}}};
-  std::vector<std::vector<torch::Tensor>> groups;
-  for (const auto& group : shapes) {
-    groups.emplace_back();
-    for (const auto& shape : group) groups.back().push_back(torch::randn(shape).requires_grad_());
-  }
-  return groups;
-}
+using ltfit::testing::clone_param_groups;
+using ltfit::testing::max_param_gap;
 
-std::vector<std::vector<torch::Tensor>> clone_groups(
-    const std::vector<std::vector<torch::Tensor>>& groups) {
-  std::vector<std::vector<torch::Tensor>> out;
-  for (const auto& g : groups) {
-    out.emplace_back();
-    for (const auto& p : g) out.back().push_back(p.detach().clone().requires_grad_());
-  }
-  return out;
+ltfit::testing::ParamGroups make_groups() { return ltfit::testing::make_param_groups(3); }
+std::vector<double> step_lrs(int t) { return ltfit::testing::one_cycle_lrs(t, kSteps, 1e-2); }
+double step_momentum(int t) { return ltfit::testing::one_cycle_momentum(t, kSteps); }
+ltfit::OptimizerConfig config_of(ltfit::OptimizerKind kind, bool fused) {
+  return ltfit::testing::weight_decay_config(kind, fused);
 }
 
 // The gradient of step t for parameter k: a function of the parameter itself (so that the
 // trajectories must agree step by step) that both languages compute with the same kernels.
 torch::Tensor gradient(const torch::Tensor& p, int t, int k) {
   return torch::sin(p.detach() * static_cast<double>(t + 1) + static_cast<double>(k));
-}
-
-// One-cycle shapes: LR up then down, momentum down then up; group g at peak / 10^(2 - g).
-std::vector<double> step_lrs(int t) {
-  const double phase = static_cast<double>(t) / kSteps;
-  const double peak = 1e-2 * (phase < 0.3 ? 0.04 + 0.96 * phase / 0.3
-                                          : 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
-  return {peak / 100, peak / 10, peak};
-}
-double step_momentum(int t) {
-  const double phase = static_cast<double>(t) / kSteps;
-  return phase < 0.3 ? 0.95 - 0.1 * phase / 0.3
-                     : 0.85 + 0.1 * (1 - 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
 }
 
 void run_steps(torch::optim::Optimizer& optimizer, std::vector<std::vector<torch::Tensor>>& groups,
@@ -73,23 +48,6 @@ void run_steps(torch::optim::Optimizer& optimizer, std::vector<std::vector<torch
   }
 }
 
-double max_gap(const std::vector<std::vector<torch::Tensor>>& a,
-               const std::vector<std::vector<torch::Tensor>>& b) {
-  double gap = 0.0;
-  for (std::size_t g = 0; g < a.size(); ++g)
-    for (std::size_t i = 0; i < a[g].size(); ++i)
-      gap = std::max(gap, (a[g][i] - b[g][i]).abs().max().item<double>());
-  return gap;
-}
-
-ltfit::OptimizerConfig config_of(ltfit::OptimizerKind kind, bool fused) {
-  ltfit::OptimizerConfig config;
-  config.name = kind;
-  config.fused = fused;
-  config.weight_decay = 0.1;
-  return config;
-}
-
 }  // namespace
 
 TEST_CASE("fused AdamW and SGD equal LibTorch's over 100 one-cycle steps", "[train][fused]") {
@@ -97,7 +55,7 @@ TEST_CASE("fused AdamW and SGD equal LibTorch's over 100 one-cycle steps", "[tra
     const bool adamw = kind == ltfit::OptimizerKind::kAdamW;
     INFO((adamw ? "adamw" : "sgd"));
     auto groups = make_groups();
-    auto reference = clone_groups(groups);
+    auto reference = clone_param_groups(groups);
     auto fused = ltfit::make_optimizer(config_of(kind, true), groups);
     auto plain = ltfit::make_optimizer(config_of(kind, false), reference);
     CHECK((dynamic_cast<ltfit::FusedAdamW*>(fused.get()) != nullptr) == adamw);
@@ -105,7 +63,7 @@ TEST_CASE("fused AdamW and SGD equal LibTorch's over 100 one-cycle steps", "[tra
     CHECK(dynamic_cast<ltfit::FusedAdamW*>(plain.get()) == nullptr);
     run_steps(*fused, groups, 0, kSteps);
     run_steps(*plain, reference, 0, kSteps);
-    const double gap = max_gap(groups, reference);
+    const double gap = max_param_gap(groups, reference);
     WARN((adamw ? "AdamW" : "SGD") << ": fused against LibTorch's loop after " << kSteps
                                    << " steps, largest difference " << gap);
     CHECK(gap < 1e-6);
@@ -169,7 +127,7 @@ TEST_CASE("fused steps of channels-last weights with contiguous gradients and mo
 TEST_CASE("fused AdamW resumes from LibTorch's state: steps counted on, not restarted",
           "[train][fused]") {
   auto groups = make_groups();
-  auto whole = clone_groups(groups);
+  auto whole = clone_param_groups(groups);
   auto first = ltfit::make_optimizer(config_of(ltfit::OptimizerKind::kAdamW, false), groups);
   run_steps(*first, groups, 0, 40);  // LibTorch's loop for 40 steps (an older checkpoint)...
   std::stringstream saved;
@@ -179,7 +137,7 @@ TEST_CASE("fused AdamW resumes from LibTorch's state: steps counted on, not rest
   run_steps(*resumed, groups, 40, kSteps);  // ...then the fused kernel from its state
   auto reference = ltfit::make_optimizer(config_of(ltfit::OptimizerKind::kAdamW, false), whole);
   run_steps(*reference, whole, 0, kSteps);
-  const double gap = max_gap(groups, whole);
+  const double gap = max_param_gap(groups, whole);
   WARN("LibTorch 40 steps then fused 60 against LibTorch 100: largest difference " << gap);
   CHECK(gap < 1e-6);
 }
@@ -189,7 +147,7 @@ TEST_CASE("fused steps take the scaler's grad_scale and skip on found_inf", "[tr
     const bool adamw = kind == ltfit::OptimizerKind::kAdamW;
     INFO((adamw ? "adamw" : "sgd"));
     auto groups = make_groups();
-    auto reference = clone_groups(groups);
+    auto reference = clone_param_groups(groups);
     auto fused = ltfit::make_optimizer(config_of(kind, true), groups);
     auto plain = ltfit::make_optimizer(config_of(kind, false), reference);
     const torch::Tensor scale = torch::full({}, 1024.0f);
@@ -203,7 +161,7 @@ TEST_CASE("fused steps take the scaler's grad_scale and skip on found_inf", "[tr
           if (overflow) p.mutable_grad().view(-1)[0] = INFINITY;
         }
       }
-      const auto before = clone_groups(groups);
+      const auto before = clone_param_groups(groups);
       ltfit::set_hyper_parameters(*fused, step_lrs(t), step_momentum(t));
       const ltfit::ScaledStep scaled{scale, overflow ? inf : clean};
       if (adamw) {
@@ -212,7 +170,7 @@ TEST_CASE("fused steps take the scaler's grad_scale and skip on found_inf", "[tr
         static_cast<ltfit::FusedSGD&>(*fused).step(scaled);
       }
       if (overflow) {
-        CHECK(max_gap(groups, before) == 0.0);
+        CHECK(max_param_gap(groups, before) == 0.0);
         continue;
       }
       k = 0;
@@ -221,7 +179,7 @@ TEST_CASE("fused steps take the scaler's grad_scale and skip on found_inf", "[tr
       ltfit::set_hyper_parameters(*plain, step_lrs(t), step_momentum(t));
       plain->step();
     }
-    const double gap = max_gap(groups, reference);
+    const double gap = max_param_gap(groups, reference);
     WARN((adamw ? "AdamW" : "SGD") << " with grad_scale 1024 and 5 of 30 steps found_inf: "
                                    << "largest difference from the unscaled loop " << gap);
     CHECK(gap < 1e-6);

@@ -15,46 +15,22 @@
 #include "ltfit/train/amp.h"
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/sync_free_step.h"
+#include "train/optimizer_fixtures.h"
 
 namespace {
 
 constexpr int kSteps = 120;
 constexpr int kFrozenSteps = 30;  // group 0 has no gradients before this step (fine_tune's freeze)
 
-using Groups = std::vector<std::vector<torch::Tensor>>;
+using Groups = ltfit::testing::ParamGroups;
+using ltfit::testing::clone_param_groups;
+using ltfit::testing::make_param_groups;
+using ltfit::testing::max_param_gap;
 
-Groups make_groups(std::uint64_t seed) {
-  torch::manual_seed(seed);
-  const std::vector<std::vector<std::vector<std::int64_t>>> shapes{
-      {{8, 3, 3, 3}, {8}}, {{16, 8}, {16}}, {{4, 16}, {4}}};
-  Groups groups;
-  for (const auto& group : shapes) {
-    groups.emplace_back();
-    for (const auto& shape : group) groups.back().push_back(torch::randn(shape).requires_grad_());
-  }
-  return groups;
-}
-
-Groups clone_groups(const Groups& groups) {
-  Groups out;
-  for (const auto& g : groups) {
-    out.emplace_back();
-    for (const auto& p : g) out.back().push_back(p.detach().clone().requires_grad_());
-  }
-  return out;
-}
-
-std::vector<double> step_lrs(int t) {
-  const double phase = static_cast<double>(t) / kSteps;
-  const double peak = 2e-2 * (phase < 0.3 ? 0.04 + 0.96 * phase / 0.3
-                                          : 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
-  return {peak / 100, peak / 10, peak};
-}
-
-double step_momentum(int t) {
-  const double phase = static_cast<double>(t) / kSteps;
-  return phase < 0.3 ? 0.95 - 0.1 * phase / 0.3
-                     : 0.85 + 0.1 * (1 - 0.5 * (1 + std::cos(M_PI * (phase - 0.3) / 0.7)));
+std::vector<double> step_lrs(int t) { return ltfit::testing::one_cycle_lrs(t, kSteps, 2e-2); }
+double step_momentum(int t) { return ltfit::testing::one_cycle_momentum(t, kSteps); }
+ltfit::OptimizerConfig fused_config(ltfit::OptimizerKind kind) {
+  return ltfit::testing::weight_decay_config(kind, /*fused=*/true);
 }
 
 // Step t's gradient of parameter k, times the loss scale as a scaled backward gives it; steps 17,
@@ -78,22 +54,6 @@ void set_gradients(Groups& groups, int t, const torch::Tensor& scale) {
   }
 }
 
-double max_gap(const Groups& a, const Groups& b) {
-  double gap = 0.0;
-  for (std::size_t g = 0; g < a.size(); ++g)
-    for (std::size_t i = 0; i < a[g].size(); ++i)
-      gap = std::max(gap, (a[g][i] - b[g][i]).abs().max().item<double>());
-  return gap;
-}
-
-ltfit::OptimizerConfig fused_config(ltfit::OptimizerKind kind) {
-  ltfit::OptimizerConfig config;
-  config.name = kind;
-  config.fused = true;
-  config.weight_decay = 0.1;
-  return config;
-}
-
 }  // namespace
 
 TEST_CASE("the sync-free step equals today's eager step: scaling, skips, clipping, frozen groups",
@@ -104,7 +64,7 @@ TEST_CASE("the sync-free step equals today's eager step: scaling, skips, clippin
     for (const double clip : {0.0, 0.5}) {
       const bool adamw = kind == ltfit::OptimizerKind::kAdamW;
       INFO((adamw ? "adamw" : "sgd") << ", clip " << clip);
-      Groups eager = make_groups(3), graphed = clone_groups(eager);
+      Groups eager = make_param_groups(3), graphed = clone_param_groups(eager);
       auto eager_optimizer = ltfit::make_optimizer(fused_config(kind), eager);
       auto graphed_optimizer = ltfit::make_optimizer(fused_config(kind), graphed);
       ltfit::GradScaler scaler(scaling);
@@ -138,13 +98,13 @@ TEST_CASE("the sync-free step equals today's eager step: scaling, skips, clippin
       }
       CHECK(skipped == 3);
       step.sync_state();
-      const double gap = max_gap(eager, graphed);
+      const double gap = max_param_gap(eager, graphed);
       WARN((adamw ? "AdamW" : "SGD")
            << (clip > 0 ? " clipped" : "") << ": sync-free against eager after " << kSteps
            << " steps, largest difference " << gap);
       CHECK(gap < 1e-6);
       CHECK_FALSE(
-          torch::equal(graphed[0][0], make_groups(3)[0][0]));  // the frozen group moved later
+          torch::equal(graphed[0][0], make_param_groups(3)[0][0]));  // the frozen group moved later
       for (std::size_t g = 0; g < eager.size(); ++g) {
         for (std::size_t i = 0; i < eager[g].size(); ++i) {
           const auto& a = *eager_optimizer->state().at(eager[g][i].unsafeGetTensorImpl());
