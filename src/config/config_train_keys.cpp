@@ -144,107 +144,118 @@ void convert_checkpoint(const Walk& walk, const Located& at, CheckpointConfig& c
              "`--init-from` read; an unfinished run always keeps everything")});
 }
 
+// The train section's keys of the recipe and its schedule: epochs, LRs, optimizer, schedules.
+std::vector<Field> train_schedule_fields(TrainConfig& train) {
+  return {
+      field("recipe", parse_recipe, recipe_name, train.recipe,
+            "fine_tune: `freeze_epochs` with the body frozen, then `epochs` unfrozen (fastai v2's "
+            "`fine_tune`); one_cycle: one `fit_one_cycle` over `epochs`"),
+      field("epochs", train.epochs, "epochs (fine_tune: the unfrozen epochs)",
+            closed(1, kMaxEpochs, "an integer from 1 to 100000")),
+      field("freeze_epochs", train.freeze_epochs, "fine_tune: epochs with the body frozen, first",
+            closed(0, kMaxEpochs, "an integer from 0 to 100000")),
+      field("frozen", train.frozen,
+            "one_cycle: keep the body frozen throughout, one LR as `slice(lr)` (fastai v1's "
+            "`fit_one_cycle` on a new cnn learner, as in the 2019 study)"),
+      field("lr", read_lr, write_lr, train.lr, "number, or a list [low, high]",
+            "peak LR; [low, high] spreads it geometrically over the 3 layer groups (fastai's "
+            "`slice(low, high)`)"),
+      section("optimizer", convert_optimizer, train.optimizer,
+              "the optimizer and its hyper-parameters"),
+      field("schedule", parse_schedule_kind, schedule_kind_name, train.schedule,
+            "the LR schedule over each stage's steps: one_cycle (fastai's `fit_one_cycle`, also "
+            "moves the momentum), flat_cos (fastai v2's `fit_flat_cos`), cosine (timm's, per "
+            "step), multistep (torch's `MultiStepLR`), plateau (torch's `ReduceLROnPlateau` on "
+            "the validation loss, its state kept in checkpoints) or constant; the last four warm "
+            "up first (`warmup_epochs`) and leave the momentum at `optimizer.betas[0]`"),
+      section("one_cycle", convert_one_cycle, train.one_cycle,
+              "the shape of fastai's one-cycle schedule"),
+      section("flat_cos", convert_flat_cos, train.flat_cos,
+              "the shape of fastai v2's flat-then-cosine schedule"),
+      field("warmup_epochs", train.warmup_epochs,
+            "cosine, multistep, plateau, constant: epochs of linear warm-up from `warmup_lr` to "
+            "the peak LR, counted inside the stage (timm's `warmup_prefix: false`)",
+            closed(0, kMaxEpochs, "a number of epochs in [0, 100000]")),
+      field("warmup_lr", train.warmup_lr, "the LR at the warm-up's first step (timm's)",
+            closed(0, kMaxLr, "a number in [0, 10]")),
+      field("min_lr", train.min_lr, "cosine: the LR it ends at; plateau: the lowest LR",
+            closed(0, kMaxLr, "a number in [0, 10]")),
+      field("decay_milestones", train.decay_milestones,
+            "multistep: the stage's epochs (0-based) from which the LR is multiplied by "
+            "`decay_rate` once more"),
+      field("decay_rate", train.decay_rate, "multistep, plateau: the LR's factor at each decay",
+            open_closed(0, 1, "a number in (0, 1]")),
+      field("patience_epochs", train.patience_epochs,
+            "plateau: epochs without a better validation loss (relative 1e-4) before a decay",
+            closed(0, kMaxEpochs, "an integer in [0, 100000]")),
+      field("cooldown_epochs", train.cooldown_epochs,
+            "plateau: epochs after a decay before bad epochs count again",
+            closed(0, kMaxEpochs, "an integer in [0, 100000]"))};
+}
+
+// The train section's keys of regularisation, monitoring, numerics, device and checkpoints.
+std::vector<Field> train_run_fields(TrainConfig& train) {
+  return {
+      field("label_smoothing", train.label_smoothing,
+            "training loss against (1 − eps)·target + eps/classes (torch's `label_smoothing`); "
+            "validation loss and metrics are never smoothed",
+            closed_open(0, 1, "a number in [0, 1)")),
+      section("mixup", convert_mixup, train.mixup,
+              "MixUp and CutMix on each training batch as timm's `Mixup` does them, with soft "
+              "targets (label smoothing folded in as timm's `mixup_target`); metrics keep the "
+              "hard labels; off when both alphas are 0 and `cutmix_minmax` is null"),
+      section("ema", convert_ema, train.ema,
+              "a moving average of the weights (timm's `ModelEmaV3`), kept in every checkpoint; "
+              "`evaluate`, `predict` and `export` use it when present (`export --weights "
+              "model`: the trained weights)"),
+      section("early_stopping", convert_early_stopping, train.early_stopping,
+              "early stopping as fastai's `EarlyStoppingCallback` does it, at epoch ends: the run "
+              "stops after `patience` epochs without an improvement of `monitor` (each stage "
+              "starts afresh, as fastai's `reset_on_fit`); its checkpoint is written and "
+              "`best.ckpt` kept"),
+      field("plateau_monitor", parse_monitor, monitor_name, train.plateau_monitor,
+            "plateau: the figure it watches; valid_loss (mode min) or accuracy (mode max)"),
+      field("best_monitor", parse_monitor, monitor_name, train.best_monitor,
+            "what `checkpoints/best.ckpt` keeps: the epoch of the highest accuracy, or of the "
+            "lowest valid_loss; summary.json's `best_accuracy` is that epoch's accuracy"),
+      field("class_weights", read_class_weights, write_class_weights, train.class_weights,
+            "none, balanced, or a list of numbers (one per class)",
+            "weights of the classes in the training loss (torch's cross_entropy `weight`); "
+            "balanced: n / (classes × count) over the training images, scikit-learn's "
+            "`balanced`; a list: one per class in the classes' sorted order"),
+      field("pos_weight", read_pos_weight, write_pos_weight, train.pos_weight,
+            "null, balanced, or a list of numbers (one per class)",
+            "multi_label: each class's positive term weighed in the binary cross-entropy "
+            "(torch's `BCEWithLogitsLoss` `pos_weight`); balanced: negatives / positives over "
+            "the training images"),
+      field("precision", parse_precision, precision_name, train.precision,
+            "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
+      field("channels_last", train.channels_last, "NHWC memory format where it helps"),
+      field("accumulate", train.accumulate, "batches whose gradients add up to one optimizer step",
+            closed(1, kMaxAccumulate, "an integer in [1, 1024]")),
+      field("clip_grad_norm", train.clip_grad_norm,
+            "clip the gradients' total L2 norm to this before each step; 0: off",
+            closed(0, 1e6, "a number in [0, 1e6] (0: off)")),
+      field("device", parse_train_device, device_request_name, train.device,
+            "auto (CUDA when present, else CPU), cpu, cuda or cuda:N; data-parallel: "
+            "`cuda:$LOCAL_RANK`"),
+      section("checkpoint", convert_checkpoint, train.checkpoint,
+              "when checkpoints are written and how many are kept"),
+      field("time_limit", read_duration, write_duration, train.time_limit_seconds,
+            kDurationExpected,
+            "checkpoint and stop (exit 130) before the command has run this long, set-up "
+            "included; null: no limit"),
+      field("profile", train.profile,
+            "synchronise the device around each timed phase: exact GPU phase times in "
+            "`timing.json`, a little slower")};
+}
+
 }  // namespace
 
 void convert_train(const Walk& walk, const Located& at, TrainConfig& train) {
-  read_fields(
-      walk, at,
-      {field("recipe", parse_recipe, recipe_name, train.recipe,
-             "fine_tune: `freeze_epochs` with the body frozen, then `epochs` unfrozen (fastai v2's "
-             "`fine_tune`); one_cycle: one `fit_one_cycle` over `epochs`"),
-       field("epochs", train.epochs, "epochs (fine_tune: the unfrozen epochs)",
-             closed(1, kMaxEpochs, "an integer from 1 to 100000")),
-       field("freeze_epochs", train.freeze_epochs, "fine_tune: epochs with the body frozen, first",
-             closed(0, kMaxEpochs, "an integer from 0 to 100000")),
-       field("frozen", train.frozen,
-             "one_cycle: keep the body frozen throughout, one LR as `slice(lr)` (fastai v1's "
-             "`fit_one_cycle` on a new cnn learner, as in the 2019 study)"),
-       field("lr", read_lr, write_lr, train.lr, "number, or a list [low, high]",
-             "peak LR; [low, high] spreads it geometrically over the 3 layer groups (fastai's "
-             "`slice(low, high)`)"),
-       section("optimizer", convert_optimizer, train.optimizer,
-               "the optimizer and its hyper-parameters"),
-       field("schedule", parse_schedule_kind, schedule_kind_name, train.schedule,
-             "the LR schedule over each stage's steps: one_cycle (fastai's `fit_one_cycle`, also "
-             "moves the momentum), flat_cos (fastai v2's `fit_flat_cos`), cosine (timm's, per "
-             "step), multistep (torch's `MultiStepLR`), plateau (torch's `ReduceLROnPlateau` on "
-             "the validation loss, its state kept in checkpoints) or constant; the last four warm "
-             "up first (`warmup_epochs`) and leave the momentum at `optimizer.betas[0]`"),
-       section("one_cycle", convert_one_cycle, train.one_cycle,
-               "the shape of fastai's one-cycle schedule"),
-       section("flat_cos", convert_flat_cos, train.flat_cos,
-               "the shape of fastai v2's flat-then-cosine schedule"),
-       field("warmup_epochs", train.warmup_epochs,
-             "cosine, multistep, plateau, constant: epochs of linear warm-up from `warmup_lr` to "
-             "the peak LR, counted inside the stage (timm's `warmup_prefix: false`)",
-             closed(0, kMaxEpochs, "a number of epochs in [0, 100000]")),
-       field("warmup_lr", train.warmup_lr, "the LR at the warm-up's first step (timm's)",
-             closed(0, kMaxLr, "a number in [0, 10]")),
-       field("min_lr", train.min_lr, "cosine: the LR it ends at; plateau: the lowest LR",
-             closed(0, kMaxLr, "a number in [0, 10]")),
-       field("decay_milestones", train.decay_milestones,
-             "multistep: the stage's epochs (0-based) from which the LR is multiplied by "
-             "`decay_rate` once more"),
-       field("decay_rate", train.decay_rate, "multistep, plateau: the LR's factor at each decay",
-             open_closed(0, 1, "a number in (0, 1]")),
-       field("patience_epochs", train.patience_epochs,
-             "plateau: epochs without a better validation loss (relative 1e-4) before a decay",
-             closed(0, kMaxEpochs, "an integer in [0, 100000]")),
-       field("cooldown_epochs", train.cooldown_epochs,
-             "plateau: epochs after a decay before bad epochs count again",
-             closed(0, kMaxEpochs, "an integer in [0, 100000]")),
-       field("label_smoothing", train.label_smoothing,
-             "training loss against (1 − eps)·target + eps/classes (torch's `label_smoothing`); "
-             "validation loss and metrics are never smoothed",
-             closed_open(0, 1, "a number in [0, 1)")),
-       section("mixup", convert_mixup, train.mixup,
-               "MixUp and CutMix on each training batch as timm's `Mixup` does them, with soft "
-               "targets (label smoothing folded in as timm's `mixup_target`); metrics keep the "
-               "hard labels; off when both alphas are 0 and `cutmix_minmax` is null"),
-       section("ema", convert_ema, train.ema,
-               "a moving average of the weights (timm's `ModelEmaV3`), kept in every checkpoint; "
-               "`evaluate`, `predict` and `export` use it when present (`export --weights "
-               "model`: the trained weights)"),
-       section("early_stopping", convert_early_stopping, train.early_stopping,
-               "early stopping as fastai's `EarlyStoppingCallback` does it, at epoch ends: the run "
-               "stops after `patience` epochs without an improvement of `monitor` (each stage "
-               "starts afresh, as fastai's `reset_on_fit`); its checkpoint is written and "
-               "`best.ckpt` kept"),
-       field("plateau_monitor", parse_monitor, monitor_name, train.plateau_monitor,
-             "plateau: the figure it watches; valid_loss (mode min) or accuracy (mode max)"),
-       field("best_monitor", parse_monitor, monitor_name, train.best_monitor,
-             "what `checkpoints/best.ckpt` keeps: the epoch of the highest accuracy, or of the "
-             "lowest valid_loss; summary.json's `best_accuracy` is that epoch's accuracy"),
-       field("class_weights", read_class_weights, write_class_weights, train.class_weights,
-             "none, balanced, or a list of numbers (one per class)",
-             "weights of the classes in the training loss (torch's cross_entropy `weight`); "
-             "balanced: n / (classes × count) over the training images, scikit-learn's "
-             "`balanced`; a list: one per class in the classes' sorted order"),
-       field("pos_weight", read_pos_weight, write_pos_weight, train.pos_weight,
-             "null, balanced, or a list of numbers (one per class)",
-             "multi_label: each class's positive term weighed in the binary cross-entropy "
-             "(torch's `BCEWithLogitsLoss` `pos_weight`); balanced: negatives / positives over "
-             "the training images"),
-       field("precision", parse_precision, precision_name, train.precision,
-             "fp32, or mixed precision: fp16 (CUDA only, dynamic loss scaling) or bf16"),
-       field("channels_last", train.channels_last, "NHWC memory format where it helps"),
-       field("accumulate", train.accumulate, "batches whose gradients add up to one optimizer step",
-             closed(1, kMaxAccumulate, "an integer in [1, 1024]")),
-       field("clip_grad_norm", train.clip_grad_norm,
-             "clip the gradients' total L2 norm to this before each step; 0: off",
-             closed(0, 1e6, "a number in [0, 1e6] (0: off)")),
-       field("device", parse_train_device, device_request_name, train.device,
-             "auto (CUDA when present, else CPU), cpu, cuda or cuda:N; data-parallel: "
-             "`cuda:$LOCAL_RANK`"),
-       section("checkpoint", convert_checkpoint, train.checkpoint,
-               "when checkpoints are written and how many are kept"),
-       field("time_limit", read_duration, write_duration, train.time_limit_seconds,
-             kDurationExpected,
-             "checkpoint and stop (exit 130) before the command has run this long, set-up "
-             "included; null: no limit"),
-       field("profile", train.profile,
-             "synchronise the device around each timed phase: exact GPU phase times in "
-             "`timing.json`, a little slower")});
+  std::vector<Field> fields = train_schedule_fields(train);
+  for (Field& f : train_run_fields(train)) fields.push_back(std::move(f));
+  read_fields(walk, at, fields);
 }
 
 }  // namespace ltfit::config_internal
