@@ -27,7 +27,61 @@ namespace ltfit {
 
 namespace {
 
+// "key": value pairs of the dict being written.
+struct DictEntries {
+  pickle::PickleWriter& w;
+  void integer(const char* key, std::int64_t v) const {
+    w.string(key);
+    w.integer(v);
+  }
+  void real(const char* key, double v) const {
+    w.string(key);
+    w.real(v);
+  }
+  void integers(const char* key, const std::vector<std::int64_t>& list) const {
+    w.string(key);
+    w.empty_list();
+    w.mark();
+    for (const std::int64_t v : list) w.integer(v);
+    w.appends();
+  }
+};
+
+// Where the run is: phase seconds, decode failures, the position and the fp16 scaler's state.
+void write_progress(pickle::PickleWriter& w, const CheckpointMeta& meta) {
+  const DictEntries e{w};
+  w.string("phase_seconds");  // {phase name: seconds}
+  w.empty_dict();
+  w.mark();
+  for (int i = 0; i < kPhaseCount; ++i)
+    e.real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
+  w.set_items();
+  w.string("decode_failures");  // {"left_out": [position, ...], "found": [...]}
+  w.empty_dict();
+  w.mark();
+  e.integers("left_out", meta.decode_failures.left_out);
+  e.integers("found", meta.decode_failures.found);
+  w.set_items();
+  const TrainPosition& p = meta.position;
+  w.string("position");
+  w.empty_dict();
+  w.mark();
+  e.integer("stage", p.stage);
+  e.integer("epoch_in_stage", p.epoch_in_stage);
+  e.integer("batch_in_epoch", p.batch_in_epoch);
+  e.real("loss_avg", p.loss_avg);
+  e.integer("loss_count", p.loss_count);
+  w.set_items();
+  w.string("scaler");  // the keys of torch.amp.GradScaler.state_dict() that ltfit keeps
+  w.empty_dict();
+  w.mark();
+  e.real("scale", meta.scaler.scale);
+  e.integer("_growth_tracker", meta.scaler.growth_tracker);
+  w.set_items();
+}
+
 void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
+  const DictEntries e{w};
   w.string("format");
   w.string(detail::kCheckpointFormatName);
   w.string("format_version");
@@ -39,55 +93,13 @@ void write_meta(pickle::PickleWriter& w, const CheckpointMeta& meta) {
   w.mark();
   for (const std::string& c : meta.classes) w.string(c);
   w.appends();
-  const auto integer = [&w](const char* key, std::int64_t v) {
-    w.string(key);
-    w.integer(v);
-  };
-  const auto real = [&w](const char* key, double v) {
-    w.string(key);
-    w.real(v);
-  };
-  integer("epochs_done", meta.epochs_done);
-  integer("global_step", meta.global_step);
-  real("accuracy", meta.accuracy);
-  real("valid_loss", meta.valid_loss);
-  real("best_accuracy", meta.best_accuracy);
-  real("train_seconds", meta.train_seconds);
-  w.string("phase_seconds");  // {phase name: seconds}
-  w.empty_dict();
-  w.mark();
-  for (int i = 0; i < kPhaseCount; ++i)
-    real(phase_name(static_cast<Phase>(i)), meta.phase_seconds[i]);
-  w.set_items();
-  const auto positions = [&w](const char* key, const std::vector<std::int64_t>& list) {
-    w.string(key);
-    w.empty_list();
-    w.mark();
-    for (const std::int64_t v : list) w.integer(v);
-    w.appends();
-  };
-  w.string("decode_failures");  // {"left_out": [position, ...], "found": [...]}
-  w.empty_dict();
-  w.mark();
-  positions("left_out", meta.decode_failures.left_out);
-  positions("found", meta.decode_failures.found);
-  w.set_items();
-  const TrainPosition& p = meta.position;
-  w.string("position");
-  w.empty_dict();
-  w.mark();
-  integer("stage", p.stage);
-  integer("epoch_in_stage", p.epoch_in_stage);
-  integer("batch_in_epoch", p.batch_in_epoch);
-  real("loss_avg", p.loss_avg);
-  integer("loss_count", p.loss_count);
-  w.set_items();
-  w.string("scaler");  // the keys of torch.amp.GradScaler.state_dict() that ltfit keeps
-  w.empty_dict();
-  w.mark();
-  real("scale", meta.scaler.scale);
-  integer("_growth_tracker", meta.scaler.growth_tracker);
-  w.set_items();
+  e.integer("epochs_done", meta.epochs_done);
+  e.integer("global_step", meta.global_step);
+  e.real("accuracy", meta.accuracy);
+  e.real("valid_loss", meta.valid_loss);
+  e.real("best_accuracy", meta.best_accuracy);
+  e.real("train_seconds", meta.train_seconds);
+  write_progress(w, meta);
 }
 
 // The model's input normalization ({"mean": [3 floats], "std": [3 floats]}): the arch's, or the
