@@ -35,6 +35,46 @@ std::vector<torch::Tensor> float_buffers(Classifier& model) {
   return out;
 }
 
+using GradBuckets = std::vector<std::vector<std::size_t>>;
+
+// Each bucket's gradients into its flat buffer (zeros for a parameter without one), times
+// `weight`; bucket 0's first `controls` values (the control block) are left alone.
+void pack_gradients(const GradBuckets& buckets, const std::vector<torch::Tensor>& params,
+                    std::int64_t controls, double weight, std::vector<torch::Tensor>& flats) {
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::int64_t first = b == 0 ? controls : 0;
+    std::int64_t at = first;
+    for (const std::size_t i : buckets[b]) {
+      const torch::Tensor& g = params[i].grad();
+      torch::Tensor slice = flats[b].narrow(0, at, params[i].numel());
+      if (g.defined()) {
+        slice.copy_(g.reshape(-1));
+      } else {
+        slice.zero_();
+      }
+      at += params[i].numel();
+    }
+    flats[b].narrow(0, first, at - first).mul_(weight);
+  }
+}
+
+// The reduced flat buffers, times `scale`, back into each parameter's gradient (made where a
+// parameter had none).
+void unpack_gradients(const GradBuckets& buckets, std::int64_t controls, float scale,
+                      std::vector<torch::Tensor>& flats, std::vector<torch::Tensor>& params) {
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    flats[b].mul_(scale);
+    std::int64_t at = b == 0 ? controls : 0;
+    for (const std::size_t i : buckets[b]) {
+      torch::Tensor& p = params[i];
+      const torch::Tensor slice = flats[b].narrow(0, at, p.numel()).view(p.sizes());
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      p.mutable_grad().copy_(slice);
+      at += p.numel();
+    }
+  }
+}
+
 }  // namespace
 
 DataParallelHook::DataParallelHook(DistGroup& group, const DistConfig& config)
@@ -104,22 +144,8 @@ void DataParallelHook::after_backward(TrainContext& ctx) {
   torch::NoGradGuard no_grad;
   double local_images = 0.0;
   for (const double n : batch_images_) local_images += n;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const std::int64_t first = b == 0 ? controls_ : 0;
-    std::int64_t at = first;
-    for (const std::size_t i : buckets_[b]) {
-      const torch::Tensor& g = params_[i].grad();
-      torch::Tensor slice = flats_[b].narrow(0, at, params_[i].numel());
-      if (g.defined()) {
-        slice.copy_(g.reshape(-1));
-      } else {
-        slice.zero_();
-      }
-      at += params_[i].numel();
-    }
-    // Weighted by this rank's images: the sum over ranks is the global loss sum's gradient.
-    flats_[b].narrow(0, first, at - first).mul_(local_images);
-  }
+  // Weighted by this rank's images: the sum over ranks is the global loss sum's gradient.
+  pack_gradients(buckets_, params_, controls_, local_images, flats_);
   std::vector<float> control(static_cast<std::size_t>(controls_), 0.0f);
   control[kStop] = ctx.vote_stop ? 1.0f : 0.0f;
   control[kSave] = ctx.vote_save ? 1.0f : 0.0f;
@@ -157,18 +183,7 @@ void DataParallelHook::after_backward(TrainContext& ctx) {
     ctx.skip_step = true;
     return;
   }
-  const float scale = static_cast<float>(1.0 / images);
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    flats_[b].mul_(scale);
-    std::int64_t at = b == 0 ? controls_ : 0;
-    for (const std::size_t i : buckets_[b]) {
-      torch::Tensor p = params_[i];
-      const torch::Tensor slice = flats_[b].narrow(0, at, p.numel()).view(p.sizes());
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      p.mutable_grad().copy_(slice);
-      at += p.numel();
-    }
-  }
+  unpack_gradients(buckets_, controls_, static_cast<float>(1.0 / images), flats_, params_);
 }
 
 void DataParallelHook::sync_buffers(TrainContext& ctx) {

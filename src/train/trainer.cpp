@@ -299,16 +299,7 @@ void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   // fires every event, so it meets the other ranks at the same collectives (hooks.h).
   const bool empty = c.labels.size(0) == 0;
   fire(&Hook::before_batch);
-  if (empty) {
-    c.output = torch::Tensor();
-    c.loss = torch::zeros({}, torch::TensorOptions().device(options_.device));
-  } else {
-    ScopedPhase phase(*profiler_, Phase::kForward);
-    AutocastGuard autocast(options_.device.type(), c.amp_dtype);
-    c.output = model_->forward(c.images);
-    c.loss = batch_loss(c.output, c.targets.defined() ? c.targets : c.labels);
-  }
-  c.backward_loss = c.loss;
+  forward_and_loss(empty);
   c.loss_value = c.loss.item<double>();
   fire(&Hook::after_loss);
   if (c.cancel_batch) {
@@ -337,6 +328,21 @@ void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   ++state_.global_step;
   if (c.vote_save || c.vote_stop) share_decode_failures();  // the checkpoint holds them
   fire(&Hook::after_step);
+}
+
+// The batch's output and loss into the context (a zero loss, no output, for an empty slice).
+void Trainer::forward_and_loss(bool empty) {
+  TrainContext& c = ctx_;
+  if (empty) {
+    c.output = torch::Tensor();
+    c.loss = torch::zeros({}, torch::TensorOptions().device(options_.device));
+  } else {
+    ScopedPhase phase(*profiler_, Phase::kForward);
+    AutocastGuard autocast(options_.device.type(), c.amp_dtype);
+    c.output = model_->forward(c.images);
+    c.loss = batch_loss(c.output, c.targets.defined() ? c.targets : c.labels);
+  }
+  c.backward_loss = c.loss;
 }
 
 void Trainer::share_decode_failures() {

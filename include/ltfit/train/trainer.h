@@ -86,6 +86,7 @@ class Trainer {
   // The epoch's next batch, its copy to the device started (the data wait and its start timed).
   std::optional<StagedBatch> next_staged();
   void one_batch(const StagedBatch& batch, bool last_of_epoch);
+  void forward_and_loss(bool empty);      // ctx.output, ctx.loss and ctx.backward_loss of the batch
   void rescale_gradients(double factor);  // of a group cut short, before its step
   // The training loss of `output` against class indices or a target distribution.
   torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
