@@ -15,18 +15,18 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "safetensors data are little-endian");
 
-struct DtypeName {
+struct SafetensorsDtype {
   const char* name;
   torch::ScalarType type;
 };
-constexpr DtypeName kDtypes[] = {{"F64", torch::kFloat64}, {"F32", torch::kFloat32},
-                                 {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
-                                 {"I64", torch::kInt64},   {"I32", torch::kInt32},
-                                 {"I16", torch::kInt16},   {"I8", torch::kInt8},
-                                 {"U8", torch::kUInt8},    {"BOOL", torch::kBool}};
+constexpr SafetensorsDtype kSafetensorsDtypes[] = {
+    {"F64", torch::kFloat64},   {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
+    {"BF16", torch::kBFloat16}, {"I64", torch::kInt64},   {"I32", torch::kInt32},
+    {"I16", torch::kInt16},     {"I8", torch::kInt8},     {"U8", torch::kUInt8},
+    {"BOOL", torch::kBool}};
 
 torch::ScalarType dtype_of(const std::string& name, const std::string& tensor) {
-  for (const DtypeName& d : kDtypes) {
+  for (const SafetensorsDtype& d : kSafetensorsDtypes) {
     if (name == d.name) return d.type;
   }
   throw SafetensorsError("tensor '" + tensor + "': dtype '" + name +
@@ -34,7 +34,7 @@ torch::ScalarType dtype_of(const std::string& name, const std::string& tensor) {
 }
 
 const char* name_of(torch::ScalarType type) {
-  for (const DtypeName& d : kDtypes) {
+  for (const SafetensorsDtype& d : kSafetensorsDtypes) {
     if (type == d.type) return d.name;
   }
   throw SafetensorsError(std::string("cannot write dtype ") + c10::toString(type));
