@@ -244,11 +244,9 @@ bool plain_resized_crop(const AugmentParams& p) {
 
 cv::Rect box_rect(const PixelBox& box) { return {box.x, box.y, box.width, box.height}; }
 
-// torchvision's resized_crop then hflip on the full-size decode, `decoded` holding the box.
-torch::Tensor resized_crop_to_tensor(const DecodedImage& decoded, int size,
+// torchvision's resized_crop of `box` then hflip on the full-size decode, `decoded` holding it.
+torch::Tensor resized_crop_to_tensor(const DecodedImage& decoded, const cv::Rect& box, int size,
                                      const AugmentParams& params) {
-  const cv::Rect box =
-      box_rect(random_resized_box(*params.resized_crop, decoded.whole.width, decoded.whole.height));
   const cv::Mat region = decoded.image(box - decoded.region.tl());
   cv::Mat resized =
       pil_resize_window(region, {size, size}, {0, 0, size, size}, ResampleFilter::kBilinear);
@@ -390,9 +388,18 @@ std::optional<torch::Tensor> load_augmented_image(const ImageInput& input, int s
       // warp reads.
       // A RandomResizedCrop's box is drawn on the full-size image, as torchvision draws it.
       const bool plain = plain_resized_crop(params);
-      const RegionOf region_of = [&params, size, plain](cv::Size whole) {
-        if (plain)
-          return box_rect(random_resized_box(*params.resized_crop, whole.width, whole.height));
+      // plain: the box, drawn once per image size (the JPEG decoder asks for it by the image's
+      // size; other formats and cached images do not ask, and it is drawn after the decode).
+      std::optional<std::pair<cv::Size, cv::Rect>> drawn;
+      const auto box_of = [&params, &drawn](cv::Size whole) {
+        if (!drawn || drawn->first != whole) {
+          drawn.emplace(
+              whole, box_rect(random_resized_box(*params.resized_crop, whole.width, whole.height)));
+        }
+        return drawn->second;
+      };
+      const RegionOf region_of = [&params, size, plain, &box_of](cv::Size whole) {
+        if (plain) return box_of(whole);
         const Mat3 m = sampling_matrix(params, whole.width, whole.height, size);
         return sampled_region(m, whole.width, whole.height, size);
       };
@@ -401,7 +408,7 @@ std::optional<torch::Tensor> load_augmented_image(const ImageInput& input, int s
       const DecodedImage decoded =
           decode_bgr_cached(input, {min_side, region_of}, {limits, budget}, cache, &reason);
       if (!decoded.image.empty()) {
-        result = plain ? resized_crop_to_tensor(decoded, size, params)
+        result = plain ? resized_crop_to_tensor(decoded, box_of(decoded.whole), size, params)
                        : augment_to_tensor(decoded, size, params);
       }
     }

@@ -59,10 +59,11 @@ int transform_side(const nlohmann::json& transform, const std::string& key) {
   return static_cast<int>(side);
 }
 
-// eval_transform's `key`, one of the names `parse` takes (`absent` when missing).
+// eval_transform's `key`, one of the names `parse` takes (`expected` lists them); `absent` when
+// missing.
 template <typename Parse>
 std::string transform_choice(const nlohmann::json& transform, const std::string& key,
-                             const std::string& absent, Parse parse) {
+                             const char* expected, const std::string& absent, Parse parse) {
   if (!transform.contains(key)) return absent;
   const nlohmann::json& value = transform.at(key);
   try {
@@ -72,10 +73,8 @@ std::string transform_choice(const nlohmann::json& transform, const std::string&
     }
   } catch (const ConfigError&) {  // said below, as the other fields' range errors are
   }
-  throw std::invalid_argument("eval_transform." + key + ": expected " +
-                              (key == "method" ? std::string("crop, squish or pad")
-                                               : std::string("reflection, zeros or border")) +
-                              ", got " + value.dump());
+  throw std::invalid_argument("eval_transform." + key + ": expected " + expected + ", got " +
+                              value.dump());
 }
 
 // eval_transform's crop (ExportMeta::image_size), resize, interpolation, method and pad mode,
@@ -89,8 +88,10 @@ void parse_eval_transform(const nlohmann::json& transform, ExportMeta& m) {
                                 std::to_string(m.eval_resize) +
                                 "): the centre crop must lie within the resized image");
   }
-  m.resize_method = transform_choice(transform, "method", "crop", parse_resize_method);
-  m.pad_mode = transform_choice(transform, "pad_mode", "reflection", parse_pad_mode);
+  m.resize_method =
+      transform_choice(transform, "method", "crop, squish or pad", "crop", parse_resize_method);
+  m.pad_mode = transform_choice(transform, "pad_mode", "reflection, zeros or border", "reflection",
+                                parse_pad_mode);
   if (!transform.contains("interpolation")) return;
   const nlohmann::json& interpolation = transform.at("interpolation");
   if (interpolation != "bilinear" && interpolation != "bicubic") {

@@ -5,11 +5,9 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,14 +25,12 @@
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/choices.h"
 #include "ltfit/util/error.h"
-#include "ltfit/util/input_file.h"
 
 namespace ltfit {
 
 namespace {
 
 constexpr int kWeightsBatchSize = 64;
-constexpr std::size_t kMaxTimmConfigBytes = 1u << 20;  // as timm_hub reads it
 
 // The arch of --weights: --arch, else its export's description; they must agree.
 std::string weights_arch(const PredictRequest& request, const std::optional<ExportMeta>& meta) {
@@ -67,19 +63,6 @@ std::vector<std::string> weights_classes(const PredictRequest& request,
   std::vector<std::string> names;
   for (std::int64_t i = 0; i < k; ++i) names.push_back("class_" + std::to_string(i));
   return names;
-}
-
-// A timm hub snapshot's config.json beside `weights` (its model.safetensors): nullopt when there
-// is none, or it is someone else's (no pretrained_cfg); else what it says, checked for `arch`.
-std::optional<TimmDataConfig> timm_config_beside(const std::string& weights, const ArchInfo& arch) {
-  const std::filesystem::path config = std::filesystem::path(weights).parent_path() / "config.json";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(config, ec)) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(
-      read_input_file(config.string(), "timm's config.json", kMaxTimmConfigBytes), nullptr,
-      /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("pretrained_cfg")) return std::nullopt;
-  return read_timm_config(config.string(), arch, weights);
 }
 
 // timm's eval transform from its config.json, the arch's where it says nothing: Resize(floor(
@@ -131,7 +114,7 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
       p.loader.eval_transform = EvalTransform{meta->eval_resize, meta->image_size,
                                               resample_filter_named(meta->interpolation)};
     }
-  } else if (const auto timm = timm_config_beside(request.weights, arch)) {
+  } else if (const auto timm = timm_config_beside(request.weights, arch, request.weights)) {
     if (timm->normalization) p.model->set_input_normalization(*timm->normalization);
     p.loader.eval_transform = timm_eval_transform(*timm, arch);
     p.loader.data.image_size = p.loader.eval_transform->crop;

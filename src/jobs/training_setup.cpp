@@ -31,9 +31,6 @@ void log_dataset(const DatasetIndex& index) {
     spdlog::info("valid: {}", describe_class_counts(index.valid, index.classes));
 }
 
-// Refuses, before any training, a split that cannot fill what training needs: fewer readable
-// training images than one batch, or a validation split without a readable image (every rank
-// checks the same files and comes to the same answer).
 // data.valid_pct 0 left no validation split: what judges by validation is refused, the rest is
 // said once, plainly.
 void check_no_validation(const Config& config) {
@@ -55,6 +52,9 @@ void check_no_validation(const Config& config) {
       "result (best.ckpt is the last epoch's), with no validation loss, accuracy or TTA");
 }
 
+// Refuses, before any training, a split that cannot fill what training needs: fewer readable
+// training images than one batch, or a validation split without a readable image (every rank
+// checks the same files and comes to the same answer).
 void check_readable_splits(const Config& config, const TrainingSetup& setup, bool with_valid) {
   const Loader& train = *setup.train_loader;
   const std::string unreadable = std::to_string(train.size() - train.planned()) + " unreadable";

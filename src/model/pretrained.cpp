@@ -114,9 +114,7 @@ std::string resolve_pretrained_file(const PretrainedWeights& weights, const std:
                                 torch_hub_checkpoint_dir());
   }
   if (weights.kind == PretrainedWeights::Kind::kTimm) {
-    const TimmFiles files = fetch_timm_weights(weights.path);
-    read_timm_config(files.config, arch_info(arch), weights.path);  // checks the architecture
-    return files.weights;
+    return fetch_timm_weights(weights.path).weights;  // build_model reads its config.json
   }
   const std::string& pretrained = weights.path;
   std::error_code ec;

@@ -252,30 +252,52 @@ void read_timm_eval(const nlohmann::json& cfg, const std::string& path, TimmData
 
 }  // namespace
 
-TimmDataConfig read_timm_config(const std::string& config_path, const ArchInfo& arch,
-                                const std::string& name) {
-  TimmDataConfig out;
-  if (config_path.empty()) return out;
-  nlohmann::json config;
+namespace {
+
+// config.json at `path`, parsed; CheckpointError naming `name` and the file when it is not JSON.
+nlohmann::json parsed_timm_config(const std::string& path, const std::string& name) {
   try {
-    config =
-        nlohmann::json::parse(read_input_file(config_path, "timm's config.json", kMaxConfigBytes));
+    return nlohmann::json::parse(read_input_file(path, "timm's config.json", kMaxConfigBytes));
   } catch (const nlohmann::json::exception&) {
-    throw CheckpointError("timm/" + name + ": " + config_path + " is not JSON");
+    throw CheckpointError("timm/" + name + ": " + path + " is not JSON");
   }
+}
+
+// What `config` (read from `path`) says for `arch`, its architecture checked.
+TimmDataConfig timm_data_of(const nlohmann::json& config, const std::string& path,
+                            const ArchInfo& arch, const std::string& name) {
   check_timm_architecture(config, arch, name);
+  TimmDataConfig out;
   const nlohmann::json cfg = config.value("pretrained_cfg", nlohmann::json::object());
   if (!cfg.is_object()) return out;
-  const auto mean = timm_triple(cfg, "mean", false, config_path);
-  const auto std = timm_triple(cfg, "std", true, config_path);
+  const auto mean = timm_triple(cfg, "mean", false, path);
+  const auto std = timm_triple(cfg, "std", true, path);
   if (mean || std) {
     ImageNormalization n = arch.normalization;
     if (mean) n.mean = *mean;
     if (std) n.std = *std;
     out.normalization = n;
   }
-  read_timm_eval(cfg, config_path, out);
+  read_timm_eval(cfg, path, out);
   return out;
+}
+
+}  // namespace
+
+TimmDataConfig read_timm_config(const std::string& config_path, const ArchInfo& arch,
+                                const std::string& name) {
+  if (config_path.empty()) return {};
+  return timm_data_of(parsed_timm_config(config_path, name), config_path, arch, name);
+}
+
+std::optional<TimmDataConfig> timm_config_beside(const std::string& weights, const ArchInfo& arch,
+                                                 const std::string& name) {
+  const fs::path path = fs::path(weights).parent_path() / "config.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  const nlohmann::json config = parsed_timm_config(path.string(), name);
+  if (!config.is_object() || !config.contains("pretrained_cfg")) return std::nullopt;
+  return timm_data_of(config, path.string(), arch, name);
 }
 
 }  // namespace ltfit

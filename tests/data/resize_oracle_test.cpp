@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "ltfit/data/augment.h"
 #include "ltfit/data/image_io.h"
@@ -160,4 +161,29 @@ TEST_CASE("resize methods: crop takes the centre, squish the whole image and pad
   const std::string strip = halves_png(dir.path() / "strip.png", 300, 1);
   const torch::Tensor thin = framed(strip, ResizeMethod::kPad, PadMode::kReflection);
   CHECK(thin.size(0) == 16);
+}
+
+TEST_CASE(
+    "RandomResizedCrop of a JPEG: the box's rows decoded alone give the whole decode's pixels",
+    "[data]") {
+  const ltfit::testing::TempDir dir;
+  cv::Mat image(150, 211, CV_8UC3);
+  cv::randu(image, cv::Scalar::all(0), cv::Scalar::all(255));
+  cv::GaussianBlur(image, image, {7, 7}, 2.0);  // photo-like, so the JPEG keeps detail
+  const std::string jpeg = (dir.path() / "a.jpg").string();
+  REQUIRE(cv::imwrite(jpeg, image));
+  const std::string png = (dir.path() / "a.png").string();
+  REQUIRE(cv::imwrite(png, cv::imread(jpeg)));  // the whole decode, kept losslessly
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    ltfit::AugmentParams params;
+    params.resized_crop = ltfit::ResizedCropDraw{seed, {0.08, 1.0}, {0.75, 4.0 / 3.0}};
+    params.flip = seed % 2 == 1;
+    std::string error;
+    const auto from_jpeg = ltfit::load_augmented_image(ltfit::ImageInput(jpeg), 48, params, &error);
+    const auto from_png = ltfit::load_augmented_image(ltfit::ImageInput(png), 48, params, &error);
+    INFO("seed " << seed << ": " << error);
+    REQUIRE(from_jpeg.has_value());
+    REQUIRE(from_png.has_value());
+    CHECK(torch::equal(*from_jpeg, *from_png));
+  }
 }

@@ -51,4 +51,10 @@ struct TimmDataConfig {
 TimmDataConfig read_timm_config(const std::string& config_path, const ArchInfo& arch,
                                 const std::string& name);
 
+// A timm repo's config.json beside `weights` (its model.safetensors, in a hub snapshot or ltfit's
+// copy), read as read_timm_config reads it; nullopt when there is none, or it is someone else's
+// (no pretrained_cfg). Errors as read_timm_config's.
+std::optional<TimmDataConfig> timm_config_beside(const std::string& weights, const ArchInfo& arch,
+                                                 const std::string& name);
+
 }  // namespace ltfit
