@@ -114,7 +114,10 @@ void CheckpointWriter::load_state(const HookState& state) {
   }
   for (const char* key : {"monitor", "has_best", "value", "accuracy"}) {
     const auto found = state.scalars.find(key);
-    if (found == state.scalars.end() || !std::isfinite(found->second)) {
+    // The best's accuracy is NaN in a run without validation (data.valid_pct 0): not measured.
+    const bool unmeasured =
+        found != state.scalars.end() && std::isnan(found->second) && key == std::string("accuracy");
+    if (found == state.scalars.end() || (!std::isfinite(found->second) && !unmeasured)) {
       throw CheckpointError(
           std::string("the checkpoint's best_checkpoint state has no valid '") + key + "'",
           "resume from another checkpoint, or start a new run");

@@ -86,3 +86,34 @@ TEST_CASE("data.valid_pct 0 trains on every image and says there is no validatio
     CHECK_THAT(refused.output, Contains("data.valid_pct 0 leaves no validation split"));
   }
 }
+
+TEST_CASE("data.valid_pct 0: a stopped run resumes and finishes", "[cli][valid_pct][resume]") {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  REQUIRE(run_ltfit("synth --out " + data.string() +
+                    " --layout kaggle --train 12 --valid 4 "
+                    "--seed 2")
+              .exit_code == 0);
+  std::string config = all_data_config(data, ", time_limit: 3s, checkpoint: {every_minutes: 0}");
+  const std::string two = "epochs: 2";
+  config.replace(config.find(two), two.size(), "epochs: 40");
+  ltfit::testing::write_file(dir.path() / "c.yaml", config);
+  const fs::path run = dir.path() / "run";
+  const auto stopped = run_ltfit("train --config " + (dir.path() / "c.yaml").string() +
+                                 " --run-dir " + run.string());
+  INFO(stopped.output);
+  REQUIRE(stopped.exit_code == 130);  // the time limit: a checkpoint, then a stop
+  const int done =
+      ltfit::read_checkpoint_meta((run / "checkpoints/last.ckpt").string()).epochs_done;
+  CHECK(done >= 1);  // past an epoch's end: best.ckpt and its record (NaN accuracy) exist
+  CHECK(done < 40);
+  // The checkpoints' best record holds an unmeasured (NaN) accuracy: read back, not refused.
+  const auto resumed =
+      run_ltfit("train --resume auto --run-dir " + run.string() + " --set train.time_limit=null");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  const auto summary = nlohmann::json::parse(read_file(run / "summary.json"));
+  CHECK(summary["epochs"] == 40);
+  CHECK(summary["best_accuracy"].is_null());
+  CHECK(ltfit::read_checkpoint_meta((run / "checkpoints/best.ckpt").string()).epochs_done == 40);
+}
