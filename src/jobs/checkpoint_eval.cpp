@@ -164,7 +164,9 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
   return loaded;
 }
 
-void use_training_memory_format(LoadedModel& loaded, EvalOptions& options) {
+void prepare_for_inference(LoadedModel& loaded, EvalOptions& options) {
+  const std::int64_t folded = loaded.model->fold_batch_norms();
+  if (folded > 0) spdlog::info("inference: {} BatchNorms folded into their convolutions", folded);
   if (!loaded.config.train.channels_last) return;
   set_channels_last(loaded.model);
   options.channels_last = true;

@@ -95,6 +95,7 @@ Predictor weights_predictor(const PredictRequest& request, const torch::Device& 
   load_state_dict_strict(p.model, state, request.weights);
   p.model->to(device);
   p.model->eval();
+  p.model->fold_batch_norms();  // as prepare_for_inference does for a checkpoint
   p.classes = weights_classes(request, meta, head.num_classes);
   spdlog::info(
       "--weights {}: {} with a {} head for {} classes{}", request.weights, arch_name,
@@ -146,7 +147,7 @@ Predictor make_predictor(const PredictRequest& request, const torch::Device& dev
   p.model = p.loaded->model;
   p.classes = p.loaded->meta.classes;
   p.eval = eval_options_for(*p.loaded, device, "");
-  use_training_memory_format(*p.loaded, p.eval);
+  prepare_for_inference(*p.loaded, p.eval);
   p.loader = make_loader_options(p.loaded->config, /*train=*/false);
   if (request.batch_size > 0) p.loader.data.batch_size = request.batch_size;
   return p;

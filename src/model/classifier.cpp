@@ -12,6 +12,7 @@
 
 #include <unordered_set>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -49,6 +50,23 @@ CamSplit ClassifierImpl::cam_split(const torch::Tensor& x) {
   LTFIT_CHECK(layout_ == FeatureLayout::kMap, "a token model defines its own Grad-CAM split");
   const auto same = [](const torch::Tensor& t) { return t; };
   return {features(x), [this](const torch::Tensor& maps) { return classify(maps); }, same};
+}
+
+std::int64_t ClassifierImpl::fold_batch_norms() {
+  LTFIT_CHECK(!is_training(), "BatchNorm is folded into the convolutions in evaluation mode only");
+  if (folded_) return 0;
+  torch::NoGradGuard no_grad;
+  std::int64_t folded = fold_body_batch_norms();
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* triple = dynamic_cast<ConvNormActImpl*>(module.get())) folded += triple->fold();
+  }
+  folded_ = true;
+  return folded;
+}
+
+void ClassifierImpl::train(bool on) {
+  LTFIT_CHECK(!(on && folded_), "a model with its BatchNorms folded runs in evaluation only");
+  torch::nn::Module::train(on);
 }
 
 void ClassifierImpl::add_fastai_head(std::int64_t num_classes, double dropout) {

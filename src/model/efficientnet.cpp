@@ -2,6 +2,7 @@
 // torchvision's names, its initialisation, fastai's layer groups and the registry rows. See
 // efficientnet.h.
 #include "ltfit/model/efficientnet.h"
+#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
@@ -70,14 +71,14 @@ int scaled_depth(int layers, double depth_mult) {
 
 // torchvision's Conv2dNormActivation: conv (no bias, "same" padding) [N,in,H,W] -> BatchNorm ->
 // SiLU (when `activation`) -> [N,out,H/stride,W/stride]; children named 0, 1, 2.
-NestedSequential conv_norm_activation(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                      std::int64_t stride, std::int64_t groups, bool activation) {
-  NestedSequential layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                                                .stride(stride)
-                                                .padding((kernel - 1) / 2)
-                                                .groups(groups)
-                                                .bias(false)),
-                          torch::nn::BatchNorm2d(out));
+ConvNormAct conv_norm_activation(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                 std::int64_t stride, std::int64_t groups, bool activation) {
+  ConvNormAct layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                                           .stride(stride)
+                                           .padding((kernel - 1) / 2)
+                                           .groups(groups)
+                                           .bias(false)),
+                     torch::nn::BatchNorm2d(out));
   if (activation) layers->push_back(torch::nn::SiLU());
   return layers;
 }

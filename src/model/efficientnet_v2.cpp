@@ -2,6 +2,7 @@
 // names, BatchNorm eps 1e-3, its initialisation, fastai's layer groups and the registry row. See
 // efficientnet_v2.h.
 #include "ltfit/model/efficientnet_v2.h"
+#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
@@ -51,13 +52,13 @@ TORCH_MODULE(EffV2Sequential);
 
 // torchvision's Conv2dNormActivation: conv (no bias, "same" padding) [N,in,H,W] -> BatchNorm
 // (eps set for the whole body afterwards) -> SiLU when `activation` -> [N,out,H/stride,W/stride].
-EffV2Sequential effv2_conv_norm_activation(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                           std::int64_t stride, bool activation) {
-  EffV2Sequential layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                                               .stride(stride)
-                                               .padding((kernel - 1) / 2)
-                                               .bias(false)),
-                         torch::nn::BatchNorm2d(out));
+ConvNormAct effv2_conv_norm_activation(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                       std::int64_t stride, bool activation) {
+  ConvNormAct layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                                           .stride(stride)
+                                           .padding((kernel - 1) / 2)
+                                           .bias(false)),
+                     torch::nn::BatchNorm2d(out));
   if (activation) layers->push_back(torch::nn::SiLU());
   return layers;
 }

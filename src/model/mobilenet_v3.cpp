@@ -1,6 +1,7 @@
 // MobileNetV3-Large/Small: torchvision's block tables, the module tree under torchvision's names,
 // its initialisation, fastai's layer groups and the registry rows. See mobilenet_v3.h.
 #include "ltfit/model/mobilenet_v3.h"
+#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
@@ -50,31 +51,22 @@ constexpr MobileNetV3BlockOptions kMobileNetV3SmallBlocks[] = {
     {96, 5, 576, 96, true, true, 1},
 };
 
-// A Sequential that can sit inside another (LibTorch's AnyModule needs a non-template forward):
-// torchvision's Conv2dNormActivation, children named 0, 1, 2.
-class MobileNetV3SequentialImpl : public torch::nn::SequentialImpl {
- public:
-  using torch::nn::SequentialImpl::SequentialImpl;
-  torch::Tensor forward(const torch::Tensor& x) { return SequentialImpl::forward(x); }
-};
-TORCH_MODULE(MobileNetV3Sequential);
-
 enum class MobileNetV3Activation { kNone, kReLU, kHardswish };
 
 // torchvision's Conv2dNormActivation with MobileNetV3's BatchNorm: conv (no bias, "same"
 // padding) [N,in,H,W] -> BatchNorm(eps 1e-3, momentum 0.01) -> activation ->
 // [N,out,H/stride,W/stride]; children named 0, 1, 2.
-MobileNetV3Sequential mobilenet_v3_conv_bn(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                           std::int64_t stride, std::int64_t groups,
-                                           MobileNetV3Activation activation) {
-  MobileNetV3Sequential layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                                                     .stride(stride)
-                                                     .padding((kernel - 1) / 2)
-                                                     .groups(groups)
-                                                     .bias(false)),
-                               torch::nn::BatchNorm2d(torch::nn::BatchNormOptions(out)
-                                                          .eps(kMobileNetV3BnEps)
-                                                          .momentum(kMobileNetV3BnMomentum)));
+ConvNormAct mobilenet_v3_conv_bn(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                                 std::int64_t stride, std::int64_t groups,
+                                 MobileNetV3Activation activation) {
+  ConvNormAct layers(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                                           .stride(stride)
+                                           .padding((kernel - 1) / 2)
+                                           .groups(groups)
+                                           .bias(false)),
+                     torch::nn::BatchNorm2d(torch::nn::BatchNormOptions(out)
+                                                .eps(kMobileNetV3BnEps)
+                                                .momentum(kMobileNetV3BnMomentum)));
   if (activation == MobileNetV3Activation::kReLU) layers->push_back(torch::nn::ReLU());
   if (activation == MobileNetV3Activation::kHardswish) layers->push_back(Hardswish());
   return layers;

@@ -2,6 +2,7 @@
 // torchvision's names, its initialisation, fastai's layer groups and the registry rows. See
 // regnet.h.
 #include "ltfit/model/regnet.h"
+#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/options/conv.h>
@@ -40,26 +41,18 @@ class RegNetSequentialImpl : public torch::nn::SequentialImpl {
 };
 TORCH_MODULE(RegNetSequential);
 
-// Appends torchvision's Conv2dNormActivation to `layers`: conv (no bias, padding (k-1)/2)
-// [N,in,H,W] -> BatchNorm (eps 1e-5, momentum 0.1) -> ReLU when `relu` -> [N,out,H/s,W/s];
-// children 0, 1, 2.
-void regnet_add_conv_bn(torch::nn::SequentialImpl& layers, std::int64_t in, std::int64_t out,
-                        std::int64_t kernel, std::int64_t stride, std::int64_t groups, bool relu) {
-  layers.push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                                         .stride(stride)
-                                         .padding((kernel - 1) / 2)
-                                         .groups(groups)
-                                         .bias(false)));
-  layers.push_back(
+// torchvision's Conv2dNormActivation: conv (no bias, padding (k-1)/2) [N,in,H,W] -> BatchNorm
+// (eps 1e-5, momentum 0.1) -> ReLU when `relu` -> [N,out,H/s,W/s]; children 0, 1, 2.
+ConvNormAct regnet_conv_bn(std::int64_t in, std::int64_t out, std::int64_t kernel,
+                           std::int64_t stride, std::int64_t groups, bool relu) {
+  ConvNormAct layers(
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
+                            .stride(stride)
+                            .padding((kernel - 1) / 2)
+                            .groups(groups)
+                            .bias(false)),
       torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).eps(1e-5).momentum(0.1)));
-  if (relu) layers.push_back(torch::nn::ReLU());
-}
-
-// regnet_add_conv_bn as a Sequential that can sit inside another.
-RegNetSequential regnet_conv_bn(std::int64_t in, std::int64_t out, std::int64_t kernel,
-                                std::int64_t stride, std::int64_t groups, bool relu) {
-  RegNetSequential layers;
-  regnet_add_conv_bn(*layers, in, out, kernel, stride, groups, relu);
+  if (relu) layers->push_back(torch::nn::ReLU());
   return layers;
 }
 
@@ -128,9 +121,8 @@ RegNetStages regnet_stages(const RegNetSpec& spec) {
 ResBottleneckBlockImpl::ResBottleneckBlockImpl(const ResBottleneckOptions& o) {
   LTFIT_CHECK(o.stride == 1 || o.stride == 2, "RegNet block stride must be 1 or 2");
   if (o.in_channels != o.out_channels || o.stride != 1) {
-    proj_ = torch::nn::Sequential();
-    regnet_add_conv_bn(*proj_, o.in_channels, o.out_channels, 1, o.stride, 1, /*relu=*/false);
-    proj_ = register_module("proj", proj_);
+    proj_ = register_module(
+        "proj", regnet_conv_bn(o.in_channels, o.out_channels, 1, o.stride, 1, /*relu=*/false));
   }
   // BottleneckTransform, multiplier 1: w_b = out; the SE ratio counts from the block's input.
   const std::int64_t w_b = o.out_channels;
@@ -157,9 +149,8 @@ RegNetImpl::RegNetImpl(const RegNetSpec& spec, std::int64_t num_classes, HeadKin
       spec_(spec),
       stages_(regnet_stages(spec)) {
   LTFIT_CHECK(num_classes > 0, "num_classes must be positive");
-  stem_ = torch::nn::Sequential();  // SimpleStemIN
-  regnet_add_conv_bn(*stem_, 3, spec.stem_width, 3, 2, 1, /*relu=*/true);
-  stem_ = register_module("stem", stem_);
+  stem_ = register_module("stem",  // SimpleStemIN
+                          regnet_conv_bn(3, spec.stem_width, 3, 2, 1, /*relu=*/true));
   build_trunk();
   if (head == HeadKind::kLinear) {
     avgpool_ = register_module("avgpool", torch::nn::AdaptiveAvgPool2d(1));

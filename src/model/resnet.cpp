@@ -5,6 +5,7 @@
 #include <torch/nn/init.h>
 #include <torch/nn/options/conv.h>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -109,12 +110,29 @@ ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t plan
   }
 }
 
+// In-place ReLUs and residual sum, as torchvision's: none of them overwrites a tensor that
+// autograd keeps (a BatchNorm's or convolution's output is not kept for its backward).
 torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(bn1_(conv1_(x)));
-  out = bn2_(conv2_(out));
-  if (bottleneck_) out = bn3_(conv3_(torch::relu(out)));
+  torch::Tensor out = norm_unless_folded(bn1_, conv1_(x)).relu_();
+  out = norm_unless_folded(bn2_, conv2_(out));
+  if (bottleneck_) out = norm_unless_folded(bn3_, conv3_(out.relu_()));
   const torch::Tensor identity = downsample_ ? downsample_->forward(x) : x;
-  return torch::relu(out + identity);
+  return out.add_(identity).relu_();
+}
+
+std::int64_t ResidualBlockImpl::fold_batch_norms() {
+  fold_into(*this, "bn1", *conv1_, bn1_);
+  fold_into(*this, "bn2", *conv2_, bn2_);
+  std::int64_t folded = 2;
+  if (bottleneck_) {
+    fold_into(*this, "bn3", *conv3_, bn3_);
+    ++folded;
+  }
+  if (downsample_) {
+    downsample_ = fold_conv_norm_sequential(*this, "downsample", downsample_);
+    ++folded;
+  }
+  return folded;
 }
 
 ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKind head,
@@ -160,13 +178,24 @@ torch::nn::Sequential ResNetImpl::make_stage(std::int64_t planes, int blocks, st
 }
 
 torch::Tensor ResNetImpl::features(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(bn1_(conv1_(x)));
+  torch::Tensor out = norm_unless_folded(bn1_, conv1_(x)).relu_();
   if (!cifar_stem_) out = F::max_pool2d(out, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
   return layer4_->forward(layer3_->forward(layer2_->forward(layer1_->forward(out))));
 }
 
 torch::Tensor ResNetImpl::linear_head(const torch::Tensor& maps) {
   return fc_(F::adaptive_avg_pool2d(maps, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
+}
+
+std::int64_t ResNetImpl::fold_body_batch_norms() {
+  fold_into(*this, "bn1", *conv1_, bn1_);
+  std::int64_t folded = 1;
+  for (const auto& stage : {layer1_, layer2_, layer3_, layer4_}) {
+    for (const auto& block : stage->children()) {
+      folded += block->as<ResidualBlockImpl>()->fold_batch_norms();
+    }
+  }
+  return folded;
 }
 
 std::vector<std::vector<torch::nn::Module*>> ResNetImpl::body_groups() {

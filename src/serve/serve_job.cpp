@@ -132,7 +132,7 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
   const torch::Device device = resolve_device(request.device, "--device");
   loaded_ = load_model_for_eval(request.checkpoint, device, parse_weight_choice(request.weights));
   eval_ = eval_options_for(loaded_, device, request.precision);
-  use_training_memory_format(loaded_, eval_);
+  prepare_for_inference(loaded_, eval_);
   limits_ = image_limits(loaded_.config.data);
   tta_ = tta_settings(loaded_.config.eval, "v1", std::nullopt);
   const int size = loaded_.config.data.image_size;

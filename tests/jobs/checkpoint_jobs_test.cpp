@@ -11,6 +11,7 @@
 #include "ltfit/jobs/export_job.h"
 #include "ltfit/jobs/export_meta.h"
 #include "ltfit/jobs/predict_job.h"
+#include "ltfit/model/arch_registry.h"
 #include "ltfit/model/torch_weights.h"
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
@@ -82,6 +83,19 @@ TEST_CASE("predict_job: the checkpoint's model, images in order, unreadable ones
   request.logits = true;
   request.batch_size = 1;  // each image forwarded alone, as the reference below (bit for bit)
   const std::vector<ltfit::ImagePrediction> results = ltfit::run_predict_job(request);
+  // predict runs the saved model with its BatchNorms folded (prepare_for_inference); the same
+  // fold here, and the unfolded model beside it.
+  ltfit::Classifier unfolded = ltfit::make_classifier("resnet18", 2);
+  {
+    torch::NoGradGuard no_grad;
+    auto params = unfolded->named_parameters();
+    for (const auto& p : saved->named_parameters()) params[p.key()].copy_(p.value());
+    auto buffers = unfolded->named_buffers();
+    for (const auto& b : saved->named_buffers()) buffers[b.key()].copy_(b.value());
+  }
+  unfolded->eval();
+  saved->eval();
+  CHECK(saved->fold_batch_norms() == 20);  // bn1, 2 per block, 3 downsamples
 
   REQUIRE(results.size() == 3);
   CHECK(results[1].image == request.images[1]);
@@ -110,6 +124,11 @@ TEST_CASE("predict_job: the checkpoint's model, images in order, unreadable ones
     REQUIRE(p.logits->size() == 2);
     CHECK((*p.logits)[0] == logits[0].item<float>());
     CHECK((*p.logits)[1] == logits[1].item<float>());
+    ltfit::set_channels_last(unfolded);
+    const torch::Tensor plain =
+        unfolded->forward(ltfit::normalize_images(image->unsqueeze(0), torch::kCPU, true))[0];
+    CHECK(((*p.logits)[0] - plain[0].item<float>()) == Approx(0.0).margin(1e-4));
+    CHECK(((*p.logits)[1] - plain[1].item<float>()) == Approx(0.0).margin(1e-4));
   }
 }
 

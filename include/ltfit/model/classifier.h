@@ -79,6 +79,15 @@ class ClassifierImpl : public torch::nn::Module {
   // weights, biases) and those a family marked (ConvNeXt's [C,1,1] layer scales).
   std::vector<torch::Tensor> no_weight_decay_parameters();
 
+  // For the commands that only run the model (predict, serve): folds each BatchNorm that follows
+  // a convolution into it (batch_norm_fold.h): the family's own pairs (fold_body_batch_norms) and
+  // every ConvNormAct in the model; returns how many.
+  // Only in evaluation mode; the model then refuses train() and its state dict is not a
+  // checkpoint's (the folded norms are gone). Once per model: a second call folds nothing.
+  std::int64_t fold_batch_norms();
+  bool batch_norms_folded() const { return folded_; }
+  void train(bool on = true) override;
+
  protected:
   ClassifierImpl(std::string arch, std::int64_t feature_channels,
                  FeatureLayout layout = FeatureLayout::kMap);
@@ -93,6 +102,9 @@ class ClassifierImpl : public torch::nn::Module {
   // Dropout(p/2), Linear(2C or C, 512), ReLU, BatchNorm1d, Dropout(p), Linear(512, classes);
   // kaiming-normal linears.
   void add_fastai_head(std::int64_t num_classes, double dropout);
+  // The family's part of fold_batch_norms (called without gradients, in evaluation mode): folds
+  // its (convolution, BatchNorm) pairs with fold_into and returns how many; 0 by default.
+  virtual std::int64_t fold_body_batch_norms() { return 0; }
   // Exempts `parameter` from weight decay (for parameters with more than one dimension).
   void mark_no_weight_decay(const torch::Tensor& parameter);
 
@@ -103,6 +115,7 @@ class ClassifierImpl : public torch::nn::Module {
   ImageNormalization normalization_;
   torch::nn::Sequential head_{nullptr};
   std::vector<torch::Tensor> no_decay_marked_;
+  bool folded_ = false;
 };
 TORCH_MODULE(Classifier);
 

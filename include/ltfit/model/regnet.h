@@ -34,6 +34,7 @@
 
 #include "ltfit/config/config.h"  // HeadKind
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/model/classifier.h"
 #include "ltfit/model/efficientnet.h"  // SqueezeExcitation
 
@@ -85,8 +86,8 @@ class ResBottleneckBlockImpl : public torch::nn::Module {
   bool has_projection() const { return !proj_.is_empty(); }
 
  private:
-  torch::nn::Sequential proj_{nullptr};  // 1x1 conv-BN, only when the shape changes
-  torch::nn::Sequential f_{nullptr};     // a, b, se, c
+  ConvNormAct proj_{nullptr};         // 1x1 conv-BN, only when the shape changes
+  torch::nn::Sequential f_{nullptr};  // a, b, se, c
   torch::nn::ReLU activation_{nullptr};
 };
 TORCH_MODULE(ResBottleneckBlock);
@@ -115,7 +116,7 @@ class RegNetImpl : public ClassifierImpl {
 
   RegNetSpec spec_;
   RegNetStages stages_;
-  torch::nn::Sequential stem_{nullptr};
+  ConvNormAct stem_{nullptr};
   torch::nn::Sequential trunk_output_{nullptr};
   torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
   torch::nn::Linear fc_{nullptr};  // linear head only

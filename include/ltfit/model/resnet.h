@@ -52,6 +52,8 @@ class ResidualBlockImpl : public torch::nn::Module {
   ResidualBlockImpl(std::int64_t in_channels, std::int64_t planes, std::int64_t stride,
                     const ResNetSpec& spec);
   torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C',H/s,W/s]
+  // Folds its BatchNorms into their convolutions (batch_norm_fold.h); returns how many.
+  std::int64_t fold_batch_norms();
 
  private:
   bool bottleneck_;
@@ -80,6 +82,7 @@ class ResNetImpl : public ClassifierImpl {
  protected:
   std::vector<std::vector<torch::nn::Module*>> body_groups() override;
   torch::Tensor linear_head(const torch::Tensor& maps) override;  // avgpool, fc
+  std::int64_t fold_body_batch_norms() override;                  // bn1 and every block's norms
 
  private:
   torch::nn::Sequential make_stage(std::int64_t planes, int blocks, std::int64_t stride);
