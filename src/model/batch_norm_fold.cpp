@@ -38,16 +38,6 @@ void fold_into(torch::nn::Module& owner, const std::string& name, torch::nn::Con
   bn = torch::nn::BatchNorm2d(nullptr);
 }
 
-torch::nn::Sequential fold_conv_norm_sequential(torch::nn::Module& owner, const std::string& name,
-                                                const torch::nn::Sequential& pair) {
-  LTFIT_CHECK(pair->size() == 2, "'" + name + "' is not a (convolution, BatchNorm) pair");
-  const auto conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(pair->ptr(0));
-  const auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(pair->ptr(1));
-  LTFIT_CHECK(conv && bn, "'" + name + "' is not a (convolution, BatchNorm) pair");
-  fold_batch_norm(*conv, *bn);
-  return owner.replace_module(name, torch::nn::Sequential(torch::nn::Conv2d(conv)));
-}
-
 torch::Tensor ConvNormActImpl::forward(const torch::Tensor& x) {
   if (!folded_) return SequentialImpl::forward(x);
   torch::Tensor out = x;
@@ -62,10 +52,10 @@ bool ConvNormActImpl::fold() {
   if (folded_) return false;
   LTFIT_CHECK(size() >= 2, "a ConvNormAct holds a convolution and its norm");
   const auto conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(ptr(0));
-  const auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(ptr(1));
-  LTFIT_CHECK(conv && bn, "a ConvNormAct's children 0 and 1 are a Conv2d and a BatchNorm2d");
-  fold_batch_norm(*conv, *bn);
-  replace_module("1", torch::nn::Identity());
+  torch::nn::BatchNorm2d bn(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(ptr(1)));
+  LTFIT_CHECK(conv && !bn.is_empty(),
+              "a ConvNormAct's children 0 and 1 are a Conv2d and a BatchNorm2d");
+  fold_into(*this, "1", *conv, bn);
   folded_ = true;
   return true;
 }

@@ -2,7 +2,6 @@
 // torchvision's names, its initialisation, fastai's layer groups and the registry rows. See
 // efficientnet.h.
 #include "ltfit/model/efficientnet.h"
-#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
@@ -18,6 +17,7 @@
 #include <iterator>
 #include <memory>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

@@ -2,7 +2,6 @@
 // names, BatchNorm eps 1e-3, its initialisation, fastai's layer groups and the registry row. See
 // efficientnet_v2.h.
 #include "ltfit/model/efficientnet_v2.h"
-#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
@@ -17,6 +16,7 @@
 #include <iterator>
 #include <memory>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

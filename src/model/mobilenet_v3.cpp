@@ -1,7 +1,6 @@
 // MobileNetV3-Large/Small: torchvision's block tables, the module tree under torchvision's names,
 // its initialisation, fastai's layer groups and the registry rows. See mobilenet_v3.h.
 #include "ltfit/model/mobilenet_v3.h"
-#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
@@ -15,6 +14,7 @@
 #include <iterator>
 #include <memory>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/model/efficientnet.h"  // efficientnet_channels: torchvision's _make_divisible
 #include "ltfit/util/error.h"
 

@@ -2,7 +2,6 @@
 // torchvision's names, its initialisation, fastai's layer groups and the registry rows. See
 // regnet.h.
 #include "ltfit/model/regnet.h"
-#include "ltfit/model/batch_norm_fold.h"
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/options/conv.h>
@@ -11,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {

@@ -104,9 +104,9 @@ ResidualBlockImpl::ResidualBlockImpl(std::int64_t in_channels, std::int64_t plan
     bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
   }
   if (stride != 1 || in_channels != out_channels) {
-    downsample_ = register_module("downsample",
-                                  torch::nn::Sequential(conv(in_channels, out_channels, 1, stride),
-                                                        torch::nn::BatchNorm2d(out_channels)));
+    downsample_ =
+        register_module("downsample", ConvNormAct(conv(in_channels, out_channels, 1, stride),
+                                                  torch::nn::BatchNorm2d(out_channels)));
   }
 }
 
@@ -123,16 +123,9 @@ torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
 std::int64_t ResidualBlockImpl::fold_batch_norms() {
   fold_into(*this, "bn1", *conv1_, bn1_);
   fold_into(*this, "bn2", *conv2_, bn2_);
-  std::int64_t folded = 2;
-  if (bottleneck_) {
-    fold_into(*this, "bn3", *conv3_, bn3_);
-    ++folded;
-  }
-  if (downsample_) {
-    downsample_ = fold_conv_norm_sequential(*this, "downsample", downsample_);
-    ++folded;
-  }
-  return folded;
+  if (!bottleneck_) return 2;
+  fold_into(*this, "bn3", *conv3_, bn3_);
+  return 3;
 }
 
 ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t num_classes, HeadKind head,

@@ -33,16 +33,20 @@ std::string all_data_config(const fs::path& root, const std::string& train_extra
          train_extra + "}\n";
 }
 
+// 16 synthetic cats and dogs in Kaggle's flat layout (12 + 4: valid_pct 0 trains on them all).
+void make_kaggle_images(const fs::path& data) {
+  REQUIRE(
+      run_ltfit("synth --out " + data.string() + " --layout kaggle --train 12 --valid 4 --seed 2")
+          .exit_code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("data.valid_pct 0 trains on every image and says there is no validation",
           "[cli][valid_pct]") {
   TempDir dir;
   const fs::path data = dir.path() / "data";
-  REQUIRE(run_ltfit("synth --out " + data.string() +
-                    " --layout kaggle --train 12 --valid 4 "
-                    "--seed 2")
-              .exit_code == 0);
+  make_kaggle_images(data);
   ltfit::testing::write_file(dir.path() / "c.yaml", all_data_config(data, ""));
   const fs::path run = dir.path() / "run";
   const auto trained = run_ltfit("train --config " + (dir.path() / "c.yaml").string() +
@@ -90,10 +94,7 @@ TEST_CASE("data.valid_pct 0 trains on every image and says there is no validatio
 TEST_CASE("data.valid_pct 0: a stopped run resumes and finishes", "[cli][valid_pct][resume]") {
   TempDir dir;
   const fs::path data = dir.path() / "data";
-  REQUIRE(run_ltfit("synth --out " + data.string() +
-                    " --layout kaggle --train 12 --valid 4 "
-                    "--seed 2")
-              .exit_code == 0);
+  make_kaggle_images(data);
   std::string config = all_data_config(data, ", time_limit: 3s, checkpoint: {every_minutes: 0}");
   const std::string two = "epochs: 2";
   config.replace(config.find(two), two.size(), "epochs: 40");

@@ -5,10 +5,11 @@
 // cores (AVX-512) this takes ResNet-18's batch-16 forward from 11.0 to 9.5 ms per image, and
 // `ltfit serve` from 107 to 117 images/s (bench/results/serve-2026-12-07b.md).
 //
-// A family builds its (convolution, norm, activation) triples as ConvNormAct, which
+// A family builds its (convolution, norm[, activation]) blocks as ConvNormAct, which
 // ClassifierImpl::fold_batch_norms finds and folds wherever they sit (EfficientNet, MobileNetV3,
-// RegNet), or folds its own pairs in ClassifierImpl::fold_body_batch_norms with fold_into and runs
-// each norm through norm_unless_folded, which passes a folded norm's input through (ResNet).
+// RegNet, a ResNet's downsample), or folds its own pairs in ClassifierImpl::fold_body_batch_norms
+// with fold_into and runs each norm through norm_unless_folded, which passes a folded norm's input
+// through (ResNet).
 #pragma once
 
 #include <string>
@@ -30,15 +31,10 @@ void fold_batch_norm(torch::nn::Conv2dImpl& conv, const torch::nn::BatchNorm2dIm
 void fold_into(torch::nn::Module& owner, const std::string& name, torch::nn::Conv2dImpl& conv,
                torch::nn::BatchNorm2d& bn);
 
-// A Sequential(conv, BatchNorm2d) child `name` of `owner` (a ResNet's downsample) replaced by
-// Sequential(conv) with the norm folded in; returns the new child.
-torch::nn::Sequential fold_conv_norm_sequential(torch::nn::Module& owner, const std::string& name,
-                                                const torch::nn::Sequential& pair);
-
-// torchvision's Conv2dNormActivation: children 0 (a Conv2d), 1 (its BatchNorm2d) and, when it has
-// one, 2 (the activation), under those names; a Sequential that can sit inside another (LibTorch's
-// AnyModule needs a non-template forward). fold() folds child 1 into child 0 and takes it out
-// (fold_into's Identity); the forward then skips it.
+// torchvision's Conv2dNormActivation (and a ResNet's downsample): children 0 (a Conv2d), 1 (its
+// BatchNorm2d) and, when it has one, 2 (the activation), under those names; a Sequential that can
+// sit inside another (LibTorch's AnyModule needs a non-template forward). fold() folds child 1 into
+// child 0 and takes it out (fold_into's Identity); the forward then skips it.
 class ConvNormActImpl : public torch::nn::SequentialImpl {
  public:
   using torch::nn::SequentialImpl::SequentialImpl;

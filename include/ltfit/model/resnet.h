@@ -23,6 +23,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "ltfit/model/arch_registry.h"
+#include "ltfit/model/batch_norm_fold.h"
 #include "ltfit/model/classifier.h"
 
 namespace ltfit {
@@ -52,14 +53,15 @@ class ResidualBlockImpl : public torch::nn::Module {
   ResidualBlockImpl(std::int64_t in_channels, std::int64_t planes, std::int64_t stride,
                     const ResNetSpec& spec);
   torch::Tensor forward(const torch::Tensor& x);  // [N,C,H,W] -> [N,C',H/s,W/s]
-  // Folds its BatchNorms into their convolutions (batch_norm_fold.h); returns how many.
+  // Folds bn1, bn2 (and bn3) into their convolutions (batch_norm_fold.h); returns how many. The
+  // downsample is a ConvNormAct, which ClassifierImpl::fold_batch_norms folds.
   std::int64_t fold_batch_norms();
 
  private:
   bool bottleneck_;
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
-  torch::nn::Sequential downsample_{nullptr};
+  ConvNormAct downsample_{nullptr};  // conv, BatchNorm; when the shape changes
 };
 TORCH_MODULE(ResidualBlock);
 
