@@ -29,6 +29,9 @@
 #   SECONDS_PER_POINT=5 CONNECTIONS="1 8" ARCH=resnet18 bench/serve_load.sh     # a rehearsal
 # Environment: LTFIT (build/ltfit), PYTHON (python3), WORK (/tmp/ltfit-serve-load, the fixture),
 # PEER_ENDPOINT (async: the tutorial route; sync: the thread pool; see serve_peer.py),
+# PRECISION (empty: the checkpoint's, fp32; bf16 to pass `serve --precision bf16`), PEER_PRECISION
+# (fp32; bf16: the peer's forward under torch.autocast): where the two differ, raise PARITY_TOL to
+# what bf16 costs (bench/serve_precision.py measures it on a trained model),
 # WARMUP_SECONDS (5, at 16 connections, not measured), WRK_TIMEOUT (120s: a request slower than
 # this would be counted as a wrk timeout and left out of the latencies).
 set -euo pipefail
@@ -49,6 +52,8 @@ PEER_ENDPOINT="${PEER_ENDPOINT:-async}"
 WARMUP_SECONDS="${WARMUP_SECONDS:-5}"
 WRK_TIMEOUT="${WRK_TIMEOUT:-120s}"
 PARITY_TOL="${PARITY_TOL:-1e-3}"
+PRECISION="${PRECISION:-}"
+PEER_PRECISION="${PEER_PRECISION:-fp32}"
 
 PID_ltfit="" PID_peer="" PORT_ltfit="" PORT_peer="" CKPT=""  # set below
 
@@ -230,17 +235,18 @@ run_point() {
 }
 
 machine_facts() {
-  local cpu memory size wrk_version
+  local cpu memory size wrk_version precision_flag=${PRECISION:+ --precision $PRECISION}
   cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
   memory=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "- machine: $(nproc) cores ($cpu), $memory, Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "- ltfit: $("$LTFIT" --version 2>&1 | head -1) ($LTFIT);" \
-    "\`serve --max-batch $MAX_BATCH --max-wait-ms $MAX_WAIT_MS\`"
-  "$PYTHON" - "$PEER_ENDPOINT" <<'PY'
+    "\`serve --max-batch $MAX_BATCH --max-wait-ms $MAX_WAIT_MS$precision_flag\`"
+  "$PYTHON" - "$PEER_ENDPOINT" "$PEER_PRECISION" <<'PY'
 import platform, sys
 from importlib.metadata import version
 import torch
-print(f"- peer: bench/serve_peer.py --endpoint {sys.argv[1]}: Python {platform.python_version()}, "
+print(f"- peer: bench/serve_peer.py --endpoint {sys.argv[1]} --precision {sys.argv[2]}: "
+      f"Python {platform.python_version()}, "
       f"torch {torch.__version__} ({torch.get_num_threads()} threads), torchvision "
       f"{version('torchvision')}, Pillow {version('pillow')}, fastapi {version('fastapi')}, "
       f"starlette {version('starlette')}, uvicorn {version('uvicorn')}")
@@ -305,9 +311,9 @@ main() {
   write_lua
   trap stop_servers EXIT
   start_server ltfit "$LTFIT" serve --checkpoint "$CKPT" --port 0 --device cpu \
-    --max-batch "$MAX_BATCH" --max-wait-ms "$MAX_WAIT_MS"
+    --max-batch "$MAX_BATCH" --max-wait-ms "$MAX_WAIT_MS" ${PRECISION:+--precision "$PRECISION"}
   start_server peer "$PYTHON" "$ROOT/bench/serve_peer.py" --weights "$WORK/model.pth" \
-    --arch "$ARCH" --port 0 --endpoint "$PEER_ENDPOINT"
+    --arch "$ARCH" --port 0 --endpoint "$PEER_ENDPOINT" --precision "$PEER_PRECISION"
   echo "serve_load: ltfit on port $PORT_ltfit (pid $PID_ltfit)," \
     "peer on $PORT_peer (pid $PID_peer)" >&2
   check_parity

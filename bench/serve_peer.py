@@ -135,9 +135,10 @@ def square_image(data, size, resize="area"):
 class Predictor:
     """The model, its facts and its transform: bytes in, ltfit's JSON answer out."""
 
-    def __init__(self, pth, arch, resize="area"):
+    def __init__(self, pth, arch, resize="area", precision="fp32"):
         self.model, self.meta = load_model(pth, arch)
         self.resize = resize
+        self.bf16 = precision == "bf16"  # torch.autocast on the CPU, as `ltfit serve` does
         self.size = self.meta["eval_transform"]["crop"]
         self.mean = self.meta["normalization"]["mean"]
         self.std = self.meta["normalization"]["std"]
@@ -149,8 +150,9 @@ class Predictor:
         return TF.normalize(pixels, self.mean, self.std)
 
     def __call__(self, x, top_k):
-        with torch.inference_mode():
-            probs = (self.model(x.unsqueeze(0)) / self.temperature).softmax(1)[0]
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=self.bf16):
+            logits = self.model(x.unsqueeze(0)).float()
+        probs = (logits / self.temperature).softmax(1)[0]
         values, labels = probs.topk(min(top_k, probs.numel()))
         top = [{"class": self.meta["classes"][k], "label": k, "probability": v}
                for v, k in zip(values.tolist(), labels.tolist())]
@@ -208,8 +210,10 @@ def main():
     parser.add_argument("--resize", choices=["area", "box"], default="area",
                         help="area: OpenCV's INTER_AREA, in torch (ltfit's pixels); "
                              "box: Pillow's BOX")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="bf16: the forward under torch.autocast (CPUs with AVX-512 BF16)")
     args = parser.parse_args()
-    predictor = Predictor(args.weights, args.arch, args.resize)
+    predictor = Predictor(args.weights, args.arch, args.resize, args.precision)
     with torch.inference_mode():  # a first forward, so the first request is not the slow one
         predictor.model(torch.zeros(1, 3, predictor.size, predictor.size))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -122,6 +122,7 @@ Precision resolve_eval_precision(Precision requested, const torch::Device& devic
     spdlog::info("precision fp16 needs a CUDA device: evaluating in fp32 on the CPU");
     return Precision::kFp32;
   }
+  warn_if_bf16_emulated(requested, device);
   return requested;
 }
 

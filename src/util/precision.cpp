@@ -1,6 +1,7 @@
 #include "ltfit/util/precision.h"
 
 #include <cstdlib>
+#include <mutex>
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
@@ -48,7 +49,26 @@ torch::Dtype precision_dtype(Precision precision) {
   return torch::kFloat;
 }
 
+bool cpu_has_native_bf16() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+  return false;
+#endif
+}
+
+void warn_if_bf16_emulated(Precision precision, const torch::Device& device) {
+  if (precision != Precision::kBf16 || !device.is_cpu() || cpu_has_native_bf16()) return;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    spdlog::warn(
+        "precision bf16: this CPU has no native bf16 arithmetic (AVX-512 BF16), so bf16 is "
+        "emulated: the results are right but several times slower than fp32; use fp32 here");
+  });
+}
+
 void check_precision(Precision precision, const torch::Device& device) {
+  warn_if_bf16_emulated(precision, device);
   const torch::Dtype dtype = precision_dtype(precision);
   if (dtype == torch::kHalf && !device.is_cuda()) {
     throw ConfigError(

@@ -1,7 +1,9 @@
 // Mixed precision: GradScaler on fabricated gradients, AutocastGuard nesting, a short bf16
 // training run on CPU, and (tagged [cuda]) fp16 with loss scaling on a GPU.
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <string>
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
@@ -218,6 +220,30 @@ TEST_CASE("precision names map to dtypes and fp16 on CPU is a config error", "[t
     CHECK_THAT(e.what(), Catch::StartsWith("train.precision: fp16 needs a CUDA device"));
     CHECK_FALSE(e.hint().empty());
   }
+}
+
+TEST_CASE("cpu_has_native_bf16 agrees with the kernel's CPU flags", "[train][amp]") {
+  // /proc/cpuinfo names AVX-512 BF16 "avx512_bf16"; the probe is x86-only and false elsewhere.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool flags_seen = false, avx512_bf16 = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    flags_seen = true;
+    avx512_bf16 = (line + " ").find(" avx512_bf16 ") != std::string::npos;
+    break;
+  }
+#if defined(__x86_64__)
+  if (!flags_seen) {
+    WARN("SKIPPED: no /proc/cpuinfo flags line to compare with");
+    return;
+  }
+  CHECK(ltfit::cpu_has_native_bf16() == avx512_bf16);
+#else
+  (void)flags_seen;
+  (void)avx512_bf16;
+  CHECK_FALSE(ltfit::cpu_has_native_bf16());
+#endif
 }
 
 TEST_CASE("AutocastGuard runs conv and linear in bf16 on CPU and restores", "[train][amp]") {
