@@ -80,7 +80,8 @@ ClipGradHook::ClipGradHook(double max_norm) : max_norm_(max_norm) {
 }
 
 void ClipGradHook::after_backward(TrainContext& ctx) {
-  if (!ctx.step_now || ctx.skip_step) return;
+  // The sync-free step clips inside, after it unscaled (TrainerOptions::sync_free_step).
+  if (!ctx.step_now || ctx.skip_step || ctx.sync_free_step != nullptr) return;
   std::vector<torch::Tensor> grads_of;
   for (const auto& group : ctx.optimizer.param_groups()) {
     for (const auto& p : group.params()) {

@@ -116,6 +116,15 @@ void SyncFreeStep::set_hyper_parameters(const std::vector<double>& lrs, double m
   momentum_.fill_(momentum);
 }
 
+void SyncFreeStep::take_hyper_parameters() {
+  auto& groups = optimizer_.param_groups();
+  for (std::size_t g = 0; g < lrs_.size(); ++g) lrs_[g].fill_(groups[g].options().get_lr());
+  const auto& first = groups.front().options();
+  momentum_.fill_(adamw_
+                      ? std::get<0>(static_cast<const torch::optim::AdamWOptions&>(first).betas())
+                      : static_cast<const torch::optim::SGDOptions&>(first).momentum());
+}
+
 torch::Tensor SyncFreeStep::scale_loss(const torch::Tensor& loss) const {
   if (!scaler_options_.enabled) return loss;
   const bool low = loss.scalar_type() != torch::kFloat && loss.scalar_type() != torch::kDouble;
@@ -236,6 +245,11 @@ GradScalerState SyncFreeStep::scaler_state() const {
   return {scale_.item<double>(), growth_tracker_.item<std::int64_t>()};
 }
 
+void SyncFreeStep::set_scaler_state(const GradScalerState& state) {
+  scale_.fill_(state.scale);
+  growth_tracker_.fill_(state.growth_tracker);
+}
+
 bool SyncFreeStep::last_step_skipped() const { return found_inf_.item<float>() != 0.0f; }
 
 void SyncFreeStep::sync_state() {
@@ -246,6 +260,30 @@ void SyncFreeStep::sync_state() {
     static_cast<torch::optim::AdamWParamState&>(*found->second)
         .step(static_cast<std::int64_t>(p.step.item<double>()));
   }
+}
+
+void SyncFreeStepHook::fit_begin(TrainContext& ctx) {
+  step_.emplace(ctx.optimizer, scaler_, max_grad_norm_);
+  if (scaler_.enabled) step_->set_scaler_state(ctx.state.scaler);
+  ctx.sync_free_step = &*step_;
+}
+
+void SyncFreeStepHook::after_loss(TrainContext& ctx) {
+  ctx.backward_loss = step_->scale_loss(ctx.backward_loss);
+}
+
+void SyncFreeStepHook::before_step(TrainContext& /*ctx*/) { step_->take_hyper_parameters(); }
+
+void SyncFreeStepHook::after_step(TrainContext& ctx) {
+  if (scaler_.enabled) ctx.state.scaler = step_->scaler_state();
+  if (ctx.vote_save || ctx.vote_stop) step_->sync_state();  // before the checkpoint hook saves
+}
+
+void SyncFreeStepHook::epoch_end(TrainContext& /*ctx*/) { step_->sync_state(); }
+
+void SyncFreeStepHook::fit_end(TrainContext& ctx) {
+  step_->sync_state();
+  ctx.sync_free_step = nullptr;
 }
 
 }  // namespace ltfit

@@ -44,16 +44,6 @@ torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tens
   return F::cross_entropy(output, target, options);
 }
 
-torch::Tensor multi_label_loss(const torch::Tensor& logits, const torch::Tensor& targets,
-                               double eps, const torch::Tensor& pos_weight) {
-  namespace F = torch::nn::functional;
-  torch::Tensor y = targets.to(torch::kFloat32);
-  if (eps > 0) y = y * (1.0 - eps) + eps / static_cast<double>(logits.size(1));
-  auto bce = F::BinaryCrossEntropyWithLogitsFuncOptions();
-  if (pos_weight.defined()) bce.pos_weight(pos_weight);
-  return F::binary_cross_entropy_with_logits(logits.to(torch::kFloat32), y, bce);
-}
-
 void add_to_smoothed_loss(TrainPosition& at, double loss) {
   at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
   ++at.loss_count;
@@ -82,7 +72,15 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
       hooks_(std::move(hooks)),
       ctx_(model_, optimizer_, scaler_, *profiler_, state_, options_.device,
            precision_dtype(options_.train.precision)) {
-  hooks_.push_back(&scaler_hook_);
+  if (options_.sync_free_step) {
+    if (options_.group != nullptr) {
+      throw ConfigError("the sync-free step runs in one process, not in a data-parallel run");
+    }
+    hooks_.push_back(
+        &sync_free_hook_.emplace(scaler_options(options_), options_.train.clip_grad_norm));
+  } else {
+    hooks_.push_back(&scaler_hook_);
+  }
   hooks_.push_back(&loss_check_);
   std::stable_sort(hooks_.begin(), hooks_.end(),
                    [](const Hook* a, const Hook* b) { return a->order() < b->order(); });
@@ -320,14 +318,24 @@ void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   fire(&Hook::after_backward);
   if (!c.step_now) return;  // accumulating: the gradients add up until the group's last batch
   fire(&Hook::before_step);
-  {
-    ScopedPhase phase(*profiler_, Phase::kOptimizer);
-    if (!c.skip_step) optimizer_.step();
-    optimizer_.zero_grad(/*set_to_none=*/true);
-  }
+  optimizer_step();
   ++state_.global_step;
   if (c.vote_save || c.vote_stop) share_decode_failures();  // the checkpoint holds them
   fire(&Hook::after_step);
+}
+
+// The optimizer's step (the sync-free one with TrainerOptions::sync_free_step), unless a hook
+// asked to skip it, then the gradients cleared.
+void Trainer::optimizer_step() {
+  ScopedPhase phase(*profiler_, Phase::kOptimizer);
+  if (!ctx_.skip_step) {
+    if (ctx_.sync_free_step != nullptr) {
+      ctx_.sync_free_step->step();
+    } else {
+      optimizer_.step();
+    }
+  }
+  optimizer_.zero_grad(/*set_to_none=*/true);
 }
 
 // The batch's output and loss into the context (a zero loss, no output, for an empty slice).

@@ -56,6 +56,8 @@
 
 namespace ltfit {
 
+class SyncFreeStep;  // sync_free_step.h
+
 // Everything the trainer counts, as saved in and restored from a checkpoint.
 struct TrainState {
   TrainPosition position;          // stage, epoch in stage, batch in epoch, smoothed loss
@@ -84,6 +86,9 @@ struct TrainContext {
   Classifier& model;
   torch::optim::Optimizer& optimizer;
   GradScaler& scaler;  // fp16 loss scaling; an identity unless enabled
+  // TrainerOptions::sync_free_step: the step with its state on the device, which also unscales
+  // and clips (the scaler and clipping hooks stand aside); null: the eager step (from fit_begin).
+  SyncFreeStep* sync_free_step = nullptr;
   Profiler& profiler;
   TrainState& state;
   torch::Device device;

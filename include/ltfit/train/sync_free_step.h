@@ -21,7 +21,10 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include <optional>
+
 #include "ltfit/train/amp.h"
+#include "ltfit/train/hooks.h"
 
 namespace ltfit {
 
@@ -55,6 +58,9 @@ class SyncFreeStep {
   // groups split evenly among them, as set_hyper_parameters splits them) and the momentum
   // (AdamW's beta1, SGD's momentum). Fills device tensors; reads nothing.
   void set_hyper_parameters(const std::vector<double>& lrs, double momentum);
+  // The same from the optimizer's options, as a schedule hook left them (each parameter group's
+  // LR, the first group's momentum). Fills device tensors; reads nothing from the device.
+  void take_hyper_parameters();
 
   // loss (fp32 at least) times the scale: a device op.
   torch::Tensor scale_loss(const torch::Tensor& loss) const;
@@ -65,6 +71,8 @@ class SyncFreeStep {
 
   // Host views, each one device read: for checkpoints, logs and tests.
   GradScalerState scaler_state() const;
+  // The scale and growth tracker to go on from (a resumed run's): device fills.
+  void set_scaler_state(const GradScalerState& state);
   bool last_step_skipped() const;
   // Writes the step counts back into the optimizer's LibTorch states (AdamW's int64 `step`), so
   // that its state dict and a checkpoint are what today's step leaves. One device read.
@@ -88,6 +96,30 @@ class SyncFreeStep {
   torch::Tensor momentum_;                                 // float32 scalar
   torch::Tensor scale_, growth_tracker_, found_inf_, ok_;  // float32, int32, float32, float32
   std::vector<Param> params_;
+};
+
+// The Trainer's hook for TrainerOptions::sync_free_step, in LossScalerHook's place: builds the
+// step at fit_begin from the optimizer (its states as loaded, so a resumed run goes on) and the
+// TrainState's scaler, scales each loss for backward, fills the step's hyper-parameters from the
+// optimizer's options at before_step, and writes its state back (sync_state, a device read)
+// before anything saves: at after_step when a save or stop was voted, at epoch_end and fit_end.
+// With the scaler on, the TrainState's scaler is read after each step (one read).
+class SyncFreeStepHook : public Hook {
+ public:
+  SyncFreeStepHook(const GradScalerOptions& scaler, double max_grad_norm)
+      : scaler_(scaler), max_grad_norm_(max_grad_norm) {}
+  int order() const override { return hook_order::kLossScaler; }
+  void fit_begin(TrainContext& ctx) override;
+  void after_loss(TrainContext& ctx) override;
+  void before_step(TrainContext& ctx) override;
+  void after_step(TrainContext& ctx) override;
+  void epoch_end(TrainContext& ctx) override;
+  void fit_end(TrainContext& ctx) override;
+
+ private:
+  GradScalerOptions scaler_;
+  double max_grad_norm_;
+  std::optional<SyncFreeStep> step_;
 };
 
 }  // namespace ltfit

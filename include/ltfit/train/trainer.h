@@ -23,6 +23,7 @@
 #include "ltfit/train/hooks.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
+#include "ltfit/train/sync_free_step.h"
 
 namespace ltfit {
 
@@ -51,6 +52,12 @@ struct TrainerOptions {
   // Empty: single-label.
   std::vector<double> thresholds;
   torch::Tensor pos_weight;
+  // The optimizer step through SyncFreeStep (sync_free_step.h): LRs, momentum and the fp16
+  // scaler's state in device tensors, unscaling, the inf check and clipping (at
+  // train.clip_grad_norm) inside the step, no host read in it: the step a CUDA graph will
+  // capture (train.cuda_graphs, with GPU time). Needs ltfit's FusedAdamW or FusedSGD and one
+  // process. The loss is still read after each batch (the progress bar, the loss check).
+  bool sync_free_step = false;
 };
 
 // The multi-label training loss: binary cross-entropy with logits over float [N,K] targets, the
@@ -87,6 +94,7 @@ class Trainer {
   std::optional<StagedBatch> next_staged();
   void one_batch(const StagedBatch& batch, bool last_of_epoch);
   void forward_and_loss(bool empty);      // ctx.output, ctx.loss and ctx.backward_loss of the batch
+  void optimizer_step();                  // the step (unless skipped), then zero_grad
   void rescale_gradients(double factor);  // of a group cut short, before its step
   // The training loss of `output` against class indices or a target distribution.
   torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
@@ -111,6 +119,7 @@ class Trainer {
   GradScaler scaler_;
   TrainState state_;
   LossScalerHook scaler_hook_;
+  std::optional<SyncFreeStepHook> sync_free_hook_;  // with options.sync_free_step, in its place
   LossCheckHook loss_check_;
   std::vector<Hook*> hooks_;  // sorted by order(), stable
   TrainContext ctx_;
