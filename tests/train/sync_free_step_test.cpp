@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "ltfit/data/loader.h"
@@ -193,9 +194,11 @@ struct FineTuned {
   ltfit::Classifier model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::int64_t steps = 0;
+  ltfit::GradScalerState scaler;
 };
 
-FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, bool sync_free) {
+FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, bool sync_free,
+                    std::optional<ltfit::GradScalerOptions> scaler = std::nullopt) {
   ltfit::LoaderOptions data;
   data.data.image_size = 32;
   data.data.batch_size = 8;
@@ -212,12 +215,14 @@ FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, bool sync_free) {
   ltfit::TrainerOptions options;
   options.train.clip_grad_norm = 0.5;
   options.sync_free_step = sync_free;
+  options.scaler = scaler;
   ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options,
                          {&schedule, &accumulate, &clip});
   const std::vector<double> lrs{2e-4, 2e-3, 2e-2};
   trainer.fit({{"frozen", 1, true, lrs, ltfit::ScheduleConfig{}},
                {"unfrozen", 2, false, lrs, ltfit::ScheduleConfig{}}});
   run.steps = trainer.state().global_step;
+  run.scaler = trainer.state().scaler;
   return run;
 }
 
@@ -227,8 +232,17 @@ TEST_CASE("the Trainer's sync-free step equals its eager step over a fine_tune",
           "[train][sync_free]") {
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
-  const FineTuned eager = fine_tune(samples, false);
-  const FineTuned sync_free = fine_tune(samples, true);
+  // The loss scaler on in fp32 too (a CPU cannot train in fp16): the device-side scale must
+  // scale, unscale and grow (every 2 clean steps: 2^16 -> 2^19 over 6 steps) as GradScaler does.
+  const bool scaled = GENERATE(false, true);
+  std::optional<ltfit::GradScalerOptions> scaler;
+  if (scaled) scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
+  INFO("loss scaler " << (scaled ? "on" : "off"));
+  const FineTuned eager = fine_tune(samples, false, scaler);
+  const FineTuned sync_free = fine_tune(samples, true, scaler);
+  CHECK(sync_free.scaler.scale == eager.scaler.scale);
+  CHECK(sync_free.scaler.growth_tracker == eager.scaler.growth_tracker);
+  if (scaled) CHECK(eager.scaler.scale == 65536.0 * 8);
   CHECK(eager.steps == 6);  // 3 epochs of 2 steps
   CHECK(sync_free.steps == eager.steps);
   auto a = eager.model->named_parameters(), b = sync_free.model->named_parameters();
