@@ -4,8 +4,10 @@
 // backoff and growth), gradient clipping, and a layer group frozen for the first steps. The
 // parameters, moments, step counts and the scaler's state must agree; the loss meter must give
 // the trainer's smoothed loss. (That it reads nothing from the device is what a CUDA graph needs;
-// on a GPU, gpu_check's sync debug mode says so.) Then the Trainer with
-// TrainerOptions::sync_free_step against the eager Trainer: a ResNet-18 fine_tune on real JPEGs.
+// on a GPU, a [cuda] case runs the step under CUDA's sync debug mode.) Then the Trainer with
+// TrainerOptions::sync_free_step against the eager Trainer: a ResNet-18 fine_tune on real JPEGs,
+// on the CPU and, tagged [cuda], in fp16 on a GPU.
+#include <torch/cuda.h>
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
@@ -21,8 +23,13 @@
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/sync_free_step.h"
 #include "ltfit/train/trainer.h"
+#include "ltfit/util/cuda_build.h"
 #include "support/test_support.h"
 #include "train/optimizer_fixtures.h"
+
+#ifdef LTFIT_HAS_CUDA_HEADERS
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 
 namespace {
 
@@ -197,25 +204,38 @@ struct FineTuned {
   ltfit::GradScalerState scaler;
 };
 
-FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, bool sync_free,
-                    std::optional<ltfit::GradScalerOptions> scaler = std::nullopt) {
+struct FineTuneSetup {
+  bool sync_free = false;
+  std::optional<ltfit::GradScalerOptions> scaler;  // the Trainer's default when unset
+  torch::Device device = torch::kCPU;
+  ltfit::Precision precision = ltfit::Precision::kFp32;
+};
+
+ltfit::Classifier initial_resnet18() {
+  torch::manual_seed(5);
+  return ltfit::make_classifier("resnet18", 2);
+}
+
+FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, const FineTuneSetup& setup) {
   ltfit::LoaderOptions data;
   data.data.image_size = 32;
   data.data.batch_size = 8;
   data.data.workers = 1;
   data.train = false;  // no random augmentation: both runs see the same pixels
   ltfit::Loader train(samples, data);
-  torch::manual_seed(5);
-  FineTuned run{ltfit::make_classifier("resnet18", 2), nullptr};
+  FineTuned run{initial_resnet18(), nullptr};
+  run.model->to(setup.device);
   run.optimizer =
       ltfit::make_optimizer(ltfit::OptimizerConfig{}, run.model->layer_group_parameters());
   ltfit::ScheduleHook schedule;
   ltfit::AccumulateHook accumulate(2);
   ltfit::ClipGradHook clip(0.5);
   ltfit::TrainerOptions options;
+  options.device = setup.device;
+  options.train.precision = setup.precision;
   options.train.clip_grad_norm = 0.5;
-  options.sync_free_step = sync_free;
-  options.scaler = scaler;
+  options.sync_free_step = setup.sync_free;
+  options.scaler = setup.scaler;
   ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options,
                          {&schedule, &accumulate, &clip});
   const std::vector<double> lrs{2e-4, 2e-3, 2e-2};
@@ -224,6 +244,43 @@ FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, bool sync_free,
   run.steps = trainer.state().global_step;
   run.scaler = trainer.state().scaler;
   return run;
+}
+
+// The two runs agree: steps, the scaler, the weights and first moments within `tolerance`, the
+// BatchNorm statistics, and the AdamW step counts (written back: a checkpoint would be the same).
+void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double tolerance) {
+  CHECK(eager.steps == 6);  // 3 epochs of 2 steps
+  CHECK(sync_free.steps == eager.steps);
+  CHECK(sync_free.scaler.scale == eager.scaler.scale);
+  CHECK(sync_free.scaler.growth_tracker == eager.scaler.growth_tracker);
+  auto a = eager.model->named_parameters(), b = sync_free.model->named_parameters();
+  auto start = initial_resnet18()->named_parameters();
+  double weight_gap = 0.0, moment_gap = 0.0, moved = 0.0;
+  for (const auto& item : a) {
+    const torch::Tensor& p = item.value();
+    const torch::Tensor& q = b[item.key()];
+    weight_gap = std::max(weight_gap, (p - q).abs().max().item<double>());
+    moved = std::max(moved, (p.cpu() - start[item.key()]).abs().max().item<double>());
+    const auto& ma = static_cast<const torch::optim::AdamWParamState&>(
+        *eager.optimizer->state().at(p.unsafeGetTensorImpl()));
+    const auto& mb = static_cast<const torch::optim::AdamWParamState&>(
+        *sync_free.optimizer->state().at(q.unsafeGetTensorImpl()));
+    CHECK(ma.step() == mb.step());
+    moment_gap = std::max(moment_gap, (ma.exp_avg() - mb.exp_avg()).abs().max().item<double>());
+  }
+  WARN("ResNet-18 fine_tune, 6 steps on "
+       << a.begin()->value().device() << ": sync-free against eager, largest weight difference "
+       << weight_gap << ", largest first-moment difference " << moment_gap
+       << " (largest weight change " << moved << ")");
+  CHECK(moved > 1e-3);  // the runs trained
+  CHECK(weight_gap < tolerance);
+  CHECK(moment_gap < tolerance);
+  auto buffers_a = eager.model->named_buffers(), buffers_b = sync_free.model->named_buffers();
+  for (const auto& item : buffers_a) {
+    if (item.value().is_floating_point()) {
+      CHECK((item.value() - buffers_b[item.key()]).abs().max().item<double>() < tolerance);
+    }
+  }
 }
 
 }  // namespace
@@ -235,45 +292,67 @@ TEST_CASE("the Trainer's sync-free step equals its eager step over a fine_tune",
   // The loss scaler on in fp32 too (a CPU cannot train in fp16): the device-side scale must
   // scale, unscale and grow (every 2 clean steps: 2^16 -> 2^19 over 6 steps) as GradScaler does.
   const bool scaled = GENERATE(false, true);
-  std::optional<ltfit::GradScalerOptions> scaler;
-  if (scaled) scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
+  FineTuneSetup setup;
+  if (scaled) setup.scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
   INFO("loss scaler " << (scaled ? "on" : "off"));
-  const FineTuned eager = fine_tune(samples, false, scaler);
-  const FineTuned sync_free = fine_tune(samples, true, scaler);
-  CHECK(sync_free.scaler.scale == eager.scaler.scale);
-  CHECK(sync_free.scaler.growth_tracker == eager.scaler.growth_tracker);
+  const FineTuned eager = fine_tune(samples, setup);
+  setup.sync_free = true;
+  const FineTuned sync_free = fine_tune(samples, setup);
   if (scaled) CHECK(eager.scaler.scale == 65536.0 * 8);
-  CHECK(eager.steps == 6);  // 3 epochs of 2 steps
-  CHECK(sync_free.steps == eager.steps);
-  auto a = eager.model->named_parameters(), b = sync_free.model->named_parameters();
-  double weight_gap = 0.0, moment_gap = 0.0, moved = 0.0;
-  const ltfit::Classifier initial = [] {
-    torch::manual_seed(5);
-    return ltfit::make_classifier("resnet18", 2);
-  }();
-  auto start = initial->named_parameters();
-  for (const auto& item : a) {
-    const torch::Tensor& p = item.value();
-    const torch::Tensor& q = b[item.key()];
-    weight_gap = std::max(weight_gap, (p - q).abs().max().item<double>());
-    moved = std::max(moved, (p - start[item.key()]).abs().max().item<double>());
-    const auto& sa = eager.optimizer->state().at(p.unsafeGetTensorImpl());
-    const auto& sb = sync_free.optimizer->state().at(q.unsafeGetTensorImpl());
-    const auto& ma = static_cast<const torch::optim::AdamWParamState&>(*sa);
-    const auto& mb = static_cast<const torch::optim::AdamWParamState&>(*sb);
-    CHECK(ma.step() == mb.step());  // written back at fit_end: a checkpoint would be the same
-    moment_gap = std::max(moment_gap, (ma.exp_avg() - mb.exp_avg()).abs().max().item<double>());
-  }
-  WARN("ResNet-18 fine_tune, 6 steps: sync-free against eager, largest weight difference "
-       << weight_gap << ", largest first-moment difference " << moment_gap
-       << " (largest weight change " << moved << ")");
-  CHECK(moved > 1e-3);  // the runs trained
-  CHECK(weight_gap < 1e-5);
-  CHECK(moment_gap < 1e-5);
-  auto buffers_a = eager.model->named_buffers(), buffers_b = sync_free.model->named_buffers();
-  for (const auto& item : buffers_a) {
-    if (item.value().is_floating_point()) {
-      CHECK((item.value() - buffers_b[item.key()]).abs().max().item<double>() < 1e-5);
-    }
-  }
+  check_same_run(eager, sync_free, 1e-5);
 }
+
+// On a GPU (gpu_check runs the [cuda] tests): the same fine_tune in fp16 with the Trainer's own
+// loss scaler, where overflowing steps are skipped on the device; and the bare step under CUDA's
+// sync debug mode set to error, where any device-to-host copy or synchronisation throws.
+TEST_CASE("the Trainer's sync-free step equals its eager step in fp16 on CUDA",
+          "[train][sync_free][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
+  FineTuneSetup setup{false, std::nullopt, torch::Device(torch::kCUDA, 0), ltfit::Precision::kFp16};
+  const FineTuned eager = fine_tune(samples, setup);
+  setup.sync_free = true;
+  const FineTuned sync_free = fine_tune(samples, setup);
+  check_same_run(eager, sync_free, 1e-3);  // fp16 forwards of weights 1e-6 apart
+}
+
+#ifdef LTFIT_HAS_CUDA_HEADERS
+TEST_CASE("the sync-free step reads nothing from a CUDA device", "[train][sync_free][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const torch::Device cuda(torch::kCUDA, 0);
+  Groups groups = make_param_groups(3);
+  for (auto& group : groups) {
+    for (auto& p : group) p = p.detach().to(cuda).requires_grad_(true);
+  }
+  auto optimizer = ltfit::make_optimizer(fused_config(ltfit::OptimizerKind::kAdamW), groups);
+  ltfit::SyncFreeStep step(*optimizer, {.enabled = true, .init_scale = 1024.0}, 0.5);
+  struct SyncDebugError {  // c10's sync debug mode, restored however the block ends
+    SyncDebugError() {
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    }
+    ~SyncDebugError() {
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    }
+  };
+  // Steps 25 to 34: the frozen group starts getting gradients at 30, step 61's overflow is later.
+  auto steps = [&](int from, int to) {
+    for (int t = from; t < to; ++t) {
+      set_gradients(groups, t, step.scale_loss(torch::ones({}, cuda)));
+      step.set_hyper_parameters(step_lrs(t), step_momentum(t));
+      step.step();
+    }
+  };
+  {
+    SyncDebugError no_reads;
+    CHECK_NOTHROW(steps(25, 35));
+  }
+  CHECK_FALSE(step.last_step_skipped());
+  for (const auto& group : groups) {
+    for (const auto& p : group) CHECK(torch::isfinite(p).all().item<bool>());
+  }
+  // The check can fail: a read inside the mode throws.
+  SyncDebugError no_reads;
+  CHECK_THROWS(step.scaler_state());
+}
+#endif
