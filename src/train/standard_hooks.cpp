@@ -6,6 +6,7 @@
 #include <torch/nn/utils/clip_grad.h>
 
 #include "ltfit/train/optimizer.h"
+#include "ltfit/train/sync_free_step.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -80,8 +81,11 @@ ClipGradHook::ClipGradHook(double max_norm) : max_norm_(max_norm) {
 }
 
 void ClipGradHook::after_backward(TrainContext& ctx) {
-  // The sync-free step clips inside, after it unscaled (TrainerOptions::sync_free_step).
-  if (!ctx.step_now || ctx.skip_step || ctx.sync_free_step != nullptr) return;
+  if (!ctx.step_now || ctx.skip_step) return;
+  if (ctx.sync_free_step != nullptr) {  // it clips on the device, after it unscaled
+    ctx.sync_free_step->set_max_grad_norm(max_norm_);
+    return;
+  }
   std::vector<torch::Tensor> grads_of;
   for (const auto& group : ctx.optimizer.param_groups()) {
     for (const auto& p : group.params()) {

@@ -87,7 +87,7 @@ SyncFreeStep::SyncFreeStep(torch::optim::Optimizer& optimizer, const GradScalerO
               "SyncFreeStep: the optimizer has no parameters");
   device_ = groups.front().params().front().device();
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    lrs_.push_back(device_scalar(groups[g].options().get_lr(), torch::kDouble, device_));
+    lrs_.push_back(device_scalar(0, torch::kDouble, device_));
     for (const auto& p : groups[g].params()) {
       std::int64_t done = 0;
       const auto found = optimizer_.state().find(p.unsafeGetTensorImpl());
@@ -97,11 +97,8 @@ SyncFreeStep::SyncFreeStep(torch::optim::Optimizer& optimizer, const GradScalerO
       params_.push_back({p, device_scalar(static_cast<double>(done), torch::kDouble, device_), g});
     }
   }
-  const auto& first = groups.front().options();
-  const double momentum =
-      adamw_ ? std::get<0>(static_cast<const torch::optim::AdamWOptions&>(first).betas())
-             : static_cast<const torch::optim::SGDOptions&>(first).momentum();
-  momentum_ = device_scalar(momentum, torch::kDouble, device_);
+  momentum_ = device_scalar(0, torch::kDouble, device_);
+  take_hyper_parameters();  // the options' LRs and momentum until the schedule sets others
   const auto options = torch::TensorOptions().device(device_);
   scale_ = torch::full({1}, scaler.init_scale, options.dtype(torch::kFloat));
   growth_tracker_ = torch::zeros({1}, options.dtype(torch::kInt));
@@ -250,6 +247,8 @@ void SyncFreeStep::set_scaler_state(const GradScalerState& state) {
   growth_tracker_.fill_(state.growth_tracker);
 }
 
+void SyncFreeStep::set_max_grad_norm(double max_grad_norm) { max_grad_norm_ = max_grad_norm; }
+
 bool SyncFreeStep::last_step_skipped() const { return found_inf_.item<float>() != 0.0f; }
 
 void SyncFreeStep::sync_state() {
@@ -263,7 +262,7 @@ void SyncFreeStep::sync_state() {
 }
 
 void SyncFreeStepHook::fit_begin(TrainContext& ctx) {
-  step_.emplace(ctx.optimizer, scaler_, max_grad_norm_);
+  step_.emplace(ctx.optimizer, scaler_);
   if (scaler_.enabled) step_->set_scaler_state(ctx.state.scaler);
   ctx.sync_free_step = &*step_;
 }
@@ -275,7 +274,10 @@ void SyncFreeStepHook::after_loss(TrainContext& ctx) {
 void SyncFreeStepHook::before_step(TrainContext& /*ctx*/) { step_->take_hyper_parameters(); }
 
 void SyncFreeStepHook::after_step(TrainContext& ctx) {
-  if (scaler_.enabled) ctx.state.scaler = step_->scaler_state();
+  if (scaler_.enabled) {  // the host scaler mirrors it: observers report its scale (steps.csv)
+    ctx.state.scaler = step_->scaler_state();
+    ctx.scaler.set_state(ctx.state.scaler);
+  }
   if (ctx.vote_save || ctx.vote_stop) step_->sync_state();  // before the checkpoint hook saves
 }
 

@@ -76,8 +76,7 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
     if (options_.group != nullptr) {
       throw ConfigError("the sync-free step runs in one process, not in a data-parallel run");
     }
-    hooks_.push_back(
-        &sync_free_hook_.emplace(scaler_options(options_), options_.train.clip_grad_norm));
+    hooks_.push_back(&sync_free_hook_.emplace(scaler_options(options_)));
   } else {
     hooks_.push_back(&scaler_hook_);
   }

@@ -202,6 +202,7 @@ struct FineTuned {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::int64_t steps = 0;
   ltfit::GradScalerState scaler;
+  std::vector<double> loss_scales;  // each step's, as steps.csv reports it
 };
 
 struct FineTuneSetup {
@@ -230,14 +231,19 @@ FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, const FineTuneSet
   ltfit::ScheduleHook schedule;
   ltfit::AccumulateHook accumulate(2);
   ltfit::ClipGradHook clip(0.5);
+  struct LossScales : ltfit::TrainObserver {
+    std::vector<double>& out;
+    explicit LossScales(std::vector<double>& o) : out(o) {}
+    void on_step(const ltfit::StepStats& s) override { out.push_back(s.loss_scale); }
+  } loss_scales(run.loss_scales);
+  ltfit::ObserverHook observe(loss_scales);
   ltfit::TrainerOptions options;
   options.device = setup.device;
   options.train.precision = setup.precision;
-  options.train.clip_grad_norm = 0.5;
   options.sync_free_step = setup.sync_free;
   options.scaler = setup.scaler;
   ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options,
-                         {&schedule, &accumulate, &clip});
+                         {&schedule, &accumulate, &clip, &observe});
   const std::vector<double> lrs{2e-4, 2e-3, 2e-2};
   trainer.fit({{"frozen", 1, true, lrs, ltfit::ScheduleConfig{}},
                {"unfrozen", 2, false, lrs, ltfit::ScheduleConfig{}}});
@@ -253,6 +259,7 @@ void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double t
   CHECK(sync_free.steps == eager.steps);
   CHECK(sync_free.scaler.scale == eager.scaler.scale);
   CHECK(sync_free.scaler.growth_tracker == eager.scaler.growth_tracker);
+  CHECK(sync_free.loss_scales == eager.loss_scales);
   auto a = eager.model->named_parameters(), b = sync_free.model->named_parameters();
   auto start = initial_resnet18()->named_parameters();
   double weight_gap = 0.0, moment_gap = 0.0, moved = 0.0;

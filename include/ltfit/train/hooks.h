@@ -87,7 +87,8 @@ struct TrainContext {
   torch::optim::Optimizer& optimizer;
   GradScaler& scaler;  // fp16 loss scaling; an identity unless enabled
   // TrainerOptions::sync_free_step: the step with its state on the device, which also unscales
-  // and clips (the scaler and clipping hooks stand aside); null: the eager step (from fit_begin).
+  // and clips (in the scaler hook's place; the clipping hook gives it the norm); null: the eager
+  // step (from fit_begin).
   SyncFreeStep* sync_free_step = nullptr;
   Profiler& profiler;
   TrainState& state;

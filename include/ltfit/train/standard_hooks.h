@@ -52,7 +52,8 @@ class AccumulateHook : public Hook {
 };
 
 // train.clip_grad_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm) before each step,
-// on gradients already unscaled by the loss scaler (as PyTorch's AMP recipe requires).
+// on gradients already unscaled by the loss scaler (as PyTorch's AMP recipe requires). With the
+// sync-free step it hands the step its norm instead, and the step clips on the device.
 class ClipGradHook : public Hook {
  public:
   explicit ClipGradHook(double max_norm);

@@ -73,6 +73,8 @@ class SyncFreeStep {
   GradScalerState scaler_state() const;
   // The scale and growth tracker to go on from (a resumed run's): device fills.
   void set_scaler_state(const GradScalerState& state);
+  // The total gradient norm the next steps clip to (0: none), as the constructor's.
+  void set_max_grad_norm(double max_grad_norm);
   bool last_step_skipped() const;
   // Writes the step counts back into the optimizer's LibTorch states (AdamW's int64 `step`), so
   // that its state dict and a checkpoint are what today's step leaves. One device read.
@@ -103,11 +105,11 @@ class SyncFreeStep {
 // TrainState's scaler, scales each loss for backward, fills the step's hyper-parameters from the
 // optimizer's options at before_step, and writes its state back (sync_state, a device read)
 // before anything saves: at after_step when a save or stop was voted, at epoch_end and fit_end.
-// With the scaler on, the TrainState's scaler is read after each step (one read).
+// With the scaler on, the scale is read after each step (one read) into the TrainState and the
+// host GradScaler that observers report. ClipGradHook gives the step its norm (it clips inside).
 class SyncFreeStepHook : public Hook {
  public:
-  SyncFreeStepHook(const GradScalerOptions& scaler, double max_grad_norm)
-      : scaler_(scaler), max_grad_norm_(max_grad_norm) {}
+  explicit SyncFreeStepHook(const GradScalerOptions& scaler) : scaler_(scaler) {}
   int order() const override { return hook_order::kLossScaler; }
   void fit_begin(TrainContext& ctx) override;
   void after_loss(TrainContext& ctx) override;
@@ -118,7 +120,6 @@ class SyncFreeStepHook : public Hook {
 
  private:
   GradScalerOptions scaler_;
-  double max_grad_norm_;
   std::optional<SyncFreeStep> step_;
 };
 

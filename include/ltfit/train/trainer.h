@@ -53,8 +53,8 @@ struct TrainerOptions {
   std::vector<double> thresholds;
   torch::Tensor pos_weight;
   // The optimizer step through SyncFreeStep (sync_free_step.h): LRs, momentum and the fp16
-  // scaler's state in device tensors, unscaling, the inf check and clipping (at
-  // train.clip_grad_norm) inside the step, no host read in it: the step a CUDA graph will
+  // scaler's state in device tensors, unscaling, the inf check and clipping (at ClipGradHook's
+  // norm) inside the step, no host read in it: the step a CUDA graph will
   // capture (train.cuda_graphs, with GPU time). Needs ltfit's FusedAdamW or FusedSGD and one
   // process. The loss is still read after each batch (the progress bar, the loss check).
   bool sync_free_step = false;
