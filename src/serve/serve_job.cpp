@@ -133,6 +133,8 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
   loaded_ = load_model_for_eval(request.checkpoint, device, parse_weight_choice(request.weights));
   eval_ = eval_options_for(loaded_, device, request.precision);
   prepare_for_inference(loaded_, eval_);
+  spdlog::info("model: {} on {}, {}", loaded_.config.model.arch, device.str(),
+               precision_name(eval_.precision));
   limits_ = image_limits(loaded_.config.data);
   tta_ = tta_settings(loaded_.config.eval, "v1", std::nullopt);
   const int size = loaded_.config.data.image_size;
