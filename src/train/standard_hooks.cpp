@@ -1,6 +1,7 @@
 #include "ltfit/train/standard_hooks.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include <torch/nn/utils/clip_grad.h>
@@ -114,6 +115,7 @@ void LossCheckHook::after_loss(TrainContext& ctx) {
   // alone would leave the others waiting in the next collective.
   if (ctx.cancel_batch || std::isfinite(ctx.loss_value) || ctx.scaler.enabled()) return;
   if (ctx.distributed) return;
+  if (ctx.loss_deferred) return;  // the Trainer checks each step's loss when it reads them
   throw non_finite_loss_error(ctx.loss_value, ctx.state.global_step);
 }
 
@@ -136,15 +138,44 @@ void ObserverHook::epoch_begin(TrainContext& ctx) {
 }
 
 void ObserverHook::after_step(TrainContext& ctx) {
-  observer_.on_step({ctx.state.global_step - 1, ctx.state.global_epoch, ctx.lrs, ctx.momentum,
-                     ctx.step_loss, ctx.scaler.scale_value()});
+  StepStats step{
+      ctx.state.global_step - 1, ctx.state.global_epoch, ctx.lrs, ctx.momentum, ctx.step_loss,
+      ctx.scaler.scale_value()};
+  if (!ctx.loss_deferred) {
+    observer_.on_step(step);
+    return;
+  }
+  unread_.push_back(std::move(step));  // its loss and scale come with a later read
+  report_read_steps(ctx);
+}
+
+void ObserverHook::report_read_steps(TrainContext& ctx) {
+  for (const StepLoss& read : ctx.read_steps) {
+    // Every step after_step saw is read once, in order (the Trainer reads before after_step).
+    if (unread_.empty() || unread_.front().step != read.step) {
+      throw std::logic_error("the observer hook got step " + std::to_string(read.step) +
+                             "'s loss out of order");
+    }
+    StepStats step = std::move(unread_.front());
+    unread_.pop_front();
+    step.loss = read.loss;
+    step.loss_scale = read.scale;
+    observer_.on_step(step);
+  }
+  ctx.read_steps.clear();
 }
 
 void ObserverHook::validation_begin(TrainContext& ctx) {
+  report_read_steps(ctx);
   observer_.on_validation_begin(ctx.valid_batches);
 }
 
-void ObserverHook::epoch_end(TrainContext& ctx) { observer_.on_epoch_end(*ctx.epoch); }
+void ObserverHook::epoch_end(TrainContext& ctx) {
+  report_read_steps(ctx);
+  observer_.on_epoch_end(*ctx.epoch);
+}
+
+void ObserverHook::fit_end(TrainContext& ctx) { report_read_steps(ctx); }
 
 void ProfilerHook::epoch_begin(TrainContext& ctx) {
   ctx.profiler.begin_epoch(ctx.state.global_epoch);

@@ -18,8 +18,6 @@ namespace ltfit {
 
 namespace {
 
-constexpr double kSmoothing = 0.98;  // fastai's SmoothenValue beta, as the trainer's
-
 torch::Tensor device_scalar(double value, torch::Dtype dtype, const torch::Device& device) {
   return torch::full({}, value, torch::TensorOptions().dtype(dtype).device(device));
 }
@@ -41,36 +39,6 @@ torch::Tensor gated_gradient(const torch::Tensor& grad, const torch::Tensor& ok,
 }
 
 }  // namespace
-
-DeviceLossMeter::DeviceLossMeter(const torch::Device& device)
-    : sum_(device_scalar(0, torch::kDouble, device)),
-      count_(device_scalar(0, torch::kDouble, device)),
-      average_(device_scalar(0, torch::kDouble, device)),
-      smoothed_count_(device_scalar(0, torch::kDouble, device)) {}
-
-void DeviceLossMeter::add(const torch::Tensor& loss) {
-  torch::NoGradGuard no_grad;
-  const torch::Tensor value = loss.detach().to(torch::kDouble).reshape({});
-  const torch::Tensor finite = torch::isfinite(value);
-  const torch::Tensor kept = torch::where(finite, value, torch::zeros_like(value));
-  const torch::Tensor counted = finite.to(torch::kDouble);
-  sum_.add_(kept);
-  count_.add_(counted);
-  average_.copy_(torch::where(finite, average_ * kSmoothing + kept * (1.0 - kSmoothing), average_));
-  smoothed_count_.add_(counted);
-}
-
-DeviceLossMeter::Reading DeviceLossMeter::read() {
-  const torch::Tensor host = torch::stack({sum_, count_, average_, smoothed_count_}).cpu();
-  const double* v = host.data_ptr<double>();
-  Reading r;
-  r.count = static_cast<std::int64_t>(v[1]);
-  r.mean = r.count > 0 ? v[0] / v[1] : 0.0;
-  r.smoothed = v[3] > 0 ? v[2] / (1.0 - std::pow(kSmoothing, v[3])) : 0.0;
-  sum_.zero_();
-  count_.zero_();
-  return r;
-}
 
 SyncFreeStep::SyncFreeStep(torch::optim::Optimizer& optimizer, const GradScalerOptions& scaler,
                            double max_grad_norm)
@@ -273,17 +241,27 @@ void SyncFreeStepHook::after_loss(TrainContext& ctx) {
 
 void SyncFreeStepHook::before_step(TrainContext& /*ctx*/) { step_->take_hyper_parameters(); }
 
-void SyncFreeStepHook::after_step(TrainContext& ctx) {
-  if (scaler_.enabled) {  // the host scaler mirrors it: observers report its scale (steps.csv)
-    ctx.state.scaler = step_->scaler_state();
-    ctx.scaler.set_state(ctx.state.scaler);
-  }
-  if (ctx.vote_save || ctx.vote_stop) step_->sync_state();  // before the checkpoint hook saves
+void SyncFreeStepHook::mirror_scaler(TrainContext& ctx) {
+  if (!scaler_.enabled) return;
+  ctx.state.scaler = step_->scaler_state();
+  ctx.scaler.set_state(ctx.state.scaler);
 }
 
-void SyncFreeStepHook::epoch_end(TrainContext& /*ctx*/) { step_->sync_state(); }
+void SyncFreeStepHook::after_step(TrainContext& ctx) {
+  const bool saving = ctx.vote_save || ctx.vote_stop;
+  // The host scaler mirrors the device's: observers report its scale (steps.csv) unless the
+  // losses are read per interval, and checkpoints hold it.
+  if (!ctx.loss_deferred || saving) mirror_scaler(ctx);
+  if (saving) step_->sync_state();  // before the checkpoint hook saves
+}
+
+void SyncFreeStepHook::epoch_end(TrainContext& ctx) {
+  mirror_scaler(ctx);
+  step_->sync_state();
+}
 
 void SyncFreeStepHook::fit_end(TrainContext& ctx) {
+  mirror_scaler(ctx);
   step_->sync_state();
   ctx.sync_free_step = nullptr;
 }

@@ -8,8 +8,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <torch/nn/functional/loss.h>
-
 #include "ltfit/eval/evaluator.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/stopwatch.h"
@@ -17,8 +15,6 @@
 namespace ltfit {
 
 namespace {
-
-constexpr double kLossSmoothing = 0.98;  // fastai's SmoothenValue beta
 
 using Clock = std::chrono::steady_clock;
 
@@ -30,24 +26,6 @@ GradScalerOptions scaler_options(const TrainerOptions& options) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
-
-torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tensor& target) const {
-  namespace F = torch::nn::functional;
-  // Class indices or a [N,K] distribution (PyTorch's cross_entropy takes both); fp32 under
-  // autocast. Label smoothing mixes either with the uniform distribution; class weights scale
-  // each class's term (with indices the mean is over the batch's weights, torch's rule).
-  if (!options_.thresholds.empty()) {
-    return multi_label_loss(output, target, options_.train.label_smoothing, options_.pos_weight);
-  }
-  auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.train.label_smoothing);
-  if (options_.class_weights.defined()) options.weight(options_.class_weights);
-  return F::cross_entropy(output, target, options);
-}
-
-void add_to_smoothed_loss(TrainPosition& at, double loss) {
-  at.loss_avg = kLossSmoothing * at.loss_avg + (1.0 - kLossSmoothing) * loss;
-  ++at.loss_count;
-}
 
 std::int64_t TrainContext::stage_step() const {
   const std::int64_t done = state.position.batch_in_epoch / accumulate;  // steps of this epoch
@@ -77,7 +55,14 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
       throw ConfigError("the sync-free step runs in one process, not in a data-parallel run");
     }
     hooks_.push_back(&sync_free_hook_.emplace(scaler_options(options_)));
+    if (options_.loss_read_interval > 0) {
+      step_losses_.emplace(options_.device);
+      ctx_.loss_deferred = true;
+    }
   } else {
+    if (options_.loss_read_interval > 0) {
+      throw std::invalid_argument("TrainerOptions::loss_read_interval needs sync_free_step");
+    }
     hooks_.push_back(&scaler_hook_);
   }
   hooks_.push_back(&loss_check_);
@@ -245,6 +230,9 @@ std::int64_t Trainer::train_epoch() {
     one_batch(batch, /*last_of_epoch=*/!next);
     if (ctx_.stop) break;
   }
+  // The epoch's steps not read yet: read for its record (the smoothed loss) and for the
+  // checkpoint at its end; the observer hook reports them at its next event.
+  if (step_losses_ && step_losses_->pending() > 0) read_losses();
   // An epoch that lost batches to images left out ends before batches_per_epoch: the schedule
   // (laid over the planned batches) continues from the next epoch's start.
   if (!ctx_.stop) share_decode_failures();
@@ -297,17 +285,21 @@ void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   const bool empty = c.labels.size(0) == 0;
   fire(&Hook::before_batch);
   forward_and_loss(empty);
-  c.loss_value = c.loss.item<double>();
+  c.loss_value = c.loss_deferred ? std::nan("") : c.loss.item<double>();
   fire(&Hook::after_loss);
   if (c.cancel_batch) {
     optimizer_.zero_grad(/*set_to_none=*/true);
     return;
   }
   c.epoch_images += c.labels.size(0);
-  c.step_loss += c.loss_value / c.batches_in_step;
-  if (c.step_now) c.step_loss *= cut_short;
-  // An fp16 overflow must not poison the smoothed loss.
-  if (!empty && std::isfinite(c.loss_value)) add_to_smoothed_loss(at, c.loss_value);
+  if (c.loss_deferred) {
+    if (!empty) step_losses_->add_batch(c.loss, c.batches_in_step);
+  } else {
+    c.step_loss += c.loss_value / c.batches_in_step;
+    if (c.step_now) c.step_loss *= cut_short;
+    // An fp16 overflow must not poison the smoothed loss.
+    if (!empty && std::isfinite(c.loss_value)) add_to_smoothed_loss(at, c.loss_value);
+  }
   if (!empty) {
     ScopedPhase phase(*profiler_, Phase::kBackward);
     c.backward_loss.backward();
@@ -319,6 +311,7 @@ void Trainer::one_batch(const StagedBatch& batch, bool last_of_epoch) {
   fire(&Hook::before_step);
   optimizer_step();
   ++state_.global_step;
+  if (c.loss_deferred) close_step(cut_short);
   if (c.vote_save || c.vote_stop) share_decode_failures();  // the checkpoint holds them
   fire(&Hook::after_step);
 }
@@ -335,21 +328,6 @@ void Trainer::optimizer_step() {
     }
   }
   optimizer_.zero_grad(/*set_to_none=*/true);
-}
-
-// The batch's output and loss into the context (a zero loss, no output, for an empty slice).
-void Trainer::forward_and_loss(bool empty) {
-  TrainContext& c = ctx_;
-  if (empty) {
-    c.output = torch::Tensor();
-    c.loss = torch::zeros({}, torch::TensorOptions().device(options_.device));
-  } else {
-    ScopedPhase phase(*profiler_, Phase::kForward);
-    AutocastGuard autocast(options_.device.type(), c.amp_dtype);
-    c.output = model_->forward(c.images);
-    c.loss = batch_loss(c.output, c.targets.defined() ? c.targets : c.labels);
-  }
-  c.backward_loss = c.loss;
 }
 
 void Trainer::share_decode_failures() {

@@ -2,11 +2,12 @@
 // step over 120 one-cycle steps: FusedAdamW and FusedSGD with discriminative LRs, cycling
 // momentum and weight decay, fp16 loss scaling (GradScaler on the host: overflow steps skipped,
 // backoff and growth), gradient clipping, and a layer group frozen for the first steps. The
-// parameters, moments, step counts and the scaler's state must agree; the loss meter must give
-// the trainer's smoothed loss. (That it reads nothing from the device is what a CUDA graph needs;
-// on a GPU, a [cuda] case runs the step under CUDA's sync debug mode.) Then the Trainer with
-// TrainerOptions::sync_free_step against the eager Trainer: a ResNet-18 fine_tune on real JPEGs,
-// on the CPU and, tagged [cuda], in fp16 on a GPU.
+// parameters, moments, step counts and the scaler's state must agree; the losses kept on the
+// device must give the trainer's step losses and smoothed loss. (That it reads nothing from the
+// device is what a CUDA graph needs; on a GPU, a [cuda] case runs the step under CUDA's sync
+// debug mode.) Then the Trainer with TrainerOptions::sync_free_step against the eager Trainer: a
+// ResNet-18 fine_tune on real JPEGs, on the CPU and, tagged [cuda], in fp16 on a GPU; and with
+// the loss read once per interval (loss_read_interval) against read after each batch.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
@@ -161,8 +162,10 @@ TEST_CASE("the sync-free step trains a real model as the eager step does, unscal
   auto graphed_optimizer =
       ltfit::make_optimizer(fused_config(ltfit::OptimizerKind::kAdamW), graphed);
   ltfit::SyncFreeStep step(*graphed_optimizer, {.enabled = false});
-  ltfit::DeviceLossMeter meter(torch::kCPU);
-  double average = 0.0, count = 0.0;  // the trainer's smoothed loss, on the host
+  ltfit::DeviceStepLosses losses(torch::kCPU);
+  ltfit::TrainPosition host, device;  // the trainer's smoothed loss, on the host and read
+  std::vector<double> step_losses;    // each step's loss, read after each step
+  std::vector<ltfit::StepLoss> read;
   const torch::Tensor x = torch::randn({8, 3, 8, 8}), y = torch::randint(0, 4, {8});
   for (int t = 0; t < 40; ++t) {
     const torch::Tensor eager_loss = torch::cross_entropy_loss(eager_net->forward(x), y);
@@ -175,20 +178,44 @@ TEST_CASE("the sync-free step trains a real model as the eager step does, unscal
     step.set_hyper_parameters({1e-2}, step_momentum(t));
     step.step();
     graphed_optimizer->zero_grad();
-    meter.add(loss);
-    average = 0.98 * average + 0.02 * eager_loss.item<double>();
-    ++count;
-    if (t == 20) meter.add(torch::full({}, std::nan("")));  // left out, as the trainer does
+    // Two batches per step: the loss and, at step 20, a NaN (the step's loss NaN; the smoothed
+    // loss leaves it out, as the trainer does).
+    const torch::Tensor second = t == 20 ? torch::full({}, std::nan("")) : loss * 0.5;
+    losses.add_batch(loss, 2);
+    losses.add_batch(second, 2);
+    losses.end_step(t, t == 39 ? 0.75 : 1.0, {}, 1.0);
+    step_losses.push_back((loss.item<double>() / 2 + second.item<double>() / 2) *
+                          (t == 39 ? 0.75 : 1.0));
+    for (const double l : {loss.item<double>(), second.item<double>()}) {
+      if (std::isfinite(l)) ltfit::add_to_smoothed_loss(host, l);
+    }
+    if (t == 9 || t == 30 || t == 39) {  // read per interval
+      const ltfit::DeviceStepLosses::Reading reading = losses.read();
+      reading.apply(device);
+      read.insert(read.end(), reading.steps.begin(), reading.steps.end());
+      CHECK(losses.pending() == 0);
+    }
   }
   double gap = 0.0;
   for (std::size_t i = 0; i < eager.front().size(); ++i)
     gap = std::max(gap, (eager[0][i] - graphed[0][i]).abs().max().item<double>());
   WARN("a conv net, AdamW, 40 steps: sync-free against eager, largest difference " << gap);
   CHECK(gap < 1e-5);
-  const ltfit::DeviceLossMeter::Reading reading = meter.read();
-  CHECK(reading.count == 40);
-  CHECK(reading.smoothed == Approx(average / (1.0 - std::pow(0.98, count))).epsilon(1e-5));
-  CHECK(meter.read().count == 0);  // read resets the interval, not the smoothing
+  REQUIRE(read.size() == 40);
+  for (int t = 0; t < 40; ++t) {
+    INFO("step " << t);
+    CHECK(read[t].step == t);
+    CHECK(read[t].scale == 1.0);
+    if (t == 20) {
+      CHECK(std::isnan(read[t].loss));
+    } else {
+      CHECK(read[t].loss == step_losses[t]);  // the host's arithmetic, bit for bit
+    }
+  }
+  CHECK(device.loss_count == host.loss_count);
+  CHECK(host.loss_count == 79);
+  CHECK(device.loss_avg == Approx(host.loss_avg).epsilon(1e-12));
+  CHECK(losses.read().steps.empty());  // a read starts afresh
   CHECK(step.scaler_state().scale == 1.0);
 }
 
@@ -198,11 +225,16 @@ namespace {
 // 8, two batches per step (the epoch's last group short), clipping at 0.5: the eager Trainer or
 // the sync-free one, from the same initial weights, on the same (unshuffled) batches.
 struct FineTuned {
-  ltfit::Classifier model;
+  ltfit::Classifier model = nullptr;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::int64_t steps = 0;
   ltfit::GradScalerState scaler;
-  std::vector<double> loss_scales;  // each step's, as steps.csv reports it
+  std::vector<ltfit::StepStats> reported;  // each step as observers get it (steps.csv)
+  std::vector<double> loss_scales;         // each step's, as steps.csv reports it
+  std::vector<double> train_losses;        // each epoch's smoothed training loss
+  // At the after_step of FineTuneSetup::save_step, what a checkpoint would hold.
+  ltfit::TrainPosition saved_position;
+  ltfit::GradScalerState saved_scaler;
 };
 
 struct FineTuneSetup {
@@ -210,6 +242,31 @@ struct FineTuneSetup {
   std::optional<ltfit::GradScalerOptions> scaler;  // the Trainer's default when unset
   torch::Device device = torch::kCPU;
   ltfit::Precision precision = ltfit::Precision::kFp32;
+  int accumulate = 2;                   // batches per step
+  std::int64_t loss_read_interval = 0;  // TrainerOptions'
+  int poison_batch = -1;                // this batch's images (counted from 0) all NaN
+  std::int64_t save_step = -1;          // this step votes a checkpoint (as a time box would)
+};
+
+// Fills one batch's images with NaN (its loss then NaN), for the loss check; votes a save at
+// one step and keeps what a checkpoint would hold then.
+struct ProbeHook : ltfit::Hook {
+  int poison_batch = -1, seen = 0;
+  std::int64_t save_step = -1;
+  ltfit::TrainPosition position;
+  ltfit::GradScalerState scaler;
+  int order() const override { return ltfit::hook_order::kObservers + 1; }  // checkpoint's place
+  void before_batch(ltfit::TrainContext& ctx) override {
+    if (seen++ == poison_batch) ctx.images = torch::full_like(ctx.images, std::nan(""));
+  }
+  void after_loss(ltfit::TrainContext& ctx) override {
+    if (ctx.step_now) ctx.vote_save = ctx.state.global_step == save_step;
+  }
+  void after_step(ltfit::TrainContext& ctx) override {
+    if (!ctx.vote_save) return;
+    position = ctx.state.position;
+    scaler = ctx.state.scaler;
+  }
 };
 
 ltfit::Classifier initial_resnet18() {
@@ -224,38 +281,51 @@ FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, const FineTuneSet
   data.data.workers = 1;
   data.train = false;  // no random augmentation: both runs see the same pixels
   ltfit::Loader train(samples, data);
-  FineTuned run{initial_resnet18(), nullptr};
+  FineTuned run;
+  run.model = initial_resnet18();
   run.model->to(setup.device);
   run.optimizer =
       ltfit::make_optimizer(ltfit::OptimizerConfig{}, run.model->layer_group_parameters());
   ltfit::ScheduleHook schedule;
-  ltfit::AccumulateHook accumulate(2);
+  ltfit::AccumulateHook accumulate(setup.accumulate);
   ltfit::ClipGradHook clip(0.5);
-  struct LossScales : ltfit::TrainObserver {
-    std::vector<double>& out;
-    explicit LossScales(std::vector<double>& o) : out(o) {}
-    void on_step(const ltfit::StepStats& s) override { out.push_back(s.loss_scale); }
-  } loss_scales(run.loss_scales);
-  ltfit::ObserverHook observe(loss_scales);
+  ProbeHook probe;
+  probe.poison_batch = setup.poison_batch;
+  probe.save_step = setup.save_step;
+  struct Steps : ltfit::TrainObserver {
+    FineTuned& run;
+    explicit Steps(FineTuned& r) : run(r) {}
+    void on_step(const ltfit::StepStats& s) override {
+      run.reported.push_back(s);
+      run.loss_scales.push_back(s.loss_scale);
+    }
+  } steps(run);
+  ltfit::ObserverHook observe(steps);
   ltfit::TrainerOptions options;
   options.device = setup.device;
   options.train.precision = setup.precision;
   options.sync_free_step = setup.sync_free;
+  options.loss_read_interval = setup.loss_read_interval;
   options.scaler = setup.scaler;
   ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options,
-                         {&schedule, &accumulate, &clip, &observe});
+                         {&schedule, &accumulate, &clip, &observe, &probe});
   const std::vector<double> lrs{2e-4, 2e-3, 2e-2};
-  trainer.fit({{"frozen", 1, true, lrs, ltfit::ScheduleConfig{}},
-               {"unfrozen", 2, false, lrs, ltfit::ScheduleConfig{}}});
+  for (const auto& epoch : trainer.fit({{"frozen", 1, true, lrs, ltfit::ScheduleConfig{}},
+                                        {"unfrozen", 2, false, lrs, ltfit::ScheduleConfig{}}})) {
+    run.train_losses.push_back(epoch.train_loss);
+  }
   run.steps = trainer.state().global_step;
+  run.saved_position = probe.position;
+  run.saved_scaler = probe.scaler;
   run.scaler = trainer.state().scaler;
   return run;
 }
 
 // The two runs agree: steps, the scaler, the weights and first moments within `tolerance`, the
 // BatchNorm statistics, and the AdamW step counts (written back: a checkpoint would be the same).
-void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double tolerance) {
-  CHECK(eager.steps == 6);  // 3 epochs of 2 steps
+void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double tolerance,
+                    std::int64_t steps = 6, const char* what = "sync-free against eager") {
+  CHECK(eager.steps == steps);  // 3 epochs of 2 steps (3 without accumulation)
   CHECK(sync_free.steps == eager.steps);
   CHECK(sync_free.scaler.scale == eager.scaler.scale);
   CHECK(sync_free.scaler.growth_tracker == eager.scaler.growth_tracker);
@@ -275,10 +345,10 @@ void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double t
     CHECK(ma.step() == mb.step());
     moment_gap = std::max(moment_gap, (ma.exp_avg() - mb.exp_avg()).abs().max().item<double>());
   }
-  WARN("ResNet-18 fine_tune, 6 steps on "
-       << a.begin()->value().device() << ": sync-free against eager, largest weight difference "
-       << weight_gap << ", largest first-moment difference " << moment_gap
-       << " (largest weight change " << moved << ")");
+  WARN("ResNet-18 fine_tune, " << steps << " steps on " << a.begin()->value().device() << ": "
+                               << what << ", largest weight difference " << weight_gap
+                               << ", largest first-moment difference " << moment_gap
+                               << " (largest weight change " << moved << ")");
   CHECK(moved > 1e-3);  // the runs trained
   CHECK(weight_gap < tolerance);
   CHECK(moment_gap < tolerance);
@@ -307,6 +377,82 @@ TEST_CASE("the Trainer's sync-free step equals its eager step over a fine_tune",
   const FineTuned sync_free = fine_tune(samples, setup);
   if (scaled) CHECK(eager.scaler.scale == 65536.0 * 8);
   check_same_run(eager, sync_free, 1e-5);
+}
+
+TEST_CASE("the Trainer reads the loss once per interval as it reads it after each batch",
+          "[train][sync_free]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
+  // One batch per step: 3 steps per epoch, read every 2 steps and at each epoch's last (step 1
+  // by the interval, 2 as the epoch's last; 3 and 4, 5; 6 and 7, 8).
+  const bool scaled = GENERATE(false, true);
+  FineTuneSetup setup;
+  setup.sync_free = true;
+  setup.accumulate = 1;
+  if (scaled) setup.scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
+  INFO("loss scaler " << (scaled ? "on" : "off"));
+  const FineTuned each_batch = fine_tune(samples, setup);
+  setup.loss_read_interval = 2;
+  const FineTuned per_interval = fine_tune(samples, setup);
+  // The same arithmetic, read later only.
+  check_same_run(each_batch, per_interval, 1e-12, 9, "loss read per interval against per batch");
+  REQUIRE(per_interval.reported.size() == 9);
+  REQUIRE(each_batch.reported.size() == 9);
+  for (std::size_t i = 0; i < 9; ++i) {
+    const ltfit::StepStats &a = each_batch.reported[i], &b = per_interval.reported[i];
+    INFO("step " << i);
+    CHECK(b.step == static_cast<std::int64_t>(i));
+    CHECK(b.step == a.step);
+    CHECK(b.epoch == a.epoch);
+    CHECK(b.lrs == a.lrs);
+    CHECK(b.momentum == a.momentum);
+    CHECK(b.loss == a.loss);  // the host's arithmetic on the device, bit for bit
+    CHECK(b.loss_scale == a.loss_scale);
+  }
+  REQUIRE(per_interval.train_losses.size() == 3);
+  for (std::size_t e = 0; e < 3; ++e) {
+    CHECK(per_interval.train_losses[e] == Approx(each_batch.train_losses[e]).epsilon(1e-12));
+  }
+  // A checkpoint voted mid-epoch (step 4 of 3..5; the smoothed loss restarts with the unfrozen
+  // stage at 3) reads first: it holds the smoothed loss and the scale of that step, as after
+  // each batch.
+  setup.save_step = 4;
+  setup.loss_read_interval = 0;
+  const FineTuned saved_each_batch = fine_tune(samples, setup);
+  setup.loss_read_interval = 100;
+  const FineTuned saved_per_interval = fine_tune(samples, setup);
+  CHECK(saved_each_batch.saved_position.loss_count == 2);  // the second stage's second step
+  CHECK(saved_per_interval.saved_position.loss_count == 2);
+  CHECK(saved_per_interval.saved_position.loss_avg ==
+        Approx(saved_each_batch.saved_position.loss_avg).epsilon(1e-12));
+  CHECK(saved_per_interval.saved_scaler.scale == saved_each_batch.saved_scaler.scale);
+  CHECK(saved_per_interval.saved_scaler.growth_tracker ==
+        saved_each_batch.saved_scaler.growth_tracker);
+}
+
+TEST_CASE("a non-finite loss read per interval stops the run as the per-batch check does",
+          "[train][sync_free]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
+  // Batch 4 (epoch 1's second, step 4) gets NaN images; the next read is at step 5.
+  FineTuneSetup setup;
+  setup.sync_free = true;
+  setup.accumulate = 1;
+  setup.poison_batch = 4;
+  std::string each_batch, per_interval;
+  try {
+    fine_tune(samples, setup);
+  } catch (const ltfit::RuntimeError& e) {
+    each_batch = e.what();
+  }
+  setup.loss_read_interval = 100;
+  try {
+    fine_tune(samples, setup);
+  } catch (const ltfit::RuntimeError& e) {
+    per_interval = e.what();
+  }
+  CHECK_THAT(each_batch, Catch::Contains("training loss became nan at step 4"));
+  CHECK(per_interval == each_batch);
 }
 
 // On a GPU (gpu_check runs the [cuda] tests): the same fine_tune in fp16 with the Trainer's own

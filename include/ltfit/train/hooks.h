@@ -52,6 +52,7 @@
 #include "ltfit/run/timing.h"
 #include "ltfit/train/amp.h"
 #include "ltfit/train/checkpoint.h"
+#include "ltfit/train/device_step_losses.h"
 #include "ltfit/train/recipe.h"
 
 namespace ltfit {
@@ -125,13 +126,21 @@ struct TrainContext {
   torch::Tensor output;         // logits [N,C] (under autocast: its dtype)
   torch::Tensor loss;           // the batch's mean cross-entropy (fp32)
   torch::Tensor backward_loss;  // what backward() runs on (scaled, divided by hooks)
-  double loss_value = 0.0;      // loss.item()
+  double loss_value = 0.0;      // loss.item(); NaN when loss_deferred
   int batch_in_step = 0;        // 0-based index of this batch in its accumulation group
   int batches_in_step = 1;      // batches in this group (the last group of an epoch may be short)
   bool step_now = true;         // the optimizer steps after this batch
   std::vector<double> lrs;      // learning rate per layer group of this step
   double momentum = 0.0;        // Adam beta1 / SGD momentum of this step
-  double step_loss = 0.0;       // mean loss of this step's batches (at after_step)
+  double step_loss = 0.0;       // mean loss of this step's batches (at after_step; unset when
+                                // loss_deferred)
+  // TrainerOptions::loss_read_interval: the losses stay on the device (DeviceStepLosses) and are
+  // read once per interval, before each save and at each epoch's end. At after_step of a step
+  // that read them, or at validation_begin, epoch_end or fit_end after the epoch's end read,
+  // `read_steps` holds every step since the last read, in order; the observer hook reports
+  // them and clears it.
+  bool loss_deferred = false;
+  std::vector<StepLoss> read_steps;
 
   // ---- decisions every rank of a data-parallel run must share (alone, they stand as cast)
   bool distributed = false;  // a data-parallel run: the data-parallel hook agrees on these

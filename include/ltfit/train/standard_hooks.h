@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,9 +98,14 @@ class ObserverHook : public Hook {
   void after_step(TrainContext& ctx) override;
   void validation_begin(TrainContext& ctx) override;
   void epoch_end(TrainContext& ctx) override;
+  void fit_end(TrainContext& ctx) override;
 
  private:
+  // With the losses read per interval (ctx.loss_deferred): each step is held until its loss and
+  // scale are read, then reported in order.
+  void report_read_steps(TrainContext& ctx);
   TrainObserver& observer_;
+  std::deque<StepStats> unread_;
 };
 
 // The profiler's per-epoch records (phases are timed by the trainer around its own work).

@@ -28,24 +28,6 @@
 
 namespace ltfit {
 
-// The training loss kept on the device: the sum and count of the finite losses since the last
-// read, and fastai's smoothed loss (SmoothenValue, beta 0.98, debiased), a non-finite loss left
-// out as the trainer leaves it out. add() reads nothing; read() is one device read.
-class DeviceLossMeter {
- public:
-  explicit DeviceLossMeter(const torch::Device& device);
-  void add(const torch::Tensor& loss);  // a one-element loss, any float dtype
-  struct Reading {
-    double mean = 0.0;       // mean of the finite losses added since the last read (0: none)
-    std::int64_t count = 0;  // how many
-    double smoothed = 0.0;   // fastai's debiased smoothed loss over every finite loss so far
-  };
-  Reading read();
-
- private:
-  torch::Tensor sum_, count_, average_, smoothed_count_;  // float64 scalars on the device
-};
-
 class SyncFreeStep {
  public:
   // `optimizer`: a FusedAdamW or FusedSGD (std::invalid_argument otherwise); `scaler`: the fp16
@@ -76,6 +58,9 @@ class SyncFreeStep {
   // The total gradient norm the next steps clip to (0: none), as the constructor's.
   void set_max_grad_norm(double max_grad_norm);
   bool last_step_skipped() const;
+  // The loss scale as a device scalar (float32), updated in place by each step: for a reader
+  // that copies it without a host read (DeviceStepLosses).
+  const torch::Tensor& scale() const { return scale_; }
   // Writes the step counts back into the optimizer's LibTorch states (AdamW's int64 `step`), so
   // that its state dict and a checkpoint are what today's step leaves. One device read.
   void sync_state();
@@ -105,8 +90,10 @@ class SyncFreeStep {
 // TrainState's scaler, scales each loss for backward, fills the step's hyper-parameters from the
 // optimizer's options at before_step, and writes its state back (sync_state, a device read)
 // before anything saves: at after_step when a save or stop was voted, at epoch_end and fit_end.
-// With the scaler on, the scale is read after each step (one read) into the TrainState and the
-// host GradScaler that observers report. ClipGradHook gives the step its norm (it clips inside).
+// With the scaler on, the scale is read (one read) into the TrainState and the host GradScaler
+// that observers report: after each step, or with the loss read per interval
+// (TrainContext::loss_deferred) only before a save (observers then report the steps' scales as
+// DeviceStepLosses read them). ClipGradHook gives the step its norm (it clips inside).
 class SyncFreeStepHook : public Hook {
  public:
   explicit SyncFreeStepHook(const GradScalerOptions& scaler) : scaler_(scaler) {}
@@ -119,6 +106,7 @@ class SyncFreeStepHook : public Hook {
   void fit_end(TrainContext& ctx) override;
 
  private:
+  void mirror_scaler(TrainContext& ctx);  // the device scale into the TrainState and host scaler
   GradScalerOptions scaler_;
   std::optional<SyncFreeStep> step_;
 };

@@ -20,6 +20,7 @@
 #include "ltfit/data/loader.h"
 #include "ltfit/dist/group.h"
 #include "ltfit/model/classifier.h"
+#include "ltfit/train/device_step_losses.h"
 #include "ltfit/train/hooks.h"
 #include "ltfit/train/recipe.h"
 #include "ltfit/train/standard_hooks.h"
@@ -56,8 +57,14 @@ struct TrainerOptions {
   // scaler's state in device tensors, unscaling, the inf check and clipping (at ClipGradHook's
   // norm) inside the step, no host read in it: the step a CUDA graph will
   // capture (train.cuda_graphs, with GPU time). Needs ltfit's FusedAdamW or FusedSGD and one
-  // process. The loss is still read after each batch (the progress bar, the loss check).
+  // process. With loss_read_interval, no training step reads anything from the device.
   bool sync_free_step = false;
+  // Reads the training loss from the device once per this many optimizer steps, at each
+  // epoch's end and before each checkpoint (DeviceStepLosses), instead of after each
+  // batch: each step's loss and scale are still reported, in bursts. A non-finite loss (without
+  // the fp16 scaler) then stops the run at the read, with the step it happened at, before
+  // anything is saved. 0: after each batch. Needs sync_free_step.
+  std::int64_t loss_read_interval = 0;
 };
 
 // The multi-label training loss: binary cross-entropy with logits over float [N,K] targets, the
@@ -93,8 +100,11 @@ class Trainer {
   // The epoch's next batch, its copy to the device started (the data wait and its start timed).
   std::optional<StagedBatch> next_staged();
   void one_batch(const StagedBatch& batch, bool last_of_epoch);
-  void forward_and_loss(bool empty);      // ctx.output, ctx.loss and ctx.backward_loss of the batch
-  void optimizer_step();                  // the step (unless skipped), then zero_grad
+  void forward_and_loss(bool empty);  // ctx.output, ctx.loss and ctx.backward_loss of the batch
+  void optimizer_step();              // the step (unless skipped), then zero_grad
+  // With loss_read_interval: the step just taken into step_losses_, read when due.
+  void close_step(double cut_short);
+  void read_losses();  // into the position's smoothed loss and ctx_.read_steps; the loss check
   void rescale_gradients(double factor);  // of a group cut short, before its step
   // The training loss of `output` against class indices or a target distribution.
   torch::Tensor batch_loss(const torch::Tensor& output, const torch::Tensor& target) const;
@@ -120,6 +130,7 @@ class Trainer {
   TrainState state_;
   LossScalerHook scaler_hook_;
   std::optional<SyncFreeStepHook> sync_free_hook_;  // with options.sync_free_step, in its place
+  std::optional<DeviceStepLosses> step_losses_;     // with options.loss_read_interval
   LossCheckHook loss_check_;
   std::vector<Hook*> hooks_;  // sorted by order(), stable
   TrainContext ctx_;
