@@ -167,9 +167,17 @@ LoadedModel load_model_for_eval(const std::string& checkpoint, const torch::Devi
 void prepare_for_inference(LoadedModel& loaded, EvalOptions& options) {
   const std::int64_t folded = loaded.model->fold_batch_norms();
   if (folded > 0) spdlog::info("inference: {} BatchNorms folded into their convolutions", folded);
-  if (!loaded.config.train.channels_last) return;
-  set_channels_last(loaded.model);
-  options.channels_last = true;
+  if (loaded.config.train.channels_last) {
+    set_channels_last(loaded.model);
+    options.channels_last = true;
+  }
+  // Under autocast (bf16, fp16) the layers autocast casts at each forward are cast once here:
+  // the same logits, a batch's weight casting saved.
+  const torch::Dtype lower = precision_dtype(options.precision);
+  if (lower == torch::kFloat) return;
+  const std::int64_t cast = cast_for_autocast(loaded.model, lower);
+  spdlog::debug("inference: {} layers' weights in {} once, not at each forward", cast,
+                precision_name(options.precision));
 }
 
 EvalConfig tta_settings(const EvalConfig& base, const std::string& mode,

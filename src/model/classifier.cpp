@@ -152,4 +152,25 @@ void set_channels_last(Classifier& model) {
   }
 }
 
+std::int64_t cast_for_autocast(Classifier& model, torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  std::int64_t layers = 0;
+  auto cast = [dtype](torch::Tensor& p) {
+    if (p.defined()) p.set_data(p.data().to(dtype));  // the memory format is kept
+  };
+  for (const auto& module : model->modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<torch::nn::Conv2d>()) {
+      cast(conv->weight);
+      cast(conv->bias);
+    } else if (auto* linear = module->as<torch::nn::Linear>()) {
+      cast(linear->weight);
+      cast(linear->bias);
+    } else {
+      continue;
+    }
+    ++layers;
+  }
+  return layers;
+}
+
 }  // namespace ltfit

@@ -156,6 +156,7 @@ Service::Service(const ServeRequest& request) : request_(request), budget_(512ul
       {"checkpoint_sha256", sha256_file(request.checkpoint)},
       {"weights", loaded_.ema ? "ema" : "model"},
       {"device", describe_device(device)},
+      {"precision", precision_name(eval_.precision)},
       {"max_batch", request.max_batch},
       {"max_wait_ms", request.max_wait_ms},
       {"tta", {{"mode", "v1"}, {"views", 8}, {"scale", tta_.tta_scale}, {"beta", tta_.tta_beta}}}};

@@ -34,7 +34,7 @@ const drop = document.getElementById("drop"), pick = document.getElementById("pi
 const results = document.getElementById("results"), tta = document.getElementById("tta");
 fetch("/v1/info").then(r => r.json()).then(info => {
   document.getElementById("facts").textContent =
-    `${info.arch} (${info.head} head, ${info.task}), ${info.image_size} px, classes: ${info.classes.join(", ")}`;
+    `${info.arch} (${info.head} head, ${info.task}), ${info.image_size} px, ${info.precision}, classes: ${info.classes.join(", ")}`;
 }).catch(() => { document.getElementById("facts").textContent = "the model's facts are unavailable"; });
 drop.onclick = () => pick.click();
 pick.onchange = () => send(pick.files);

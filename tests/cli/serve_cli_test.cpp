@@ -127,6 +127,7 @@ TEST_CASE("serve answers as predict does, batches concurrent clients, and stops 
   CHECK(info["arch"] == "resnet18");
   CHECK(info["classes"] == nlohmann::json({"cat", "dog"}));
   CHECK(info["checkpoint_sha256"].get<std::string>().size() == 64);
+  CHECK(info["precision"] == "fp32");  // the checkpoint's
   CHECK_THAT(read_file(dir.path() / "page.html"), Contains("<title>ltfit serve</title>"));
   for (std::size_t i = 0; i < files.size(); ++i) {
     INFO(files[i]);

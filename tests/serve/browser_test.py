@@ -166,6 +166,8 @@ def check_page(driver, base, image, expected, screenshot):
     facts = wait(driver, "#facts to show the model's facts (resnet18)",
                  lambda d: "resnet18" in (t := d.find_element(By.ID, "facts").text) and t)
     log(f"facts: {facts}")
+    if "fp32" not in facts:
+        raise Failure(f"the facts line does not say the precision served (fp32): {facts!r}")
 
     # #pick is a hidden file input: chromedriver types a path into it without it being shown
     # (strictFileInteractability is off by default), as a person's choice through the dialog.

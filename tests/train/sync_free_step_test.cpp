@@ -246,6 +246,7 @@ struct FineTuneSetup {
   std::int64_t loss_read_interval = 0;  // TrainerOptions'
   int poison_batch = -1;                // this batch's images (counted from 0) all NaN
   std::int64_t save_step = -1;          // this step votes a checkpoint (as a time box would)
+  ltfit::Hook* extra_hook = nullptr;    // one more hook, when set
 };
 
 // Fills one batch's images with NaN (its loss then NaN), for the loss check; votes a save at
@@ -307,8 +308,9 @@ FineTuned fine_tune(const std::vector<ltfit::Sample>& samples, const FineTuneSet
   options.sync_free_step = setup.sync_free;
   options.loss_read_interval = setup.loss_read_interval;
   options.scaler = setup.scaler;
-  ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options,
-                         {&schedule, &accumulate, &clip, &observe, &probe});
+  std::vector<ltfit::Hook*> hooks{&schedule, &accumulate, &clip, &observe, &probe};
+  if (setup.extra_hook != nullptr) hooks.push_back(setup.extra_hook);
+  ltfit::Trainer trainer(run.model, *run.optimizer, train, nullptr, options, hooks);
   const std::vector<double> lrs{2e-4, 2e-3, 2e-2};
   for (const auto& epoch : trainer.fit({{"frozen", 1, true, lrs, ltfit::ScheduleConfig{}},
                                         {"unfrozen", 2, false, lrs, ltfit::ScheduleConfig{}}})) {
@@ -507,5 +509,42 @@ TEST_CASE("the sync-free step reads nothing from a CUDA device", "[train][sync_f
   // The check can fail: a read inside the mode throws.
   SyncDebugError no_reads;
   CHECK_THROWS(step.scaler_state());
+}
+
+// The whole training step, with the loss read per interval (here only at each epoch's end): from
+// each batch's before_batch to its step's last after_step hook, under CUDA's sync debug mode set
+// to error, nothing may read from the device or wait for it (the first batch, with the
+// libraries' first calls, left out).
+TEST_CASE("a training step with the loss read per interval reads nothing from a CUDA device",
+          "[train][sync_free][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
+  struct SyncDebugHook : ltfit::Hook {
+    int batches = 0, steps_checked = 0;
+    int order() const override { return 1 << 20; }  // after every other hook
+    void before_batch(ltfit::TrainContext& /*ctx*/) override {
+      if (batches++ == 0) return;
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    }
+    void after_step(ltfit::TrainContext& /*ctx*/) override {
+      if (c10::cuda::warning_state().get_sync_debug_mode() == c10::cuda::SyncDebugMode::L_ERROR) {
+        ++steps_checked;
+      }
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    }
+    ~SyncDebugHook() override {
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    }
+  } sync_debug;
+  FineTuneSetup setup{false, std::nullopt, torch::Device(torch::kCUDA, 0), ltfit::Precision::kFp16};
+  setup.sync_free = true;
+  setup.accumulate = 1;
+  setup.loss_read_interval = 100;
+  setup.extra_hook = &sync_debug;
+  const FineTuned run = fine_tune(samples, setup);
+  CHECK(run.steps == 9);
+  CHECK(sync_debug.steps_checked == 8);
+  CHECK(run.reported.size() == 9);  // every step's loss read and reported
 }
 #endif

@@ -126,4 +126,12 @@ std::int64_t count_parameters(const torch::nn::Module& module);
 // train.channels_last; the model then runs on channels-last batches without conversions.
 void set_channels_last(Classifier& model);
 
+// Every convolution's and linear layer's weight and bias in `dtype` (autocast's lower precision:
+// bf16, fp16), kept in their memory format: autocast then finds them cast already instead of
+// casting them at each forward, and the logits under autocast are the same bit for bit (it
+// rounds them to the same values; the other parameters, such as LayerNorm's, stay fp32 as
+// autocast wants them). For a model only run under autocast to `dtype`, never trained or saved
+// afterwards. Returns the layers cast.
+std::int64_t cast_for_autocast(Classifier& model, torch::Dtype dtype);
+
 }  // namespace ltfit
