@@ -208,9 +208,12 @@ wait_idle() {
 
 vmhwm_mb() { awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-batch_figures() {  # "images batches" run by ltfit so far, from /metrics
-  curl -s "http://127.0.0.1:$PORT_ltfit/metrics" |
-    awk '$1=="ltfit_batch_size_sum"{s=$2} $1=="ltfit_batch_size_count"{c=$2} END{print s+0, c+0}'
+batch_figures() {  # "images batches model_seconds" run by ltfit so far (/metrics), and the time
+  local figures
+  figures=$(curl -s "http://127.0.0.1:$PORT_ltfit/metrics" |
+    awk '$1=="ltfit_batch_size_sum"{s=$2} $1=="ltfit_batch_size_count"{c=$2}
+         $1=="ltfit_model_seconds_total"{m=$2} END{printf "%d %d %.6f", s, c, m}')
+  echo "$figures $(date +%s.%N)"
 }
 
 # One wrk run against one server; appends a JSON line to $OUT/points.jsonl.
@@ -269,8 +272,9 @@ def rate(p):
     w = p["wrk"]
     return (w["requests"] - w["non2xx"]) / (w["duration_us"] / 1e6)
 print("| clients | server | images/s | p50 ms | p99 ms | non-2xx | wrk errors (c/r/w/t) "
-      "| mean batch | VmHWM MB | images/s ltfit/peer | p99 ltfit/peer |")
-print("|--:|---|--:|--:|--:|--:|---|--:|--:|--:|--:|")
+      "| mean batch | model busy | model ms/image | VmHWM MB | images/s ltfit/peer "
+      "| p99 ltfit/peer |")
+print("|--:|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|")
 goal = None
 for n in [int(c) for c in sys.argv[2].split()]:
     for server in ("ltfit", "peer"):
@@ -281,6 +285,13 @@ for n in [int(c) for c in sys.argv[2].split()]:
         images = p["batches_after"][0] - p["batches_before"][0]
         batches = p["batches_after"][1] - p["batches_before"][1]
         batch = "1" if server == "peer" else (f"{images / batches:.1f}" if batches else "")
+        busy = per_image = ""
+        if server == "ltfit" and len(p["batches_after"]) > 3:
+            # From before wrk to the server's idle after it (the queue drained).
+            model_s = p["batches_after"][2] - p["batches_before"][2]
+            wall_s = p["batches_after"][3] - p["batches_before"][3]
+            busy = f"{100 * model_s / wall_s:.0f} %"
+            per_image = f"{1e3 * model_s / images:.1f}" if images else ""
         ratio = p99 = ""
         other = by.get(("peer", n))
         if server == "ltfit" and other and rate(other) > 0:
@@ -291,7 +302,7 @@ for n in [int(c) for c in sys.argv[2].split()]:
         errors = f"{e['connect']}/{e['read']}/{e['write']}/{e['timeout']}"
         print(f"| {n} | {server} | {rate(p):.1f} | {w['p50_us'] / 1e3:.1f} "
               f"| {w['p99_us'] / 1e3:.1f} | {w['non2xx']} | {errors} | {batch} "
-              f"| {p['vmhwm_mb']} | {ratio} | {p99} |")
+              f"| {busy} | {per_image} | {p['vmhwm_mb']} | {ratio} | {p99} |")
 print()
 if goal:
     met = goal[0] >= 2 and goal[1] <= goal[2]
@@ -341,7 +352,10 @@ main() {
     echo "(from a request's first byte sent to its answer's last byte received), of the"
     echo "connections' requests only (each connection sends its next request when answered)."
     echo "wrk errors: connect/read/write/timeout. mean batch: ltfit's images per model run"
-    echo "(/metrics). VmHWM: the process's peak resident memory since it started."
+    echo "(/metrics); model busy: the share of the time from the load's start to the server's"
+    echo "idle after it (its queue drained, then half a second) that ltfit's model was running,"
+    echo "and model ms/image its time per image (ltfit_model_seconds_total): near 100 % the"
+    echo "server is bound by the forward. VmHWM: the process's peak resident memory since it started."
   } >"$OUT/serve-load.md"
   cat "$OUT/serve-load.md"
 }
