@@ -362,18 +362,24 @@ void check_same_run(const FineTuned& eager, const FineTuned& sync_free, double t
   }
 }
 
+// The loss scaler on in fp32 too when `scaled` (a CPU cannot train in fp16): the device-side
+// scale must scale, unscale and grow (every 2 clean steps) as GradScaler does.
+FineTuneSetup with_scaler(bool scaled) {
+  FineTuneSetup setup;
+  if (scaled) setup.scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
+  return setup;
+}
+
 }  // namespace
 
 TEST_CASE("the Trainer's sync-free step equals its eager step over a fine_tune",
           "[train][sync_free]") {
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
-  // The loss scaler on in fp32 too (a CPU cannot train in fp16): the device-side scale must
-  // scale, unscale and grow (every 2 clean steps: 2^16 -> 2^19 over 6 steps) as GradScaler does.
+  // With the scaler on: 2^16 -> 2^19 over 6 steps.
   const bool scaled = GENERATE(false, true);
-  FineTuneSetup setup;
-  if (scaled) setup.scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
   INFO("loss scaler " << (scaled ? "on" : "off"));
+  FineTuneSetup setup = with_scaler(scaled);
   const FineTuned eager = fine_tune(samples, setup);
   setup.sync_free = true;
   const FineTuned sync_free = fine_tune(samples, setup);
@@ -385,14 +391,13 @@ TEST_CASE("the Trainer reads the loss once per interval as it reads it after eac
           "[train][sync_free]") {
   ltfit::testing::TempDir dir;
   const auto samples = ltfit::testing::write_small_synth(dir.path(), 24, 2, 48, 80);
-  // One batch per step: 3 steps per epoch, read every 2 steps and at each epoch's last (step 1
-  // by the interval, 2 as the epoch's last; 3 and 4, 5; 6 and 7, 8).
+  // One batch per step: 3 steps per epoch, read every 2 steps and at each epoch's end (steps 0
+  // and 1 by the interval, 2 at the end; 3 and 4, 5; 6 and 7, 8).
   const bool scaled = GENERATE(false, true);
-  FineTuneSetup setup;
+  INFO("loss scaler " << (scaled ? "on" : "off"));
+  FineTuneSetup setup = with_scaler(scaled);
   setup.sync_free = true;
   setup.accumulate = 1;
-  if (scaled) setup.scaler = ltfit::GradScalerOptions{.enabled = true, .growth_interval = 2};
-  INFO("loss scaler " << (scaled ? "on" : "off"));
   const FineTuned each_batch = fine_tune(samples, setup);
   setup.loss_read_interval = 2;
   const FineTuned per_interval = fine_tune(samples, setup);
