@@ -1,5 +1,5 @@
 // The convolutions' and linear layers' weights cast once for autocast (classifier.h's
-// cast_for_autocast, what predict and serve do under --precision bf16): each family's logits
+// cast_for_autocast, what predict and serve do when they run in bf16): each family's logits
 // under bf16 autocast equal, bit for bit, those of the same model whose fp32 weights autocast
 // casts at each forward; the memory format and the other parameters (LayerNorm's) are kept.
 #include <torch/torch.h>
