@@ -16,10 +16,7 @@ torch::Tensor zero_scalar(const torch::Device& device) {
 }  // namespace
 
 DeviceStepLosses::DeviceStepLosses(const torch::Device& device)
-    : device_(device),
-      step_sum_(zero_scalar(device)),
-      average_(zero_scalar(device)),
-      count_(zero_scalar(device)) {}
+    : step_sum_(zero_scalar(device)), average_(zero_scalar(device)), count_(zero_scalar(device)) {}
 
 void DeviceStepLosses::add_batch(const torch::Tensor& loss, int batches_in_step) {
   torch::NoGradGuard no_grad;
@@ -37,10 +34,9 @@ void DeviceStepLosses::add_batch(const torch::Tensor& loss, int batches_in_step)
 void DeviceStepLosses::end_step(std::int64_t step, double factor, const torch::Tensor& scale,
                                 double host_scale) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor loss = factor == 1.0 ? step_sum_.clone() : step_sum_ * factor;
-  const torch::Tensor scale_now = scale.defined()
-                                      ? scale.detach().to(device_, torch::kDouble).reshape({})
-                                      : torch::full({}, host_scale, loss.options());
+  const torch::Tensor loss = step_sum_ * factor;  // times 1.0: the sum itself, bit for bit
+  const torch::Tensor scale_now = scale.defined() ? scale.detach().to(torch::kDouble).reshape({})
+                                                  : torch::full({}, host_scale, loss.options());
   closed_.push_back(torch::stack({loss, scale_now}));
   steps_.push_back(step);
   step_sum_.zero_();

@@ -50,20 +50,20 @@ Trainer::Trainer(Classifier model, torch::optim::Optimizer& optimizer, BatchSour
       hooks_(std::move(hooks)),
       ctx_(model_, optimizer_, scaler_, *profiler_, state_, options_.device,
            precision_dtype(options_.train.precision)) {
+  if (options_.loss_read_interval > 0 && !options_.sync_free_step) {
+    throw std::invalid_argument("TrainerOptions::loss_read_interval needs sync_free_step");
+  }
   if (options_.sync_free_step) {
     if (options_.group != nullptr) {
       throw ConfigError("the sync-free step runs in one process, not in a data-parallel run");
     }
     hooks_.push_back(&sync_free_hook_.emplace(scaler_options(options_)));
-    if (options_.loss_read_interval > 0) {
-      step_losses_.emplace(options_.device);
-      ctx_.loss_deferred = true;
-    }
   } else {
-    if (options_.loss_read_interval > 0) {
-      throw std::invalid_argument("TrainerOptions::loss_read_interval needs sync_free_step");
-    }
     hooks_.push_back(&scaler_hook_);
+  }
+  if (options_.loss_read_interval > 0) {
+    step_losses_.emplace(options_.device);
+    ctx_.loss_deferred = true;
   }
   hooks_.push_back(&loss_check_);
   std::stable_sort(hooks_.begin(), hooks_.end(),

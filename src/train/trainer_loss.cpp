@@ -1,6 +1,6 @@
-// The Trainer's losses: a batch's forward and loss, the smoothed training loss, and the losses
-// kept on the device and read per interval (TrainerOptions::loss_read_interval). The rest of the
-// loop is in trainer.cpp.
+// The Trainer's losses: a batch's forward and loss (multi-label: fastai's BCEWithLogitsLossFlat),
+// the smoothed training loss, and the losses kept on the device and read per interval
+// (TrainerOptions::loss_read_interval). The rest of the loop is in trainer.cpp.
 #include "ltfit/train/trainer.h"
 
 #include <cmath>
@@ -21,6 +21,16 @@ torch::Tensor Trainer::batch_loss(const torch::Tensor& output, const torch::Tens
   auto options = F::CrossEntropyFuncOptions().label_smoothing(options_.train.label_smoothing);
   if (options_.class_weights.defined()) options.weight(options_.class_weights);
   return F::cross_entropy(output, target, options);
+}
+
+torch::Tensor multi_label_loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                               double eps, const torch::Tensor& pos_weight) {
+  namespace F = torch::nn::functional;
+  torch::Tensor y = targets.to(torch::kFloat32);
+  if (eps > 0) y = y * (1.0 - eps) + eps / static_cast<double>(logits.size(1));
+  auto bce = F::BinaryCrossEntropyWithLogitsFuncOptions();
+  if (pos_weight.defined()) bce.pos_weight(pos_weight);
+  return F::binary_cross_entropy_with_logits(logits.to(torch::kFloat32), y, bce);
 }
 
 void add_to_smoothed_loss(TrainPosition& at, double loss) {

@@ -34,8 +34,8 @@ class DeviceStepLosses {
   // into the current step's loss; a finite one into the smoothed loss too.
   void add_batch(const torch::Tensor& loss, int batches_in_step);
   // Closes the current step (its 0-based global index `step`): its loss times `factor` (a
-  // group cut short), and the loss scale after it: `scale`, a device scalar, or `host_scale`
-  // when `scale` is undefined.
+  // group cut short), and the loss scale after it: `scale`, a scalar on the losses' device, or
+  // `host_scale` when `scale` is undefined.
   void end_step(std::int64_t step, double factor, const torch::Tensor& scale, double host_scale);
   // Closed steps not read yet.
   std::size_t pending() const { return steps_.size(); }
@@ -53,7 +53,6 @@ class DeviceStepLosses {
   Reading read();
 
  private:
-  torch::Device device_;
   torch::Tensor step_sum_;             // float64 scalar: the open step's losses so far
   torch::Tensor average_, count_;      // float64 scalars: the smoothed loss since the last read
   std::vector<torch::Tensor> closed_;  // float64 [2] per closed step: loss, scale
