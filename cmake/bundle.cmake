@@ -1,6 +1,7 @@
 # LTFIT_BUNDLE: `cmake --install` and `cpack` make a relocatable tree that needs no Python:
 #   bin/ltfit                    RUNPATH $ORIGIN/../lib
-#   lib/                         the LibTorch (and, for a CUDA build, CUDA) libraries ltfit loads
+#   lib/                         the LibTorch (and, for a CUDA build, CUDA) libraries ltfit loads;
+#                                a CUDA build's libltfit_cuda.so, loaded where there is a driver
 #   share/ltfit/configs/         the shipped configs
 #   share/ltfit/runtime-packages.txt   the Debian 12 packages for the system libraries it loads
 #   share/doc/ltfit/             README and docs
@@ -25,6 +26,12 @@ install(TARGETS ltfit
     POST_EXCLUDE_REGEXES ".*"
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET ltfit_cuda)
+  # ltfit's CUDA half (cuda_half.h), found by ltfit in ../lib; it finds LibTorch's beside it.
+  set_target_properties(ltfit_cuda PROPERTIES INSTALL_RPATH "\$ORIGIN"
+                                              INSTALL_RPATH_USE_LINK_PATH FALSE)
+  install(TARGETS ltfit_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(LTFIT_TORCH_HAS_CUDA)
   # What the CUDA half loads with dlopen, which no link-time walk sees: cuDNN's engine libraries,
   # torch's CUDA linear algebra, NVRTC's builtins. All of the wheel's CUDA libraries go in lib/,

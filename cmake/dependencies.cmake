@@ -49,6 +49,7 @@ if(NOT LTFIT_GLOO_INCLUDE_DIR)
                       "(scripts/setup.sh does), or pass -DLTFIT_GLOO_INCLUDE_DIR=DIR")
 endif()
 target_include_directories(ltfit_torch SYSTEM INTERFACE ${LTFIT_GLOO_INCLUDE_DIR})
+include(${CMAKE_CURRENT_LIST_DIR}/torch_halves.cmake)  # ltfit::torch_cpu: what ltfit links
 find_path(LTFIT_NCCL_INCLUDE_DIR nccl.h
           HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" NO_DEFAULT_PATH)
 if(LTFIT_NCCL_INCLUDE_DIR AND LTFIT_TORCH_HAS_CUDA)

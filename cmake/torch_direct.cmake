@@ -7,9 +7,8 @@
 # LTFIT_CPU_ONLY links LibTorch's CPU half alone (libtorch_cpu, libc10). It holds every CPU
 # kernel, autograd, the C++ frontend and c10d's Gloo backend, and needs two small CUDA libraries
 # (libcudart, ~0.8 MB; libcupti, ~6 MB, for the profiler) that load without a driver; the ~3 GB
-# of CUDA libraries behind libtorch_cuda are never loaded. ltfit's CUDA-specific code (the side
-# stream, device properties, allocator statistics, NCCL) is compiled out, and asking for a CUDA
-# device says that this build has none.
+# of CUDA libraries behind libtorch_cuda are never loaded. No CUDA half (libltfit_cuda.so,
+# cmake/torch_halves.cmake) is built, and asking for a CUDA device says that there is none.
 #
 # The torch prefix is site-packages/torch (the wheel) or an unpacked LibTorch zip: given as
 # -DLTFIT_TORCH_ROOT=DIR, or found from CMAKE_PREFIX_PATH's share/cmake entry or Torch_DIR.

@@ -4,6 +4,10 @@
 #   util -> {formats, pictures} -> config -> {data, model, dist} -> run -> eval -> train -> jobs
 #   -> study -> (apps)
 #
+# src/cuda/ is ltfit's CUDA half, a library of its own (include/ltfit/util/cuda_half.h): it may
+# include util's headers, and it alone may include CUDA's (c10/cuda, ATen/cuda, the CUDA runtime,
+# ProcessGroupNCCL), which would make the binary link LibTorch's CUDA half.
+#
 # An area may include its own headers and those of the areas below it; areas side by side (formats
 # and pictures; data, model and dist) may not include each other. This script lists every `#include "ltfit/<area>/..."`
 # (and `#include "<area>/..."` of a private header in src/) that points upward or sideways and
@@ -14,7 +18,7 @@ set -euo pipefail
 
 ROOT="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 declare -A LEVEL=([util]=0 [formats]=1 [pictures]=1 [config]=2 [data]=3 [model]=3 [dist]=3 [run]=4
-                  [eval]=5 [train]=6 [jobs]=7 [study]=8 [serve]=8)
+                  [eval]=5 [train]=6 [jobs]=7 [study]=8 [serve]=8 [cuda]=9)
 
 bad=0
 checked=0
@@ -44,6 +48,12 @@ while IFS= read -r file; do
   done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file" |
            sed -n -E 's@^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]+"(ltfit/)?([a-z_]+/[^"]+)".*@\1:\3@p')
 done < <(find "$ROOT/src" "$ROOT/include/ltfit" -name '*.h' -o -name '*.cpp' | sort)
+
+while IFS= read -r hit; do
+  echo "${hit#"$ROOT"/}: a CUDA header outside src/cuda/ (use LibTorch's device-generic API or the CUDA half)"
+  bad=1
+done < <(grep -rn -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(c10/cuda/|ATen/cuda/|cuda_runtime|cuda\.h|nccl\.h|torch/csrc/distributed/c10d/ProcessGroupNCCL)' \
+           "$ROOT/src" "$ROOT/include/ltfit" "$ROOT/apps" | grep -v "^$ROOT/src/cuda/" || true)
 
 if ((bad)); then
   echo "check_layers: upward or sideways includes found (order: util -> formats|pictures -> config -> data|model|dist -> run -> eval -> train -> jobs -> study)"

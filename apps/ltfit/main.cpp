@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "ltfit/util/choices.h"
+#include "ltfit/util/cuda_half.h"
 #include "ltfit/util/error.h"
 #include "ltfit/util/log.h"
 #include "ltfit/util/standard_output.h"
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
   reserve_standard_descriptors();
   ignore_file_size_signal();
   ensure_short_openmp_spin(argv);
+  // Before anything asks LibTorch about CUDA: LibTorch keeps the hooks it found first.
+  ltfit::load_cuda_half();
   CLI::App app{
       "ltfit: fine-tune pretrained CNNs (ResNet, ConvNeXt, EfficientNet) on image folders the "
       "fastai way, in C++ (LibTorch)"};

@@ -1,6 +1,6 @@
 // The c10d backends, each built in its own translation unit (gloo_backend.cpp includes gloo's
-// headers, which the torch wheel lacks; nccl_backend.cpp needs nccl.h): group.cpp sees only
-// c10d::Backend.
+// headers, which the torch wheel lacks; nccl_backend.cpp asks ltfit's CUDA half, which has NCCL):
+// group.cpp sees only c10d::Backend.
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,7 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
 
 // ProcessGroupNCCL over `store`, bound to CUDA device `device_index` (made this thread's current
 // device first, so NCCL's communicators and barriers use this rank's GPU, not rank % GPUs).
-// Throws ConfigError when this build has no NCCL.
+// Throws ConfigError when the CUDA half is not loaded or was built without NCCL.
 c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                             int size, std::chrono::milliseconds timeout,
                                             int device_index);

@@ -24,13 +24,8 @@
 #include <torch/version.h>
 
 #include "ltfit/data/codec_info.h"
+#include "ltfit/util/cuda_half.h"
 #include "run/envinfo_internal.h"
-
-// Device properties are only reachable through the CUDA headers of a CUDA build of LibTorch.
-#include "ltfit/util/cuda_build.h"
-#ifdef LTFIT_HAS_CUDA_HEADERS
-#include <ATen/cuda/CUDAContextLight.h>
-#endif
 
 namespace ltfit {
 
@@ -134,16 +129,17 @@ std::string proc_driver_version() {
   return kNoneText;
 }
 
+// Device properties come from ltfit's CUDA half (util/cuda_half.h), when it is loaded.
 std::vector<GpuInfo> libtorch_gpus() {
   std::vector<GpuInfo> gpus;
-#ifdef LTFIT_HAS_CUDA_HEADERS
-  if (!torch::cuda::is_available()) return gpus;
+  const CudaHalf* half = cuda_half();
+  if (half == nullptr || !torch::cuda::is_available()) return gpus;
   for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
-    const auto* p = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
-    gpus.push_back({i, p->name, gpu_memory_from_mib(static_cast<double>(p->totalGlobalMem) / kMiB),
-                    fmt::format("{}.{}", p->major, p->minor)});
+    GpuProperties p;
+    if (!half->properties(i, &p)) continue;
+    gpus.push_back({i, p.name, gpu_memory_from_mib(static_cast<double>(p.total_bytes) / kMiB),
+                    fmt::format("{}.{}", p.major, p.minor)});
   }
-#endif
   return gpus;
 }
 
@@ -189,12 +185,11 @@ EnvInfo collect_envinfo(const std::string& data_dir, const std::string& run_dir)
   info.shm = disk_space("/dev/shm");
   fill_gpus(info);
   info.libtorch_version = TORCH_VERSION;
-#ifdef LTFIT_CPU_ONLY
-  info.libtorch_cuda = kCudaNotLinked;  // LTFIT_CPU_ONLY: libtorch_cpu alone
-#else
+  info.cuda_half = describe_cuda_half();
   info.libtorch_cuda =
-      hook_version([](const auto& h) { return h.versionCUDART(); }, cuda_version_string);
-#endif
+      cuda_half() == nullptr
+          ? std::string(kCudaNotLoaded)  // the stub hooks: LibTorch's CPU half alone
+          : hook_version([](const auto& h) { return h.versionCUDART(); }, cuda_version_string);
   info.libtorch_cudnn =
       hook_version([](const auto& h) { return h.versionCuDNN(); }, cudnn_version_string);
   info.opencv_version = opencv_version();
@@ -207,11 +202,8 @@ EnvInfo collect_envinfo(const std::string& data_dir, const std::string& run_dir)
   } catch (const std::exception& e) {
     info.launch = std::string("invalid launcher variables: ") + e.what();
   }
-#ifdef LTFIT_WITH_NCCL
-  info.dist_backends = "gloo, nccl";
-#else
-  info.dist_backends = "gloo";
-#endif
+  const CudaHalf* half = cuda_half();
+  info.dist_backends = half != nullptr && half->make_nccl != nullptr ? "gloo, nccl" : "gloo";
   const char* env = std::getenv("container");
   info.container = detect_container({fs::exists("/.dockerenv"), fs::exists("/run/.containerenv"),
                                      read_text("/proc/1/cgroup"), read_text("/proc/self/mountinfo"),

@@ -80,6 +80,7 @@ std::string envinfo_json(const EnvInfo& info) {
       {"cudnn_version", info.cudnn_version},
       {"libtorch_version", info.libtorch_version},
       {"libtorch_cuda", info.libtorch_cuda},
+      {"cuda_half", info.cuda_half},
       {"libtorch_cudnn", info.libtorch_cudnn},
       {"opencv_version", info.opencv_version},
       {"compiler", info.compiler},
@@ -115,11 +116,12 @@ std::string envinfo_table(const EnvInfo& info) {
       {{"driver", info.driver_version},
        {"CUDA runtime", info.cuda_runtime},
        {"cuDNN", info.cudnn_version},
-       {"LibTorch", info.libtorch_cuda == kCudaNotLinked
-                        ? fmt::format("{} (CPU libraries only: this build links no CUDA)",
+       {"LibTorch", info.libtorch_cuda == kCudaNotLoaded
+                        ? fmt::format("{} (CPU libraries only: the CUDA half is not loaded)",
                                       info.libtorch_version)
                         : fmt::format("{} (built with CUDA {}, cuDNN {})", info.libtorch_version,
                                       info.libtorch_cuda, info.libtorch_cudnn)},
+       {"CUDA half", info.cuda_half},
        {"OpenCV", info.opencv_version},
        {"compiler", info.compiler},
        {"ltfit", info.ltfit_version},

@@ -12,6 +12,8 @@
 #include <fstream>
 
 #include <ATen/Context.h>
+#include <ATen/DeviceAccelerator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <nlohmann/json.hpp>
@@ -22,13 +24,6 @@
 #include "ltfit/util/format.h"
 #include "ltfit/util/json.h"
 #include "run/optional_json.h"
-
-// The CUDA allocator's headers exist only in a CUDA build of LibTorch.
-#include "ltfit/util/cuda_build.h"
-#ifdef LTFIT_HAS_CUDA_HEADERS
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 namespace ltfit {
 
@@ -41,6 +36,10 @@ bool usable_cuda(const torch::Device& device) {
   if (!device.is_cuda() || !torch::cuda::is_available()) return false;
   at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   return true;
+}
+
+c10::DeviceIndex cuda_index(const torch::Device& device) {
+  return device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
 }
 
 double sum(const PhaseSeconds& phases) {
@@ -169,24 +168,18 @@ std::int64_t heap_in_use_bytes() {
 #endif
 }
 
+// LibTorch's device-generic allocator interface: the CUDA caching allocator once the CUDA half
+// is loaded (util/cuda_half.h).
 std::optional<std::int64_t> cuda_peak_memory_bytes(const torch::Device& device) {
-#ifdef LTFIT_HAS_CUDA_HEADERS
   if (!usable_cuda(device)) return std::nullopt;
-  const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  const auto stats = c10::getDeviceAllocator(device.type())->getDeviceStats(cuda_index(device));
   const auto all = static_cast<std::size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE);
   return stats.allocated_bytes[all].peak;
-#else
-  return std::nullopt;
-#endif
 }
 
 void reset_cuda_peak_memory(const torch::Device& device) {
-#ifdef LTFIT_HAS_CUDA_HEADERS
   if (!usable_cuda(device)) return;
-  const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
-  c10::cuda::CUDACachingAllocator::resetPeakStats(index);
-#endif
+  c10::getDeviceAllocator(device.type())->resetPeakStats(cuda_index(device));
 }
 
 std::string timing_json(const Profiler& profiler, double train_seconds,

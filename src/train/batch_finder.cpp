@@ -8,6 +8,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
@@ -19,12 +20,7 @@
 #include "ltfit/util/error.h"
 #include "ltfit/util/precision.h"
 
-// The CUDA allocator's headers exist only in a CUDA build of LibTorch.
-#include "ltfit/util/cuda_build.h"
 #include "ltfit/util/stopwatch.h"
-#ifdef LTFIT_HAS_CUDA_HEADERS
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace ltfit {
 
@@ -41,15 +37,11 @@ bool is_oom_message(std::string message) {
 }
 
 void empty_cuda_cache(const torch::Device& device) {
-#ifdef LTFIT_HAS_CUDA_HEADERS
   if (device.is_cuda() && torch::cuda::is_available()) {
     // The allocator exists only once CUDA is initialised; before that emptyCache() throws.
     at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
-    c10::cuda::CUDACachingAllocator::emptyCache();
+    c10::getDeviceAllocator(c10::DeviceType::CUDA)->emptyCache();
   }
-#else
-  (void)device;
-#endif
 }
 
 // The same random batch, `steps` times an epoch: what a training step at that size holds.

@@ -5,11 +5,13 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
+#include "ltfit/util/cuda_half.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
 
 torch::Device resolve_device(const DeviceRequest& request, const std::string& key) {
+  load_cuda_half();  // before LibTorch is asked about CUDA (cuda_half.h)
   const bool has_cuda = torch::cuda::is_available();
   switch (request.kind) {
     case DeviceRequest::Kind::kAuto:
@@ -20,15 +22,16 @@ torch::Device resolve_device(const DeviceRequest& request, const std::string& ke
       break;
   }
   const std::string text = device_request_name(request);
-#ifdef LTFIT_CPU_ONLY
-  throw ConfigError(key + ": '" + text +
-                        "' requested, but this ltfit is a CPU-only build "
-                        "(LTFIT_CPU_ONLY: it links no CUDA)",
-                    "use " + key +
-                        "=cpu, or the CUDA build (docker/Dockerfile.cuda, or a build "
-                        "without -DLTFIT_CPU_ONLY)");
-#endif
   if (!has_cuda) {
+    const CudaHalfStatus& half = load_cuda_half();
+    if (!half.loaded) {
+      throw ConfigError(
+          key + ": '" + text + "' requested, but ltfit's CUDA half is not loaded: " + half.reason,
+          "use " + key +
+              "=auto or cpu here; for a GPU, run where the NVIDIA driver is "
+              "installed with the CUDA build or bundle (`ltfit envinfo` says what "
+              "loaded; LTFIT_CUDA=on forces the load)");
+    }
     throw ConfigError(key + ": '" + text + "' requested but no CUDA GPU is visible",
                       "use " + key + "=auto or cpu on this machine");
   }

@@ -4,18 +4,13 @@
 #include <mutex>
 
 #include <ATen/Context.h>
+#include <ATen/DeviceAccelerator.h>
 #include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 
+#include "ltfit/util/cuda_half.h"
 #include "ltfit/util/error.h"
-
-// The CUDA headers exist only in a CUDA build of LibTorch; without them no device is CUDA.
-#include "ltfit/util/cuda_build.h"
-#ifdef LTFIT_HAS_CUDA_HEADERS
-#include <ATen/cuda/CUDAContextLight.h>
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 namespace ltfit {
 
@@ -23,14 +18,11 @@ namespace {
 
 // 10 * major + minor of a CUDA device's compute capability (90 for an H100); 0 otherwise.
 int compute_capability(const torch::Device& device) {
-#ifdef LTFIT_HAS_CUDA_HEADERS
-  if (!device.is_cuda() || !torch::cuda::is_available()) return 0;
-  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
-  const cudaDeviceProp* props = at::cuda::getDeviceProperties(index);
-  return props->major * 10 + props->minor;
-#else
-  return 0;
-#endif
+  const CudaHalf* half = cuda_half();  // loads it first (cuda_half.h)
+  if (!device.is_cuda() || half == nullptr || !torch::cuda::is_available()) return 0;
+  const int index = device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
+  GpuProperties props;
+  return half->properties(index, &props) ? props.major * 10 + props.minor : 0;
 }
 
 const char* on_off(bool on) { return on ? "on" : "off"; }

@@ -11,7 +11,9 @@
 #    installed config, logs its path, writes it in config.yaml's header, trains and exits 0;
 #    ./configs/quickstart.yaml in the working directory wins over the installed one;
 # 5. a name that matches nothing exits 2 naming the shipped configs; `--plan` finds a plan by name;
-# 6. the binary copied alone, with nothing beside it, still finds the configs it was built with.
+# 6. the binary copied alone, with nothing beside it, still finds the configs it was built with;
+# 7. a CUDA build installs its CUDA half in P/lib, which the installed binary loads when told to
+#    (LTFIT_CUDA=on; no GPU needed) and which resolves LibTorch's CUDA libraries.
 #
 #   tests/install/install_test.sh BUILD_DIR
 set -uo pipefail
@@ -49,6 +51,16 @@ cd "$WORK/elsewhere" || exit 1
 run() { env -i HOME="$WORK" PATH=/usr/bin:/bin "$LTFIT" "$@"; }
 
 check run --version
+# 7. the CUDA half (a build against a CUDA LibTorch has one)
+if [[ -f "$BUILD/libltfit_cuda.so" ]]; then
+  half="$P/lib/libltfit_cuda.so"
+  [[ -f "$half" ]] || fail "the CUDA half is not installed in P/lib"
+  missing="$(env -u LD_LIBRARY_PATH ldd "$half" 2>&1 | grep "not found")"
+  [[ -z "$missing" ]] || fail "the CUDA half's unresolved libraries: $missing"
+  env -i HOME="$WORK" PATH=/usr/bin:/bin LTFIT_CUDA=on "$LTFIT" envinfo >"$WORK/envinfo.txt" 2>&1
+  grep -q "CUDA half     loaded from $half" "$WORK/envinfo.txt" ||
+    { cat "$WORK/envinfo.txt"; fail "the installed binary did not load $half"; }
+fi
 # 3. listing
 run configs >"$WORK/list.txt" 2>&1 || fail "ltfit configs exited $?"
 grep -q "^  cats_dogs .*cats-vs-dogs" "$WORK/list.txt" || fail "configs: no cats_dogs line"

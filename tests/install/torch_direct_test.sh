@@ -4,9 +4,11 @@
 # build trees, with the toolkit hidden (CUDAToolkit_ROOT and nvcc pointing nowhere):
 # 1. LTFIT_CPU_ONLY configures without a CUDA toolkit; ltfit links libtorch_cpu and libc10 and
 #    no CUDA half (no libtorch_cuda, libc10_cuda, libtorch.so); LTFIT_CPU_ONLY is defined;
-# 2. LTFIT_TORCH_DIRECT configures without a CUDA toolkit; ltfit links LibTorch's CUDA half
-#    (libtorch_cuda kept with --no-as-needed) and the wheel's CUDA headers are on the path;
-#    without nvidia-cuda-crt (crt/host_defines.h) beside the wheel it stops and names the package;
+# 2. LTFIT_TORCH_DIRECT configures without a CUDA toolkit; ltfit links LibTorch's CPU half alone
+#    and ltfit's CUDA half (libltfit_cuda.so) links LibTorch's (libtorch_cuda kept with
+#    --no-as-needed) with the wheel's CUDA headers on its path, and installs into the bundle's
+#    lib/; without nvidia-cuda-crt (crt/host_defines.h) beside the wheel it stops and names the
+#    package;
 # 3. LTFIT_BUNDLE sets ltfit's install RUNPATH to $ORIGIN/../lib, installs runtime dependencies
 #    and runtime-packages.txt, and writes a cpack config for ltfit-*-cpu.tar.gz.
 #
@@ -31,9 +33,16 @@ configure() {  # NAME FLAGS...
   fi
 }
 # The link line and compile flags ninja would use for ltfit and ltfit_core.
-link_of() { grep -A6 "^build ltfit:" "$WORK/$1/build.ninja" | grep "LINK_LIBRARIES"; }
+link_of() { grep -A6 "^build ${2:-ltfit}:" "$WORK/$1/build.ninja" | grep "LINK_LIBRARIES"; }
 defines_of() { grep -m1 "^  DEFINES" "$WORK/$1/build.ninja"; }
-includes_of() { grep -m1 "^  INCLUDES" "$WORK/$1/build.ninja"; }
+# The include flags of the first object of ltfit_core, or of the CUDA half's (cuda_half).
+includes_of() {
+  if [[ "${2:-}" == cuda_half ]]; then
+    grep -A8 "^build CMakeFiles/ltfit_cuda.dir/" "$WORK/$1/build.ninja" | grep -m1 "^  INCLUDES"
+  else
+    grep -m1 "^  INCLUDES" "$WORK/$1/build.ninja"
+  fi
+}
 
 # The torch prefix from CMAKE_PREFIX_PATH's share/cmake entry; without one (a LibTorch found some
 # other way) there is nothing to configure against: skipped, visibly (exit 77).
@@ -55,6 +64,7 @@ if configure cpu -DLTFIT_CPU_ONLY=ON -DLTFIT_BUNDLE=ON; then
   done
   defines_of cpu | grep -q -- "-DLTFIT_CPU_ONLY" || fail "cpu: LTFIT_CPU_ONLY not defined"
   if defines_of cpu | grep -q -- "-DLTFIT_WITH_NCCL"; then fail "cpu: NCCL in a CPU-only build"; fi
+  if grep -q "^build libltfit_cuda.so:" "$WORK/cpu/build.ninja"; then fail "cpu: a CUDA half"; fi
   # 3. the bundle's install rules and package
   install_rules="$WORK/cpu/cmake_install.cmake"
   grep -q 'RPATH.*\$ORIGIN/../lib' "$install_rules" || fail "bundle: RUNPATH not \$ORIGIN/../lib"
@@ -76,16 +86,25 @@ elif ! ls "$torch_root"/../nvidia/*/include/crt/host_defines.h >/dev/null 2>&1; 
   fi
   grep -q 'cuda-toolkit\[crt\]' "$WORK/nocrt.log" || { cat "$WORK/nocrt.log"; fail "direct: no hint naming cuda-toolkit[crt]"; }
   echo "direct: no nvidia-cuda-crt beside the wheel here: the configure stops and names it (checked)"
-elif configure direct -DLTFIT_TORCH_DIRECT=ON; then
+elif configure direct -DLTFIT_TORCH_DIRECT=ON -DLTFIT_BUNDLE=ON; then
   link="$(link_of direct)"
+  [[ "$link" == *libtorch_cpu.so* && "$link" == *libc10.so* ]] || fail "direct: no torch_cpu/c10: $link"
+  for lib in libtorch_cuda libc10_cuda libtorch.so libcudart; do
+    [[ "$link" != *"$lib"* ]] || fail "direct: ltfit links $lib: $link"
+  done
+  link="$(link_of direct libltfit_cuda.so)"
   [[ "$link" == *"--no-as-needed,"*libtorch_cuda.so* ]] || fail "direct: libtorch_cuda not kept: $link"
-  [[ "$link" == *libc10_cuda.so* ]] || fail "direct: no libc10_cuda: $link"
-  includes="$(includes_of direct)"
-  for header_dir in $(echo "$includes" | grep -o -- "-isystem [^ ]*" | cut -d' ' -f2); do
+  [[ "$link" == *libc10_cuda.so* ]] || fail "direct: no libc10_cuda in the CUDA half: $link"
+  for header_dir in $(includes_of direct cuda_half | grep -o -- "-isystem [^ ]*" | cut -d' ' -f2); do
     [[ -f "$header_dir/cuda_runtime_api.h" ]] && found_cuda_headers=1
   done
-  [[ "${found_cuda_headers:-0}" == 1 ]] || fail "direct: no cuda_runtime_api.h on the include path"
+  [[ "${found_cuda_headers:-0}" == 1 ]] || fail "direct: no cuda_runtime_api.h on the CUDA half's include path"
+  for header_dir in $(includes_of direct | grep -o -- "-isystem [^ ]*" | cut -d' ' -f2); do
+    [[ ! -f "$header_dir/cuda_runtime_api.h" ]] || fail "direct: CUDA headers on ltfit_core's path"
+  done
   if defines_of direct | grep -q -- "-DLTFIT_CPU_ONLY"; then fail "direct: LTFIT_CPU_ONLY defined"; fi
+  grep -q "libltfit_cuda.so" "$WORK/direct/cmake_install.cmake" ||
+    fail "direct bundle: the CUDA half is not installed"
 fi
 
 if ((failures > 0)); then

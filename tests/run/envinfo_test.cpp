@@ -143,10 +143,26 @@ TEST_CASE("collect_envinfo fills every field on this machine", "[envinfo]") {
   }
 
   const auto j = nlohmann::json::parse(ltfit::envinfo_json(info));
-  for (const char* key :
-       {"cpu", "memory", "data_disk", "run_disk", "shm", "gpus", "gpu_source", "driver_version",
-        "cuda_runtime", "cudnn_version", "libtorch_version", "libtorch_cuda", "libtorch_cudnn",
-        "opencv_version", "compiler", "ltfit_version", "os", "kernel", "container"}) {
+  for (const char* key : {"cpu",
+                          "memory",
+                          "data_disk",
+                          "run_disk",
+                          "shm",
+                          "gpus",
+                          "gpu_source",
+                          "driver_version",
+                          "cuda_runtime",
+                          "cudnn_version",
+                          "libtorch_version",
+                          "libtorch_cuda",
+                          "cuda_half",
+                          "libtorch_cudnn",
+                          "opencv_version",
+                          "compiler",
+                          "ltfit_version",
+                          "os",
+                          "kernel",
+                          "container"}) {
     INFO(key);
     CHECK(j.contains(key));
   }
@@ -170,16 +186,18 @@ TEST_CASE("collect_envinfo fills every field on this machine", "[envinfo]") {
   CHECK(nlohmann::json::parse(ltfit::testing::read_file(path)) == j);
 }
 
-TEST_CASE("the table says when a build links LibTorch's CPU libraries only", "[envinfo]") {
+TEST_CASE("the table says when LibTorch's CPU libraries run alone", "[envinfo]") {
   ltfit::EnvInfo info;
   info.libtorch_version = "2.15.0";
   info.libtorch_cuda = "13.2";
   info.libtorch_cudnn = "9.26.0";
   CHECK_THAT(ltfit::envinfo_table(info),
              Catch::Matchers::Contains("2.15.0 (built with CUDA 13.2, cuDNN 9.26.0)"));
-  info.libtorch_cuda = std::string(ltfit::kCudaNotLinked);  // an LTFIT_CPU_ONLY build
+  info.libtorch_cuda = std::string(ltfit::kCudaNotLoaded);  // the CUDA half not loaded
+  info.cuda_half = "not loaded: no NVIDIA driver (libcuda.so.1 is not installed)";
   const std::string table = ltfit::envinfo_table(info);
   CHECK_THAT(table,
-             Catch::Matchers::Contains("2.15.0 (CPU libraries only: this build links no CUDA)"));
+             Catch::Matchers::Contains("2.15.0 (CPU libraries only: the CUDA half is not loaded)"));
+  CHECK_THAT(table, Catch::Matchers::Contains("CUDA half     not loaded: no NVIDIA driver"));
   CHECK_THAT(table, !Catch::Matchers::Contains("built with CUDA"));
 }

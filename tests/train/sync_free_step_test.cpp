@@ -24,7 +24,7 @@
 #include "ltfit/train/optimizer.h"
 #include "ltfit/train/sync_free_step.h"
 #include "ltfit/train/trainer.h"
-#include "ltfit/util/cuda_build.h"
+#include "support/cuda_build.h"
 #include "support/test_support.h"
 #include "train/optimizer_fixtures.h"
 

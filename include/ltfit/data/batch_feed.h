@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include <c10/core/Event.h>
 #include <torch/torch.h>
 
 #include "ltfit/data/loader.h"
@@ -20,9 +21,8 @@ namespace ltfit {
 struct StagedBatch {
   torch::Tensor images;  // float [N,3,H,W], normalised, on the device (NHWC when channels_last)
   torch::Tensor labels;  // on the device
-  // The side stream's at::cuda::CUDAEvent after the copy (type-erased: no CUDA header here);
-  // null: ready now.
-  std::shared_ptr<void> ready;
+  // Recorded on the side stream after the copy; null: ready now.
+  std::shared_ptr<c10::Event> ready;
 };
 
 class BatchFeed {
@@ -36,7 +36,7 @@ class BatchFeed {
   StagedBatch stage(const Batch& batch) const;
   // The current stream waits for `staged` (no host sync); its tensors are marked used there.
   void use(const StagedBatch& staged) const;
-  // Whether copies run on a side stream (a CUDA device in a CUDA build).
+  // Whether copies run on a side stream (a CUDA device).
   bool overlaps() const { return side_ != nullptr; }
 
  private:

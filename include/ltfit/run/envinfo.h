@@ -19,8 +19,9 @@
 namespace ltfit {
 
 inline constexpr const char* kNoneText = "none";
-// EnvInfo::libtorch_cuda in an LTFIT_CPU_ONLY build, which links libtorch_cpu alone.
-inline constexpr std::string_view kCudaNotLinked = "not linked";
+// EnvInfo::libtorch_cuda when ltfit's CUDA half is not loaded (util/cuda_half.h): LibTorch's CPU
+// half alone is in the process.
+inline constexpr std::string_view kCudaNotLoaded = "not loaded";
 
 // One amount of GPU memory in the three units tools mix up.
 struct GpuMemory {
@@ -65,7 +66,8 @@ struct EnvInfo {
   std::string cudnn_version = kNoneText;     // cuDNN loaded at run time, e.g. "9.10.2"
   std::string libtorch_version = kNoneText;  // TORCH_VERSION
   std::string libtorch_cuda = kNoneText;     // CUDA version LibTorch was built with; "none": CPU
-                                             // LibTorch; kCudaNotLinked: LTFIT_CPU_ONLY
+                                             // LibTorch; kCudaNotLoaded: its CUDA half not loaded
+  std::string cuda_half = kNoneText;         // "loaded from PATH in 0.15 s" | "not loaded: WHY"
   std::string libtorch_cudnn = kNoneText;    // cuDNN version LibTorch was built with
   std::string opencv_version = kNoneText;    // CV_VERSION
   std::string compiler = kNoneText;          // "GCC 13.2.0", "clang 17.0.6"
@@ -76,7 +78,7 @@ struct EnvInfo {
                                              // "lxc" | "container" (other) | "none"
   std::string launch = kNoneText;            // the data-parallel run this process would join
                                              // (dist/launch.h describe_launch), or the error
-  std::string dist_backends = kNoneText;     // c10d backends this build has: "gloo" | "gloo, nccl"
+  std::string dist_backends = kNoneText;  // c10d backends this process has: "gloo" | "gloo, nccl"
 };
 
 // Fields of /proc/cpuinfo that matter here.
