@@ -6,7 +6,9 @@
 #  3. evaluates the fp16 checkpoint with TTA on the GPU, and interprets it (Grad-CAM, fp16);
 #  4. find-batch on a ResNet-152 at 224 px up to --max 4096, which must meet a real CUDA
 #     out-of-memory and recover from it;
-#  5. envinfo's GPU fields;
+#  5. envinfo's GPU fields, and the CUDA half (the binary links LibTorch's CPU half alone): loaded
+#     by default where the driver is; LTFIT_CUDA=off keeps it out (a CPU run's peak memory both
+#     ways) and then refuses cuda with exit 2;
 #  6. data-parallel training over NCCL under torchrun: a world of one on one GPU (dist.backend
 #     nccl), and two ranks on two GPUs where the machine has them (summary.json's world_size and
 #     backend checked); then bench/dist_scaling.sh --gpus where there are 2 or more;
@@ -192,8 +194,25 @@ PY
 }
 
 show_envinfo() {
-  echo; echo "== 5. envinfo =="
+  echo; echo "== 5. envinfo and the CUDA half =="
   "$LTFIT" envinfo || fail "envinfo"
+  "$LTFIT" envinfo | grep -q "CUDA half     loaded from" || fail "the CUDA half did not load"
+  if readelf -d "$LTFIT" | grep NEEDED | grep -q -E "libtorch_cuda|libc10_cuda"; then
+    fail "ltfit links LibTorch's CUDA half"
+  fi
+  local mode
+  for mode in auto off; do
+    if [[ -x /usr/bin/time ]]; then
+      /usr/bin/time -f "LTFIT_CUDA=$mode: envinfo peak resident %M KB, %e s" env LTFIT_CUDA=$mode \
+        "$LTFIT" envinfo >/dev/null || fail "envinfo with LTFIT_CUDA=$mode"
+    else
+      LTFIT_CUDA=$mode "$LTFIT" envinfo | grep "CUDA half" || fail "envinfo with LTFIT_CUDA=$mode"
+    fi
+  done
+  LTFIT_CUDA=off "$LTFIT" train --config quickstart --set data.root="$SYNTH" \
+    --set train.device=cuda --set run.out_dir="$WORK_DIR/gpu-off" >/dev/null 2>&1
+  local code=$?
+  [[ $code -eq 2 ]] || fail "LTFIT_CUDA=off with train.device=cuda exited $code, not 2"
 }
 
 rows=()

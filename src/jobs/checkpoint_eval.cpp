@@ -208,7 +208,8 @@ EvalOptions eval_options_for(const LoadedModel& loaded, const torch::Device& dev
   EvalOptions options;
   options.device = device;
   options.precision = resolve_eval_precision(
-      precision.empty() ? loaded.config.train.precision : parse_precision(precision), device);
+      precision.empty() ? loaded.config.train.precision : parse_precision(precision, "--precision"),
+      device);
   options.thresholds = class_thresholds(loaded.config, loaded.meta.classes.size());
   options.temperature = loaded.config.eval.temperature;
   options.top_k = loaded.config.eval.top_k;

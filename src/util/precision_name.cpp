@@ -15,6 +15,10 @@ const EnumNames<Precision>& precisions() {
 
 Precision parse_precision(std::string_view text) { return precisions().parse(text); }
 
+Precision parse_precision(std::string_view text, const std::string& key) {
+  return static_cast<Precision>(parse_choice(key, precisions().names, text));
+}
+
 const std::string& precision_name(Precision precision) { return precisions().name(precision); }
 
 }  // namespace ltfit

@@ -53,7 +53,7 @@ ltfit::testing::CommandResult train_on_cuda(const std::string& env) {
 
 }  // namespace
 
-TEST_CASE("ltfit links LibTorch's CPU half alone; its CUDA half is a library of its own",
+TEST_CASE("ltfit links LibTorch's CPU half alone, and its CUDA half is a library of its own",
           "[cli][cuda_half]") {
   const std::string binary = needed_libraries(LTFIT_BINARY);
   CHECK_THAT(binary, Contains("libtorch_cpu.so") && Contains("libc10.so"));
@@ -91,8 +91,9 @@ TEST_CASE("without a driver the CUDA half stays out of the process, and a CUDA r
   CHECK_THAT(r.output, Contains("LTFIT_CUDA=on forces the load"));
 }
 
-TEST_CASE("LTFIT_CUDA=on loads the CUDA half without a GPU; off and wrong values are said",
-          "[cli][cuda_half]") {
+TEST_CASE(
+    "LTFIT_CUDA=on loads the CUDA half without a GPU, off keeps it out, a wrong value is said",
+    "[cli][cuda_half]") {
   std::string loaded;
   const auto off = envinfo("LTFIT_CUDA=off LD_DEBUG=files", &loaded);
   CHECK(off["cuda_half"] == "not loaded: LTFIT_CUDA=off");

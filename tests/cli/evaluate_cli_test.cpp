@@ -144,7 +144,9 @@ TEST_CASE("evaluate options: v2 override, precision, --out, plain csv, bad input
   CHECK(fs::exists(dir.path() / "p/confusion_matrix.png"));
 
   CHECK(run_ltfit(base + " --tta --tta-mode v9").exit_code == 2);
-  CHECK(run_ltfit(base + " --precision fp64").exit_code == 2);
+  r = run_ltfit(base + " --precision fp64");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--precision: expected one of fp32, fp16, bf16, got 'fp64'"));
   CHECK(run_ltfit("evaluate --checkpoint " + dir.str() + "/missing.ckpt").exit_code == 4);
   ltfit::testing::write_file(dir.path() / "junk.ckpt", "not a checkpoint");
   CHECK(run_ltfit("evaluate --tta --checkpoint " + dir.str() + "/junk.ckpt").exit_code == 4);

@@ -20,6 +20,8 @@ enum class Precision {
 // "fp32" | "fp16" | "bf16"; otherwise ChoiceError (a ConfigError) "train.precision: expected one
 // of fp32, fp16, bf16, got '<text>'".
 Precision parse_precision(std::string_view text);
+// The same, naming `key` (a flag such as "--precision") in the error instead.
+Precision parse_precision(std::string_view text, const std::string& key);
 // The name config files use for `precision`.
 const std::string& precision_name(Precision precision);
 
