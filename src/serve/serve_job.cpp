@@ -445,15 +445,11 @@ HttpResponse Service::cam(const HttpRequest& request) {
            {"X-Ltfit-Probability", fmt::format("{:.6f}", probabilities[*label].item<double>())}}};
 }
 
-// glibc hands the memory a thread other than the main one frees back to the kernel eagerly (its
-// arenas trim their top, and blocks over the dynamic mmap threshold are unmapped), so each forward
-// on the batcher's thread faults its activations' pages in anew: 9 ms of a 41 ms ResNet-18 forward
-// at batch 1 on two cores (MALLOC_TOP_PAD_ set so: 33 ms). Keeping up to 512 MiB freed and 256 MiB
-// of slack per arena keeps RSS near its peak, which the memory bound counts anyway (docs/serve.md).
 // glibc gives the memory a thread other than the main one frees back to the kernel eagerly (its
 // arenas trim their top), so each forward on the batcher's thread would fault its small
-// activations' pages in anew (9 ms of a 41 ms ResNet-18 forward at batch 1); keeping up to
-// 512 MiB freed and 256 MiB of slack per arena: 33 ms. The large ones (a batch's activations)
+// activations' pages in anew (9 ms of a 41 ms ResNet-18 forward at batch 1 on two cores);
+// keeping up to 512 MiB freed and 256 MiB of slack per arena: 33 ms, with RSS near its peak,
+// which the memory bound counts anyway (docs/serve.md). The large ones (a batch's activations)
 // LibTorch allocates from the block cache, which keeps them for the next batch (--cache-mb).
 void keep_freed_memory(std::size_t cache_bytes) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);

@@ -11,8 +11,10 @@
 namespace ltfit {
 
 torch::Device resolve_device(const DeviceRequest& request, const std::string& key) {
-  load_cuda_half();  // before LibTorch is asked about CUDA (cuda_half.h)
-  const bool has_cuda = torch::cuda::is_available();
+  // Loaded before LibTorch is asked about CUDA (cuda_half.h); a CUDA half that was refused (from
+  // another build) may have loaded LibTorch's, but ltfit does not use a GPU without its own.
+  const CudaHalfStatus& half = load_cuda_half();
+  const bool has_cuda = half.loaded && torch::cuda::is_available();
   switch (request.kind) {
     case DeviceRequest::Kind::kAuto:
       return has_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
@@ -23,7 +25,6 @@ torch::Device resolve_device(const DeviceRequest& request, const std::string& ke
   }
   const std::string text = device_request_name(request);
   if (!has_cuda) {
-    const CudaHalfStatus& half = load_cuda_half();
     if (!half.loaded) {
       throw ConfigError(
           key + ": '" + text + "' requested, but ltfit's CUDA half is not loaded: " + half.reason,
