@@ -53,7 +53,7 @@ BUILD_DIR="$BUILD_DIR" PYTHON="$PYTHON" "$ROOT/scripts/build_offline.sh"
 mkdir -p "$ACTIVE"
 torch_lib="$("$PYTHON" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
 for round in 1 2 3 4 5 6 7 8; do
-  missing="$(for bin in "$BUILD_DIR/ltfit" "$BUILD_DIR/tests/ltfit_tests"; do
+  missing="$(for bin in "$BUILD_DIR/ltfit" "$BUILD_DIR/libltfit_cuda.so" "$BUILD_DIR/tests/ltfit_tests"; do
                [[ -x "$bin" ]] && LD_LIBRARY_PATH="$ACTIVE:$torch_lib" ldd "$bin"
              done | awk '/not found/ {print $1}' | sort -u)"
   [[ -z "$missing" ]] && break
