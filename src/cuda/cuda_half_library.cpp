@@ -3,8 +3,6 @@
 // libtorch_cuda and registers its kernels; the binary itself links LibTorch's CPU half alone.
 // Only what LibTorch's device-generic API cannot do lives here: device properties and NCCL.
 // It links no ltfit code (it throws nothing of ltfit's, and logs nothing).
-#include <cuda_runtime_api.h>
-
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/version.h>
@@ -16,11 +14,6 @@
 #endif
 
 namespace {
-
-int runtime_version() {
-  int version = 0;
-  return cudaRuntimeGetVersion(&version) == cudaSuccess ? version : 0;
-}
 
 bool properties(int index, ltfit::GpuProperties* out) {
   if (index < 0 || index >= static_cast<int>(c10::cuda::device_count())) return false;
@@ -44,7 +37,6 @@ ltfit::CudaHalf make_table() {
   ltfit::CudaHalf half;
   half.abi = ltfit::kCudaHalfAbi;
   half.torch_version = TORCH_VERSION;
-  half.runtime_version = &runtime_version;
   half.properties = &properties;
 #ifdef LTFIT_WITH_NCCL
   half.make_nccl = &make_nccl;

@@ -8,6 +8,8 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include "ltfit/util/device.h"
+
 namespace ltfit {
 
 struct BatchFeed::SideStream {
@@ -19,12 +21,11 @@ BatchFeed::BatchFeed(const torch::Device& device, bool channels_last,
                      ImageNormalization normalization)
     : device_(device), channels_last_(channels_last), normalization_(std::move(normalization)) {
   if (device_.is_cuda()) {
-    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    const c10::Device on(c10::DeviceType::CUDA,
-                         device_.has_index() ? device_.index() : cuda.getDevice().index());
+    const c10::Device on(c10::DeviceType::CUDA, cuda_device_index(device_));
     const c10::DeviceGuard guard(on);
     side_ = std::make_unique<SideStream>(
-        SideStream{cuda.getStreamFromGlobalPool(on, /*isHighPriority=*/false),
+        SideStream{c10::impl::VirtualGuardImpl(on.type()).getStreamFromGlobalPool(
+                       on, /*isHighPriority=*/false),
                    normalization_tensors(normalization_, on)});
   }
 }

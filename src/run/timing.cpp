@@ -12,7 +12,6 @@
 #include <fstream>
 
 #include <ATen/Context.h>
-#include <ATen/DeviceAccelerator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
@@ -36,10 +35,6 @@ bool usable_cuda(const torch::Device& device) {
   if (!device.is_cuda() || !torch::cuda::is_available()) return false;
   at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   return true;
-}
-
-c10::DeviceIndex cuda_index(const torch::Device& device) {
-  return device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
 }
 
 double sum(const PhaseSeconds& phases) {
@@ -172,14 +167,15 @@ std::int64_t heap_in_use_bytes() {
 // is loaded (util/cuda_half.h).
 std::optional<std::int64_t> cuda_peak_memory_bytes(const torch::Device& device) {
   if (!usable_cuda(device)) return std::nullopt;
-  const auto stats = c10::getDeviceAllocator(device.type())->getDeviceStats(cuda_index(device));
+  const auto stats =
+      c10::getDeviceAllocator(device.type())->getDeviceStats(cuda_device_index(device));
   const auto all = static_cast<std::size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE);
   return stats.allocated_bytes[all].peak;
 }
 
 void reset_cuda_peak_memory(const torch::Device& device) {
   if (!usable_cuda(device)) return;
-  c10::getDeviceAllocator(device.type())->resetPeakStats(cuda_index(device));
+  c10::getDeviceAllocator(device.type())->resetPeakStats(cuda_device_index(device));
 }
 
 std::string timing_json(const Profiler& profiler, double train_seconds,

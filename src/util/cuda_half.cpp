@@ -84,34 +84,36 @@ void open_library(const fs::path& path, Loaded& out) {
   // static initialisers ran is not supported.
 }
 
-Loaded load() {
+Loaded load_as(const std::string& mode) {
   Loaded out;
-  std::string warning;
-  const std::string mode = policy(&warning);
   if (mode == "off") {
-    out.status.reason = warning + "LTFIT_CUDA=off";
+    out.status.reason = "LTFIT_CUDA=off";
     return out;
   }
   // The driver's library is what every CUDA program needs first; without it no GPU can be used,
   // and the CUDA half (and its memory) is not worth loading.
   if (mode == "auto" && ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
-    out.status.reason = warning + "no NVIDIA driver (libcuda.so.1 is not installed)";
+    out.status.reason = "no NVIDIA driver (libcuda.so.1 is not installed)";
     return out;
   }
   std::string tried;
   for (const fs::path& path : candidates()) {
     std::error_code error;
-    if (!fs::exists(path, error)) {
-      tried += (tried.empty() ? "" : ", ") + path.string();
-      continue;
+    if (fs::exists(path, error)) {
+      open_library(path, out);
+      return out;
     }
-    open_library(path, out);
-    if (!warning.empty()) out.status.reason = warning + out.status.reason;
-    return out;
+    tried += (tried.empty() ? "" : ", ") + path.string();
   }
   out.status.library = tried;
-  out.status.reason =
-      warning + "this ltfit has no CUDA half (no " + tried + "; a CPU-only build or bundle)";
+  out.status.reason = "this ltfit has no CUDA half (no " + tried + "; a CPU-only build or bundle)";
+  return out;
+}
+
+Loaded load() {
+  std::string warning;
+  Loaded out = load_as(policy(&warning));
+  if (!out.status.loaded) out.status.reason = warning + out.status.reason;
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <ATen/DeviceAccelerator.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
@@ -46,6 +47,10 @@ torch::Device resolve_device(const DeviceRequest& request, const std::string& ke
 
 torch::Device resolve_device(std::string_view text, const std::string& key) {
   return resolve_device(parse_device_request(text, key), key);
+}
+
+c10::DeviceIndex cuda_device_index(const torch::Device& device) {
+  return device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
 }
 
 std::string describe_device(const torch::Device& device) {

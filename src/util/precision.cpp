@@ -4,12 +4,12 @@
 #include <mutex>
 
 #include <ATen/Context.h>
-#include <ATen/DeviceAccelerator.h>
 #include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 
 #include "ltfit/util/cuda_half.h"
+#include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
 
 namespace ltfit {
@@ -20,9 +20,8 @@ namespace {
 int compute_capability(const torch::Device& device) {
   const CudaHalf* half = cuda_half();  // loads it first (cuda_half.h)
   if (!device.is_cuda() || half == nullptr || !torch::cuda::is_available()) return 0;
-  const int index = device.has_index() ? device.index() : at::accelerator::getDeviceIndex();
   GpuProperties props;
-  return half->properties(index, &props) ? props.major * 10 + props.minor : 0;
+  return half->properties(cuda_device_index(device), &props) ? props.major * 10 + props.minor : 0;
 }
 
 const char* on_off(bool on) { return on ? "on" : "off"; }

@@ -13,7 +13,7 @@ const EnumNames<Precision>& precisions() {
 
 }  // namespace
 
-Precision parse_precision(std::string_view text) { return precisions().parse(text); }
+Precision parse_precision(std::string_view text) { return parse_precision(text, precisions().key); }
 
 Precision parse_precision(std::string_view text, const std::string& key) {
   return static_cast<Precision>(parse_choice(key, precisions().names, text));

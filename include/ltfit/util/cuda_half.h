@@ -48,7 +48,6 @@ struct GpuProperties {
 struct CudaHalf {
   int abi = 0;
   const char* torch_version = nullptr;  // TORCH_VERSION the library was built against
-  int (*runtime_version)() = nullptr;   // cudaRuntimeGetVersion: 13020 for CUDA 13.2
   // Fills `out` for visible GPU `index`; false when there is no such GPU.
   bool (*properties)(int index, GpuProperties* out) = nullptr;
   // ProcessGroupNCCL over `store`, on GPU `device_index` (made the thread's current device
