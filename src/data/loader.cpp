@@ -24,6 +24,7 @@
 #include "data/loader_state.h"
 #include "ltfit/data/readable_images.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/intra_op_threads.h"
 #include "ltfit/util/random.h"
 
 namespace ltfit {
@@ -32,8 +33,13 @@ namespace {
 
 constexpr int kPrefetchPerWorker = 2;
 
-// Names the calling loader thread: top -H, gdb and perf show "ltfit-loader".
-void name_worker() { pthread_setname_np(pthread_self(), "ltfit-loader"); }
+// Names the calling loader thread (top -H, gdb and perf show "ltfit-loader") and keeps its
+// tensor work to itself: the workers already run side by side, and an OpenMP team of their own
+// would slow the training step's (intra_op_threads.h).
+void name_worker() {
+  pthread_setname_np(pthread_self(), "ltfit-loader");
+  set_intra_op_threads_here(1);
+}
 
 }  // namespace
 

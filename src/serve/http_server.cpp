@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "ltfit/util/error.h"
+#include "ltfit/util/intra_op_threads.h"
 #include "serve/request_parts.h"
 
 namespace ltfit {
@@ -292,6 +293,7 @@ void HttpServer::run(const std::function<bool()>& stop_requested, std::chrono::m
     }
     ++active_;
     std::thread([this, fd, peer = std::move(peer)]() mutable {
+      set_intra_op_threads_here(1);  // the model's thread alone runs wide (intra_op_threads.h)
       serve_connection(fd, std::move(peer));
       ::close(fd);
       --active_;

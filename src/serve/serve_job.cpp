@@ -32,6 +32,7 @@
 #include "ltfit/util/cpu_block_cache.h"
 #include "ltfit/util/device.h"
 #include "ltfit/util/error.h"
+#include "ltfit/util/intra_op_threads.h"
 #include "ltfit/util/sha256.h"
 #include "ltfit/util/signals.h"
 #include "serve/compute_gate.h"
@@ -89,6 +90,7 @@ class Service {
   HttpResponse route(const HttpRequest& request, Clock::time_point deadline);
   HttpResponse predict(const HttpRequest& request, Clock::time_point deadline);
   HttpResponse cam(const HttpRequest& request);
+  HttpResponse cam_of(const HttpRequest& request, const torch::Tensor& rgb);  // gate held
   std::optional<torch::Tensor> decode(const ImagePart& part, std::string* error);
   nlohmann::json predict_one(const ImagePart& part, bool tta, Clock::time_point deadline,
                              std::future<Batcher::Result>* pending, bool* refused);
@@ -421,9 +423,15 @@ HttpResponse Service::cam(const HttpRequest& request) {
   const std::optional<torch::Tensor> rgb = decode(parts[0], &error);
   if (!rgb) return json_error(400, "not a readable image: " + error);
   std::unique_lock<ComputeGate> alone(gate_);
-  const torch::Tensor pixels = normalize_images(
-      rgb->unsqueeze(0), eval_.device, eval_.channels_last, loaded_.model->input_normalization());
+  // The model's work as wide as the batcher's, on a thread of its own: this one stays narrow.
+  return on_a_wide_thread([&] { return cam_of(request, *rgb); });
+}
+
+HttpResponse Service::cam_of(const HttpRequest& request, const torch::Tensor& rgb) {
+  const torch::Tensor pixels = normalize_images(rgb.unsqueeze(0), eval_.device, eval_.channels_last,
+                                                loaded_.model->input_normalization());
   torch::Tensor probabilities;
+  std::string error;
   {
     torch::NoGradGuard no_grad;
     loaded_.model->eval();
@@ -435,7 +443,7 @@ HttpResponse Service::cam(const HttpRequest& request) {
   if (!label) return json_error(400, error);
   const torch::Tensor map =
       grad_cam(loaded_.model, pixels, torch::tensor({*label}, torch::kInt64), eval_)[0];
-  const EncodedPng png = encode_png(cam_overlay(*rgb, map));
+  const EncodedPng png = encode_png(cam_overlay(rgb, map));
   const std::string& name = loaded_.meta.classes[static_cast<std::size_t>(*label)];
   return {200,
           "image/png",
@@ -464,6 +472,9 @@ void run_serve_job(const ServeRequest& request, const std::function<void(int)>& 
     throw ConfigError("--cache-mb: expected 0 to 1048576, got " + std::to_string(request.cache_mb));
   }
   keep_freed_memory(static_cast<std::size_t>(request.cache_mb) << 20);
+  // The batcher's thread runs the model as wide as the cores allow; this one only loads it and
+  // waits, and a team of its own would make the model's slower (intra_op_threads.h).
+  const IntraOpThreadsHere narrow(1);
   Service service(request);
   HttpServerOptions options;
   options.host = request.host;

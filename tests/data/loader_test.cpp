@@ -156,6 +156,23 @@ TEST_CASE("loader threads are named ltfit-loader while they run", "[data][loader
   CHECK(threads_named("ltfit-loader") == 0);  // joined
 }
 
+// A worker's tensor work at 224 px is wide enough for LibTorch to start an OpenMP team, whose
+// helper threads a worker would keep (named after it) and which would make libgomp throttle the
+// training step's own team (util/intra_op_threads.h): the workers run it on one thread.
+TEST_CASE("loader workers start no OpenMP helper threads of their own", "[data][loader]") {
+  ltfit::testing::TempDir dir;
+  const auto samples = ltfit::testing::write_small_synth(dir.path(), 16, 4, 240, 300, 5);
+  ltfit::LoaderOptions options = train_options(2);
+  options.data.image_size = 224;
+  options.data.batch_size = 8;
+  {
+    ltfit::Loader loader(samples, options);
+    CHECK(one_epoch(loader, 0).size() == 2);
+    CHECK(threads_named("ltfit-loader") == 2);
+  }
+  CHECK(threads_named("ltfit-loader") == 0);
+}
+
 TEST_CASE("the bad-input zoo is skipped, counted and named - good odd sizes decode",
           "[data][loader]") {
   ltfit::testing::TempDir dir;
