@@ -69,7 +69,7 @@ TEST_CASE("a thread's count is its own: other threads and threads started later 
   CHECK(zero == 1);
 }
 
-TEST_CASE("a narrowed thread leaves no OpenMP helper behind; a wide one does",
+TEST_CASE("a narrowed thread leaves no OpenMP helper behind, a wide one does",
           "[util][intra_op_threads]") {
   int before = 0;
   on_thread_named("ltfit-narrow", [&] {
