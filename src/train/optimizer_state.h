@@ -30,6 +30,11 @@
 
 namespace ltfit::detail {
 
+// What a checkpoint cannot hold, said by both halves (a programming error: make_optimizer builds
+// only these).
+inline constexpr const char* kOptimizerTypesHeld =
+    "checkpoints hold AdamW, SGD, Lamb or RMSpropTF optimizers only";
+
 // "AdamW", "SGD", "Lamb" or "RMSpropTF" (the optimizers make_optimizer builds); "none" without
 // parameter groups, "other" for any other optimizer (which checkpoints cannot hold).
 const char* optimizer_type(const torch::optim::Optimizer& optimizer);
