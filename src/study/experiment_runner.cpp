@@ -3,8 +3,8 @@
 // A child gets `train --config <base> --set ... --run-dir <out>/runs/<id> --json`, stdin from
 // /dev/null, stdout to <out>/runs/<id>.json (its summary) and stderr to <out>/runs/<id>.log; a
 // multi-GPU run's child is torchrun with that command line, whose ranks share those files (rank 0
-// alone prints the summary). The parent polls for the child's end so that a stop request
-// (SIGINT/SIGTERM/SIGHUP to the parent alone) can be passed on as SIGINT: the child then
+// alone prints the summary). The parent polls for the child's end (child_process.h) so that a stop
+// request (SIGINT/SIGTERM/SIGHUP to the parent alone) can be passed on as SIGINT: the child then
 // checkpoints and exits 130 (torchrun passes it on to its ranks as SIGTERM, which does the same).
 // A Ctrl-C at the terminal reaches the child too (one process group); the SIGINT passed on comes
 // within the poll interval, well inside the 2 s in which the child takes a repeated signal for
@@ -13,9 +13,6 @@
 // `--resume auto` (run_cut.h), its second log <out>/runs/<id>.resumed.log.
 #include "ltfit/study/experiment.h"
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +23,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
@@ -42,124 +38,12 @@
 #include "ltfit/util/precision.h"
 #include "ltfit/util/signals.h"
 #include "ltfit/util/stopwatch.h"
+#include "study/child_process.h"
 
 namespace ltfit {
 namespace {
 
 namespace fs = std::filesystem;
-
-// In the child, before exec: `fd` opened on `path`; errno when it cannot. Async-signal-safe.
-int redirect(int fd, const char* path, int flags) {
-  const int opened = ::open(path, flags, 0644);
-  if (opened < 0) return errno;
-  const int error = ::dup2(opened, fd) < 0 ? errno : 0;
-  ::close(opened);
-  return error;
-}
-
-// The forked child, up to exec: only async-signal-safe calls (the parent may have threads). It
-// asks for SIGTERM when the parent dies (then checks that the parent did not die before that),
-// with SIGTERM's default action until the exec'd program installs its own; an error is written
-// to `report` (close-on-exec, so the parent reads nothing when exec succeeds).
-[[noreturn]] void exec_child(char* const* argv, const char* out_path, const char* err_path,
-                             pid_t parent, int report) {
-  ::signal(SIGTERM, SIG_DFL);
-  int error = ::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ? errno : 0;
-  if (error == 0 && ::getppid() != parent) ::_exit(128 + SIGTERM);  // orphaned already
-  const int out_flags = O_WRONLY | O_CREAT | O_TRUNC;
-  if (error == 0) error = redirect(STDIN_FILENO, "/dev/null", O_RDONLY);
-  if (error == 0) error = redirect(STDOUT_FILENO, out_path, out_flags);
-  if (error == 0) error = redirect(STDERR_FILENO, err_path, out_flags);
-  if (error == 0) {
-    ::execvp(argv[0], argv);  // a bare `python3` is looked up on PATH; a path is used as is
-    error = errno;
-  }
-  (void)!::write(report, &error, sizeof error);
-  ::_exit(127);
-}
-
-// Starts `argv` with stdin /dev/null, stdout and stderr to the given files; its pid, or -1 with
-// `error` set when it could not be started.
-pid_t start_child(char* const* argv, const std::string& out_path, const std::string& err_path,
-                  int& error) {
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    error = errno;
-    return -1;
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv, out_path.c_str(), err_path.c_str(), parent, report[1]);
-  error = pid < 0 ? errno : 0;
-  ::close(report[1]);
-  if (pid > 0) {
-    ssize_t n = 0;
-    while ((n = ::read(report[0], &error, sizeof error)) < 0 && errno == EINTR) {
-    }
-    if (n == static_cast<ssize_t>(sizeof error)) {
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    } else {
-      error = 0;
-    }
-  }
-  ::close(report[0]);
-  return error != 0 ? -1 : pid;
-}
-
-// How often wait_child looks at the child and at the stop flag: a stop passed on this late is
-// still the child's first request repeated, not a second one.
-constexpr int kChildPollMs = 100;
-static_assert(kChildPollMs * 5 < StopSignals::kRepeatWindowMs, "see the file comment");
-
-// How a child ended: its exit code, or the signal that killed it. (An exit 130, ltfit's
-// "interrupted after a checkpoint", is not a death by SIGINT.)
-struct ChildEnd {
-  int code = -1;   // the exit code; -1 when unknown
-  int signal = 0;  // the signal that killed it, 0 if it exited
-  // The shell's figure: the exit code, or 128 + the signal.
-  int status() const { return signal != 0 ? 128 + signal : code; }
-};
-
-// Waits for `pid`; passes a stop request on as one SIGINT; kills it with SIGKILL once `cut` says
-// the cut is due (then `killed` is set), unless a stop request came first.
-ChildEnd wait_child(pid_t pid, const std::function<bool()>& stop_signal, CutClock* cut = nullptr,
-                    bool* killed = nullptr) {
-  bool forwarded = false;
-  while (true) {
-    int status = 0;
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) {
-      return WIFEXITED(status) ? ChildEnd{WEXITSTATUS(status), 0} : ChildEnd{-1, WTERMSIG(status)};
-    }
-    if (done < 0 && errno != EINTR) return {};
-    if (!forwarded && stop_signal && stop_signal()) {
-      ::kill(pid, SIGINT);
-      forwarded = true;
-    }
-    if (!forwarded && cut != nullptr && cut->due()) {
-      ::kill(pid, SIGKILL);
-      *killed = true;
-      cut = nullptr;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(kChildPollMs));
-  }
-}
-
-// Starts `args` with stdout/stderr to the given files; its pid.
-pid_t spawn(const std::vector<std::string>& args, const std::string& out_path,
-            const std::string& err_path) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int error = 0;
-  const pid_t pid = start_child(argv.data(), out_path, err_path, error);
-  if (pid < 0) {
-    throw RuntimeError("cannot start '" + args[0] + "': " + std::strerror(error));
-  }
-  return pid;
-}
 
 // The run `args` trains, killed at `cut.at_epoch` and started again with --resume auto (its log
 // <run_dir>.resumed.log, which `log_path` then names); fills `cut`.
