@@ -23,10 +23,9 @@ SetNumThreads omp_set_num_threads_fn() {
 }  // namespace
 
 void set_intra_op_threads_here(int threads) {
-  // LibTorch sets a thread's count from its global default the first time the thread asks
-  // (at::internal::lazy_init_num_threads, one flag per thread in each library that inlines it):
-  // both asked first, so neither overrides the count set below later.
-  at::internal::lazy_init_num_threads();
+  // LibTorch sets a thread's count from its global default the first time the thread asks: asked
+  // first, so that this does not override the count set below later. (ltfit's own code is built
+  // without OpenMP, so only LibTorch's kernels ask.)
   (void)at::get_num_threads();
   if (SetNumThreads set = omp_set_num_threads_fn()) set(std::max(1, threads));
 }

@@ -23,6 +23,8 @@
 #include "ltfit/util/error.h"
 #include "support/test_support.h"
 
+using ltfit::testing::threads_named;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -123,21 +125,6 @@ TEST_CASE("destroying a loader mid-epoch joins its workers", "[data][loader]") {
   }
   SUCCEED("no hang, no crash");
 }
-
-namespace {
-
-// How many of this process's threads are named `name` (/proc/self/task/*/comm).
-int threads_named(const std::string& name) {
-  int count = 0;
-  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line) && line == name) ++count;
-  }
-  return count;
-}
-
-}  // namespace
 
 TEST_CASE("loader threads are named ltfit-loader while they run", "[data][loader]") {
   ltfit::testing::TempDir dir;

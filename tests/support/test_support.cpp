@@ -108,6 +108,16 @@ std::vector<ltfit::Sample> write_small_synth(const fs::path& dir, int train, int
 
 fs::path source_dir() { return fs::path(LTFIT_SOURCE_DIR); }
 
+int threads_named(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;

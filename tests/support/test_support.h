@@ -53,6 +53,9 @@ std::string line_with(const std::string& text, const std::string& needle);
 std::vector<ltfit::Sample> write_small_synth(const std::filesystem::path& dir, int train, int valid,
                                              int min_side, int max_side, std::uint64_t seed = 0);
 
+// How many of this process's threads are named `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name);
+
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released): for
 // rendezvous stores and servers in tests.
 int free_loopback_port();

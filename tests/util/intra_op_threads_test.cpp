@@ -6,26 +6,16 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "ltfit/util/intra_op_threads.h"
+#include "support/test_support.h"
+
+using ltfit::testing::threads_named;
 
 namespace {
-
-// How many of this process's threads are named `name` (/proc/self/task/*/comm).
-int threads_named(const std::string& name) {
-  int count = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line) && line == name) ++count;
-  }
-  return count;
-}
 
 // Work LibTorch splits over the calling thread's OpenMP team (a sum over 4M floats, in
 // libtorch_cpu: ltfit's own code is compiled without OpenMP, so at::parallel_for inlined here

@@ -15,7 +15,7 @@ namespace ltfit {
 // spins instead of GOMP_SPINCOUNT, so each of a forward's hundreds of regions pays a futex
 // wake-up. On two cores a second team anywhere in the process (the main thread's, from loading
 // the model, and the batcher's) made `ltfit serve`'s ResNet-50 forward at batch 1 25 % slower
-// (35.1 against 28.2 ms). So the threads that are not the compute thread (loader workers, HTTP
+// (35.1 against 29.5 ms). So the threads that are not the compute thread (loader workers, HTTP
 // connections, the main thread of a server) run their tensor work with 1.
 //
 // No-op where LibTorch uses no OpenMP. `threads` < 1 is taken as 1.
